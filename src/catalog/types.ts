@@ -1,0 +1,31 @@
+import type { Mode } from "../config/schema.js";
+import type { ToolSummary } from "../summarize/types.js";
+import type { RawTool } from "../upstream/types.js";
+
+export type { Mode };
+
+/** A discovered tool with everything the views need. */
+export interface CatalogTool {
+  /** Exposed name, e.g. `github_create_issue` (unique across the catalog). */
+  name: string;
+  server: string;
+  /** `mcp://<server>/<tool>`. */
+  uri: string;
+  /** Cache key `server:tool:hash`. */
+  key: string;
+  /** The upstream's tool, untouched. */
+  tool: RawTool;
+  /** The cached summary, when there is one (a miss serves the original description). */
+  summary?: ToolSummary;
+}
+
+/** A tool as an MCP client receives it in `tools/list`. */
+export interface ListedTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  [key: string]: unknown;
+}

@@ -1,0 +1,135 @@
+import { z } from "zod";
+
+/**
+ * The config file's schema. Field names mirror the file (snake_case) so an error path such as
+ * `servers.github.timeout_ms` is exactly what the user typed. `.describe()` texts feed the README's
+ * config reference.
+ */
+
+export const MODES = ["full", "summary", "compact", "lazy"] as const;
+export const modeSchema = z.enum(MODES).describe("How tools are presented to the model");
+export type Mode = z.infer<typeof modeSchema>;
+
+/** A server's name is part of tool names, cache keys (`server:tool:hash`) and `mcp://` URIs. */
+export const SERVER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+const globList = z.array(z.string().min(1)).describe("Glob patterns of tool names (`*` and `?`)");
+const positiveMs = z.number().int().positive();
+
+/** Permission and output settings a server inherits from the top level unless it sets its own. */
+const policyFields = {
+  read_only: z.boolean().optional().describe("Expose and allow only tools annotated readOnlyHint: true"),
+  destructive: z
+    .enum(["allow", "deny"])
+    .optional()
+    .describe("`deny` hides and refuses tools annotated destructiveHint: true"),
+  sandbox: z.enum(["none", "bwrap"]).optional().describe("Run stdio servers under bubblewrap"),
+  max_output_bytes: z.number().int().positive().optional().describe("Largest tool result passed on"),
+  spill: z.boolean().optional().describe("Keep results over max_output_bytes behind a read_output handle"),
+};
+
+export const serverSchema = z
+  .strictObject({
+    type: z.enum(["stdio", "http", "sse"]).optional().describe("Transport; inferred from command/url"),
+    command: z.string().min(1).optional().describe("Executable of a stdio server"),
+    args: z.array(z.string()).default([]).describe("Arguments of a stdio server"),
+    env: z.record(z.string(), z.string()).default({}).describe("Extra environment of a stdio server"),
+    cwd: z.string().min(1).optional().describe("Working directory of a stdio server"),
+    url: z.url().optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
+    headers: z.record(z.string(), z.string()).default({}).describe("HTTP headers sent to a url server"),
+    allow: globList.optional().describe("Only tools matching one of these globs are exposed"),
+    deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
+    timeout_ms: positiveMs.default(30_000).describe("Per-call timeout"),
+    connect_timeout_ms: positiveMs.default(15_000).describe("Timeout of start-up and initialize"),
+    enabled: z.boolean().default(true).describe("false keeps the entry but does not connect"),
+    prefix: z.boolean().default(true).describe("false exposes tools under their own names"),
+    sandbox_network: z.boolean().default(false).describe("Allow network inside the bwrap sandbox"),
+    sandbox_write: z.array(z.string()).default([]).describe("Paths writable inside the bwrap sandbox"),
+    lifecycle: z
+      .enum(["persistent", "per_call"])
+      .default("persistent")
+      .describe("`per_call` starts a fresh process for each call"),
+    ...policyFields,
+  })
+  .superRefine((server, ctx) => {
+    const kind = server.type ?? (server.url !== undefined ? "http" : "stdio");
+    if (kind === "stdio") {
+      if (server.command === undefined) {
+        ctx.addIssue({ code: "custom", path: ["command"], message: "expected a command for a stdio server, got nothing" });
+      }
+      if (server.url !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["url"], message: "expected no url on a stdio server (set type = \"http\" or drop command)" });
+      }
+    } else {
+      if (server.url === undefined) {
+        ctx.addIssue({ code: "custom", path: ["url"], message: `expected a url for a ${kind} server, got nothing` });
+      }
+      if (server.command !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["command"], message: `expected no command on a ${kind} server` });
+      }
+    }
+  });
+
+export type ServerFileConfig = z.infer<typeof serverSchema>;
+
+export const summarySchema = z
+  .strictObject({
+    summarizer: z.enum(["extractive", "openai"]).default("extractive").describe("Who writes summaries"),
+    model: z.string().min(1).default("gpt-4o-mini").describe("Model name for the openai summarizer"),
+    base_url: z.url().optional().describe("OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"),
+    api_key_env: z.string().min(1).default("OPENAI_API_KEY").describe("Environment variable holding the key"),
+    timeout_ms: positiveMs.default(60_000).describe("Timeout of one summarizer request"),
+    max_concurrency: z.number().int().min(1).max(64).default(4).describe("Summarizer requests at once"),
+    requests_per_minute: z.number().int().positive().optional().describe("Rate limit of summarizer requests"),
+    max_requests: z.number().int().nonnegative().optional().describe("Spend cap: summarizer requests per process"),
+    max_retries: z.number().int().min(0).max(10).default(4).describe("Retries on 429/5xx/timeouts"),
+    batch_size: z.number().int().min(1).max(50).default(8).describe("Tools of one server per request"),
+    word_budget: z.number().int().min(4).max(200).default(24).describe("Word budget of an extractive summary"),
+  })
+  .describe("How tool summaries are written");
+
+export type SummaryConfig = z.infer<typeof summarySchema>;
+
+export const configFileSchema = z.strictObject({
+  mode: modeSchema.default("compact"),
+  separator: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,3}$/, "expected 1 to 3 of A-Z a-z 0-9 _ -")
+    .default("_")
+    .describe("Between server and tool in exposed names"),
+  idle_timeout_minutes: z.number().positive().default(5).describe("Daemon exits after this long idle"),
+  cache_dir: z.string().min(1).optional().describe("Where summaries.jsonl lives"),
+  state_dir: z.string().min(1).optional().describe("Where the daemon lockfile and spilled outputs live"),
+  log_level: z.enum(["debug", "info", "warn", "error", "silent"]).optional().describe("Log verbosity"),
+  audit_log: z.string().min(1).optional().describe("JSONL audit log of every call"),
+  audit_arguments: z.boolean().default(false).describe("Write argument values into the audit log"),
+  ...policyFields,
+  summary: summarySchema.prefault({}),
+  servers: z
+    .record(z.string().regex(SERVER_NAME_PATTERN, "expected a name of A-Z a-z 0-9 _ . - starting with a letter or digit"), serverSchema)
+    .default({})
+    .describe("The upstream MCP servers"),
+});
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+
+/** A server after loading: its name, its resolved transport and the inherited policy filled in. */
+export interface ServerConfig extends Omit<ServerFileConfig, "type" | keyof typeof policyFields> {
+  name: string;
+  transport: "stdio" | "http" | "sse";
+  read_only: boolean;
+  destructive: "allow" | "deny";
+  sandbox: "none" | "bwrap";
+  max_output_bytes: number;
+  spill: boolean;
+}
+
+/** The loaded, validated configuration. */
+export interface Config extends Omit<ConfigFile, "servers"> {
+  /** Absolute path of the file it came from, or `"<built-in>"`. */
+  source: string;
+  /** Servers in name order (enabled and disabled). */
+  servers: ServerConfig[];
+}
+
+export const DEFAULT_MAX_OUTPUT_BYTES = 200_000;

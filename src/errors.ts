@@ -1,0 +1,76 @@
+/**
+ * Stable error codes. A code is part of the public contract (CLI output, daemon protocol, tool
+ * error results): add codes, never rename them.
+ */
+export const ErrorCode = {
+  CONFIG_NOT_FOUND: "CONFIG_NOT_FOUND",
+  CONFIG_INVALID: "CONFIG_INVALID",
+  CONFIG_ENV_MISSING: "CONFIG_ENV_MISSING",
+  USAGE: "USAGE",
+  UPSTREAM_START_FAILED: "UPSTREAM_START_FAILED",
+  UPSTREAM_TIMEOUT: "UPSTREAM_TIMEOUT",
+  UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
+  UPSTREAM_EXITED: "UPSTREAM_EXITED",
+  UPSTREAM_ERROR: "UPSTREAM_ERROR",
+  SERVER_NOT_FOUND: "SERVER_NOT_FOUND",
+  TOOL_NOT_FOUND: "TOOL_NOT_FOUND",
+  TOOL_FILTERED: "TOOL_FILTERED",
+  TOOL_REFUSED: "TOOL_REFUSED",
+  INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
+  CANCELLED: "CANCELLED",
+  CACHE_CORRUPT_LINE: "CACHE_CORRUPT_LINE",
+  CACHE_IO: "CACHE_IO",
+  SUMMARIZER_FAILED: "SUMMARIZER_FAILED",
+  SUMMARIZER_RATE_LIMITED: "SUMMARIZER_RATE_LIMITED",
+  SUMMARY_REJECTED: "SUMMARY_REJECTED",
+  SPEND_CAP_REACHED: "SPEND_CAP_REACHED",
+  INPUT_INVALID: "INPUT_INVALID",
+  DAEMON_UNAVAILABLE: "DAEMON_UNAVAILABLE",
+  DAEMON_UNAUTHORIZED: "DAEMON_UNAUTHORIZED",
+  DAEMON_BAD_REQUEST: "DAEMON_BAD_REQUEST",
+  DAEMON_LOCKED: "DAEMON_LOCKED",
+  INTERNAL: "INTERNAL",
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Options of an {@link AbridgeError}. */
+export interface AbridgeErrorOptions {
+  /** Whether the same operation may succeed if tried again later. */
+  retryable?: boolean;
+  cause?: unknown;
+  /** Structured detail safe to show (never secret values). */
+  details?: Record<string, unknown>;
+}
+
+/** Every error abridge raises on purpose: a stable `code`, a `retryable` flag and the cause. */
+export class AbridgeError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: AbridgeErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "AbridgeError";
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.details = options.details;
+  }
+
+  /** Plain form for the daemon protocol and JSON output. */
+  toJSON(): { code: ErrorCode; message: string; retryable: boolean } {
+    return { code: this.code, message: this.message, retryable: this.retryable };
+  }
+}
+
+/** True when `err` is an {@link AbridgeError}, optionally with the given code. */
+export function isAbridgeError(err: unknown, code?: ErrorCode): err is AbridgeError {
+  return err instanceof AbridgeError && (code === undefined || err.code === code);
+}
+
+/** Wraps anything thrown into an {@link AbridgeError}, keeping the original as `cause`. */
+export function toAbridgeError(err: unknown, fallback: ErrorCode = ErrorCode.INTERNAL): AbridgeError {
+  if (err instanceof AbridgeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AbridgeError(fallback, message, { cause: err });
+}

@@ -1,0 +1,73 @@
+import type { ErrorCode } from "../errors.js";
+
+/** A JSON object as it came off the wire. */
+export type JsonObject = { [key: string]: unknown };
+
+/**
+ * A tool exactly as the upstream sent it in `tools/list`: unknown keys (`_meta`, `execution`, ...)
+ * are kept so that `full` mode and `get_schema` can hand them on untouched.
+ */
+export interface RawTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: JsonObject;
+  outputSchema?: JsonObject;
+  annotations?: {
+    title?: string;
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+/** A tool together with the server it came from. */
+export interface DiscoveredTool {
+  server: string;
+  tool: RawTool;
+}
+
+/** Connection state of one upstream server. */
+export type ServerState = "connecting" | "ready" | "restarting" | "failed" | "closed" | "disabled";
+
+/** What `abridge servers` and the daemon's `stats` show of one upstream. */
+export interface ServerStatus {
+  name: string;
+  transport: "stdio" | "http" | "sse";
+  state: ServerState;
+  /** Tools exposed after allow/deny filtering. */
+  toolCount: number;
+  /** When the current connection became ready (ISO 8601). */
+  startedAt?: string;
+  restarts: number;
+  error?: { code: ErrorCode; message: string };
+  /** serverInfo from initialize. */
+  serverInfo?: { name: string; version: string };
+  /** Upstream capabilities from initialize (tools, resources, prompts, ...). */
+  capabilities?: JsonObject;
+  /** Upstream `instructions` from initialize, if any. */
+  instructions?: string;
+}
+
+/** A progress notification of a forwarded call. */
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** Options of a forwarded request. */
+export interface CallOptions {
+  /** The caller's signal: a proxied request inherits the caller's lifetime. */
+  signal?: AbortSignal;
+  /** Overrides the server's `timeout_ms`. */
+  timeoutMs?: number;
+  /** Receives the upstream's progress notifications for this call. */
+  onProgress?: (update: ProgressUpdate) => void;
+}
+
+/** A `tools/call` result as the upstream sent it (content, structuredContent, isError, _meta...). */
+export type CallToolResult = JsonObject & { content?: unknown[]; isError?: boolean };
