@@ -35,7 +35,8 @@ export const serverSchema = z
     args: z.array(z.string()).default([]).describe("Arguments of a stdio server"),
     env: z.record(z.string(), z.string()).default({}).describe("Extra environment of a stdio server"),
     cwd: z.string().min(1).optional().describe("Working directory of a stdio server"),
-    url: z.url().optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
+    // http(s) only: z.url() alone accepts `file:` or `mailto:`, which no MCP transport can use.
+    url: z.url({ protocol: /^https?$/ }).optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
     headers: z.record(z.string(), z.string()).default({}).describe("HTTP headers sent to a url server"),
     allow: globList.optional().describe("Only tools matching one of these globs are exposed"),
     deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
@@ -52,7 +53,18 @@ export const serverSchema = z
     ...policyFields,
   })
   .superRefine((server, ctx) => {
+    // Neither type nor a single transport key: the intent is unclear, so say so once rather than
+    // guessing a transport and then complaining about the other key.
+    if (server.type === undefined && server.command !== undefined && server.url !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [],
+        message: "expected either command (a stdio server) or url (an HTTP/SSE server), got both",
+      });
+      return;
+    }
     const kind = server.type ?? (server.url !== undefined ? "http" : "stdio");
+    const label = kind === "http" ? "an http" : kind === "sse" ? "an sse" : "a stdio";
     if (kind === "stdio") {
       if (server.command === undefined) {
         ctx.addIssue({ code: "custom", path: ["command"], message: "expected a command for a stdio server, got nothing" });
@@ -62,10 +74,10 @@ export const serverSchema = z
       }
     } else {
       if (server.url === undefined) {
-        ctx.addIssue({ code: "custom", path: ["url"], message: `expected a url for a ${kind} server, got nothing` });
+        ctx.addIssue({ code: "custom", path: ["url"], message: `expected a url for ${label} server, got nothing` });
       }
       if (server.command !== undefined) {
-        ctx.addIssue({ code: "custom", path: ["command"], message: `expected no command on a ${kind} server` });
+        ctx.addIssue({ code: "custom", path: ["command"], message: `expected no command on ${label} server` });
       }
     }
   });
@@ -76,7 +88,7 @@ export const summarySchema = z
   .strictObject({
     summarizer: z.enum(["extractive", "openai"]).default("extractive").describe("Who writes summaries"),
     model: z.string().min(1).default("gpt-4o-mini").describe("Model name for the openai summarizer"),
-    base_url: z.url().optional().describe("OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"),
+    base_url: z.url({ protocol: /^https?$/ }).optional().describe("OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"),
     api_key_env: z.string().min(1).default("OPENAI_API_KEY").describe("Environment variable holding the key"),
     timeout_ms: positiveMs.default(60_000).describe("Timeout of one summarizer request"),
     max_concurrency: z.number().int().min(1).max(64).default(4).describe("Summarizer requests at once"),

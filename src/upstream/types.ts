@@ -71,3 +71,19 @@ export interface CallOptions {
 
 /** A `tools/call` result as the upstream sent it (content, structuredContent, isError, _meta...). */
 export type CallToolResult = JsonObject & { content?: unknown[]; isError?: boolean };
+
+/** A discovered tool with the name and `mcp://` URI it is exposed under. */
+export interface ExposedTool extends DiscoveredTool {
+  /** Exposed name (`<server><separator><tool>`, sanitized, at most 64 characters). */
+  name: string;
+  /** `mcp://<server>/<tool>`. */
+  uri: string;
+}
+
+/** {@link CallOptions} plus the SDK's progress-aware timeout. */
+export interface ForwardOptions extends CallOptions {
+  /** Restart the timeout on every progress notification (a long job that reports is alive). */
+  resetTimeoutOnProgress?: boolean;
+  /** Hard ceiling when `resetTimeoutOnProgress` is set. */
+  maxTotalTimeoutMs?: number;
+}

@@ -1,0 +1,257 @@
+import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import type { CacheEntry } from "./cacheEntry.js";
+import { parseCacheLine } from "./parseCacheLine.js";
+import { MAX_LINE_BYTES, readLines } from "./readLines.js";
+import { writeFileAtomic } from "./writeFileAtomic.js";
+
+/** One problem line found by {@link verifyCache}. */
+export interface InvalidLine {
+  /** 1-based physical line number. */
+  line: number;
+  reason: string;
+}
+
+/** Report of {@link verifyCache}. */
+export interface VerifyReport {
+  /** Whether the file exists (a missing cache is an empty, valid one). */
+  exists: boolean;
+  /** Non-blank lines, valid or not. */
+  lines: number;
+  /** Lines that parse and match the schema. */
+  valid: number;
+  invalid: InvalidLine[];
+  /** Distinct keys: what a store would serve. */
+  liveKeys: number;
+  /** Valid lines overridden by a later line with the same key (what `compact` removes). */
+  superseded: number;
+}
+
+/** Report of {@link compactCache}. */
+export interface CompactReport {
+  /** Non-blank lines before, invalid ones included. */
+  before: number;
+  /** Lines written: one per kept live key. */
+  after: number;
+}
+
+/** Report of {@link clearCache}. */
+export interface ClearReport {
+  /** Lines removed. */
+  removed: number;
+}
+
+/** Options shared by the maintenance functions. */
+export interface MaintenanceOptions {
+  signal?: AbortSignal;
+}
+
+/** Options of {@link compactCache}. */
+export interface CompactOptions extends MaintenanceOptions {
+  /** Return false to drop a live entry (e.g. a tool no server lists any more). */
+  keep?: (entry: CacheEntry) => boolean;
+}
+
+/** Options of {@link clearCache}. */
+export interface ClearOptions extends MaintenanceOptions {
+  /** Remove only this server's entries; all lines when absent. */
+  server?: string;
+}
+
+interface ScannedLine {
+  lineNumber: number;
+  /** Raw text; undefined for a line over the size limit. */
+  text: string | undefined;
+  /** Whether the line had no terminating newline (last bytes of the file). */
+  torn: boolean;
+  entry: CacheEntry | undefined;
+  reason: string | undefined;
+}
+
+interface ScannedFile {
+  size: number;
+  dev: number;
+  ino: number;
+  lines: ScannedLine[];
+}
+
+/** How often a rewrite re-reads a file that grew while it was being read. */
+const REWRITE_ATTEMPTS = 5;
+
+function ioError(action: string, file: string, err: unknown): AbridgeError {
+  if (err instanceof AbridgeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AbridgeError(ErrorCode.CACHE_IO, `cannot ${action} cache ${file}: ${message}`, { cause: err });
+}
+
+async function openIfExists(file: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(file, "r");
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw err;
+  }
+}
+
+/** Reads and classifies every line of `file`; undefined when the file does not exist. */
+async function scanFile(file: string, signal: AbortSignal | undefined): Promise<ScannedFile | undefined> {
+  const handle = await openIfExists(file);
+  if (handle === undefined) return undefined;
+  try {
+    const info = await handle.stat();
+    const lines: ScannedLine[] = [];
+    const classify = (text: string | undefined, lineNumber: number, torn: boolean): void => {
+      if (text === undefined) {
+        lines.push({ lineNumber, text, torn, entry: undefined, reason: `line longer than ${MAX_LINE_BYTES} bytes` });
+        return;
+      }
+      const parsed = parseCacheLine(text);
+      if (parsed.ok) lines.push({ lineNumber, text: text.trim(), torn, entry: parsed.entry, reason: undefined });
+      else lines.push({ lineNumber, text, torn, entry: undefined, reason: torn ? `torn last line (${parsed.reason})` : parsed.reason });
+    };
+    const result = await readLines(handle, {
+      start: 0,
+      end: info.size,
+      firstLineNumber: 1,
+      signal,
+      onLine: (line) => classify(line.text, line.lineNumber, false),
+      onOversized: (lineNumber) => classify(undefined, lineNumber, false),
+    });
+    if (result.tail !== undefined) classify(result.tail.text, result.tail.lineNumber, true);
+    return { size: info.size, dev: info.dev, ino: info.ino, lines };
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** Newest line per key, in file order of those newest lines. */
+function newestPerKey(lines: ScannedLine[]): ScannedLine[] {
+  const newest = new Map<string, ScannedLine>();
+  for (const line of lines) {
+    if (line.entry !== undefined) newest.set(line.entry.key, line);
+  }
+  return [...newest.values()].sort((a, b) => a.lineNumber - b.lineNumber);
+}
+
+/**
+ * Rewrites `file` atomically with what `build` makes of its current lines. When the file changed
+ * between the read and the write (another process appended), it is read again, so such lines are
+ * not lost; a line appended in the short gap between the last check and the rename still can be,
+ * which is why the CLI runs maintenance while no abridge is writing.
+ */
+async function rewrite<T>(
+  file: string,
+  signal: AbortSignal | undefined,
+  build: (scanned: ScannedFile) => { content: string | undefined; report: T },
+  emptyReport: T,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const scanned = await scanFile(file, signal);
+    if (scanned === undefined) return emptyReport;
+    const { content, report } = build(scanned);
+    if (content === undefined) return report; // Nothing to change.
+    const now = await openIfExists(file);
+    let unchanged = false;
+    if (now !== undefined) {
+      try {
+        const info = await now.stat();
+        unchanged = info.size === scanned.size && info.ino === scanned.ino && info.dev === scanned.dev;
+      } finally {
+        await now.close().catch(() => undefined);
+      }
+    }
+    if (unchanged || attempt >= REWRITE_ATTEMPTS) {
+      await writeFileAtomic(file, content, signal);
+      return report;
+    }
+  }
+}
+
+function joinLines(texts: string[]): string {
+  return texts.length === 0 ? "" : `${texts.join("\n")}\n`;
+}
+
+/**
+ * Checks every line of a cache file without changing it.
+ *
+ * @throws AbridgeError CACHE_IO when the file exists but cannot be read.
+ */
+export async function verifyCache(file: string, options: MaintenanceOptions = {}): Promise<VerifyReport> {
+  let scanned: ScannedFile | undefined;
+  try {
+    scanned = await scanFile(file, options.signal);
+  } catch (err) {
+    throw ioError("verify", file, err);
+  }
+  if (scanned === undefined) return { exists: false, lines: 0, valid: 0, invalid: [], liveKeys: 0, superseded: 0 };
+  const invalid: InvalidLine[] = [];
+  const keys = new Set<string>();
+  let valid = 0;
+  for (const line of scanned.lines) {
+    if (line.entry === undefined) {
+      invalid.push({ line: line.lineNumber, reason: line.reason ?? "invalid" });
+    } else {
+      valid += 1;
+      keys.add(line.entry.key);
+    }
+  }
+  return { exists: true, lines: scanned.lines.length, valid, invalid, liveKeys: keys.size, superseded: valid - keys.size };
+}
+
+/**
+ * Rewrites a cache file with one line per live key (the newest), dropping superseded and invalid
+ * lines and entries `keep` rejects. Lines are kept byte for byte (minus surrounding blanks), so
+ * fields a newer abridge added survive an older one's compaction. A missing file stays missing.
+ *
+ * @throws AbridgeError CACHE_IO when the file cannot be read or replaced.
+ */
+export async function compactCache(file: string, options: CompactOptions = {}): Promise<CompactReport> {
+  const keep = options.keep;
+  try {
+    return await rewrite(
+      file,
+      options.signal,
+      (scanned) => {
+        const kept = newestPerKey(scanned.lines).filter((line) => line.entry !== undefined && (keep === undefined || keep(line.entry)));
+        const texts = kept.map((line) => line.text ?? "");
+        return { content: joinLines(texts), report: { before: scanned.lines.length, after: kept.length } };
+      },
+      { before: 0, after: 0 },
+    );
+  } catch (err) {
+    throw ioError("compact", file, err);
+  }
+}
+
+/**
+ * Removes all lines of a cache file, or only the valid lines of one server (every other line is
+ * kept as it is, superseded and unparsable ones included). The file is replaced atomically and not
+ * created when missing.
+ *
+ * @throws AbridgeError CACHE_IO when the file cannot be read or replaced.
+ */
+export async function clearCache(file: string, options: ClearOptions = {}): Promise<ClearReport> {
+  const server = options.server;
+  try {
+    return await rewrite(
+      file,
+      options.signal,
+      (scanned) => {
+        if (server === undefined) {
+          if (scanned.size === 0) return { content: undefined, report: { removed: 0 } };
+          return { content: "", report: { removed: scanned.lines.length } };
+        }
+        const others = scanned.lines.filter((line) => line.entry?.server !== server);
+        if (others.length === scanned.lines.length) return { content: undefined, report: { removed: 0 } };
+        // An oversized line cannot be kept verbatim without holding it in memory; it goes too.
+        const texts = others.flatMap((line) => (line.text === undefined ? [] : [line.text]));
+        return { content: joinLines(texts), report: { removed: scanned.lines.length - texts.length } };
+      },
+      { removed: 0 },
+    );
+  } catch (err) {
+    throw ioError("clear", file, err);
+  }
+}

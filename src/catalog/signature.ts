@@ -1,0 +1,103 @@
+import { MAX_INLINE_ENUM, inputProperties, type PropertyShape, type SchemaShape } from "./compactSchema.js";
+
+/** Longest inline enum (values joined with `|`) before it is cut to its first values. */
+const MAX_ENUM_CHARS = 60;
+/** How many values a cut enum still shows, so the model sees what kind of values it takes. */
+const CUT_ENUM_VALUES = 3;
+/** Nested objects with at most this many properties show their keys; bigger ones show `{...}`. */
+const MAX_INLINE_KEYS = 4;
+
+/** An enum value as written in a signature: bare when that cannot be misread, JSON otherwise. */
+function enumLiteral(value: unknown): string {
+  if (typeof value === "string" && /^[A-Za-z0-9_./:@+-]+$/.test(value)) return value;
+  return JSON.stringify(value) ?? String(value);
+}
+
+function enumLabel(values: unknown[]): string {
+  const literals = values.map(enumLiteral);
+  const joined = literals.join("|");
+  if (values.length <= MAX_INLINE_ENUM && joined.length <= MAX_ENUM_CHARS) return joined;
+  return `${literals.slice(0, CUT_ENUM_VALUES).join("|")}|...`;
+}
+
+/**
+ * The label of one value's shape. `string` is the unmarked default, so it is left out at the top
+ * level (`owner` means `owner: string`) but spelled out where the bare form would be ambiguous
+ * (array items, unions).
+ */
+function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean): string {
+  if (shape.enumValues !== undefined && shape.enumValues.length > 0) return enumLabel(shape.enumValues);
+  if (shape.types.length === 0) return "any";
+  const labels = shape.types.map((type) => typeLabel(type, shape, depth));
+  const label = labels.join("|");
+  return topLevel && label === "string" ? "" : label;
+}
+
+function typeLabel(type: string, shape: SchemaShape, depth: number): string {
+  switch (type) {
+    case "array": {
+      if (shape.items === undefined) return "array";
+      // Items stay at the array's depth: `edits: {oldText, newText}[]` is as readable as `{...}`.
+      const item = shapeLabel(shape.items, depth, false);
+      return item.includes("|") ? `(${item})[]` : `${item}[]`;
+    }
+    case "object": {
+      const props = shape.properties;
+      if (props === undefined || props.length === 0) return "object";
+      if (depth > 0 || props.length > MAX_INLINE_KEYS) return "{...}";
+      return `{${orderParams(props).map((p) => paramText(p, depth + 1)).join(", ")}}`;
+    }
+    default:
+      return type;
+  }
+}
+
+function orderParams(props: PropertyShape[]): PropertyShape[] {
+  return [...props.filter((p) => p.required), ...props.filter((p) => !p.required)];
+}
+
+function paramText(param: PropertyShape, depth: number): string {
+  const label = shapeLabel(param.shape, depth, true);
+  const name = /^[A-Za-z_$][\w$-]*$/.test(param.name) ? param.name : JSON.stringify(param.name);
+  return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}`;
+}
+
+/**
+ * The parenthesized parameter list of a tool's signature, e.g.
+ * `(owner, repo, title, body?, labels?: string[])`: required parameters first, `?` marks optional
+ * ones, a type is shown only where it is not `string`, short enums inline
+ * (`state?: open|closed|all`), long ones cut (`a|b|c|...`), arrays as `T[]`, small nested objects
+ * by their keys (`{x, y?: number}`), bigger ones as `{...}`, `any` where the schema allows
+ * anything (`array` when the items are unknown). A schema that declares no properties and no `type` (gitlab's, as shipped) or only a
+ * map of extra properties gives `(...)`: the arguments are unknown, not absent.
+ */
+export function parameterList(inputSchema: unknown): string {
+  const { properties, root } = inputProperties(inputSchema);
+  if (properties.length === 0) {
+    const open = root.openProperties === true || root.types.length === 0;
+    return open ? "(...)" : "()";
+  }
+  return `(${properties.map((p) => paramText(p, 0)).join(", ")})`;
+}
+
+/**
+ * One-line signature of a tool: `name` followed by its {@link parameterList}, e.g.
+ * `create_issue(owner, repo, title, body?, labels?: string[])`.
+ */
+export function toolSignature(name: string, inputSchema: unknown): string {
+  return `${name}${parameterList(inputSchema)}`;
+}
+
+/**
+ * A short one-line form of a description: its first sentence (or line), cut at `maxChars` on a
+ * word boundary. Used where a tool has no cached summary yet but must still be listed briefly.
+ */
+export function briefDescription(text: string | undefined, maxChars = 160): string {
+  if (text === undefined) return "";
+  const line = text.trim().split(/\n\s*\n|\n(?=\s*[-*#|])|\n/)[0]?.trim() ?? "";
+  const sentence = /^(.+?[.!?])(?:\s|$)/.exec(line)?.[1] ?? line;
+  if (sentence.length <= maxChars) return sentence;
+  const cut = sentence.slice(0, maxChars);
+  const space = cut.lastIndexOf(" ");
+  return `${(space > maxChars / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:]+$/, "")}...`;
+}

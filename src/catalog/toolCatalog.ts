@@ -1,0 +1,240 @@
+import type { CacheEntry } from "../cache/cacheEntry.js";
+import { cacheKey } from "../cache/cacheEntry.js";
+import type { JsonlStore } from "../cache/jsonlStore.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import type { SummarizeInput } from "../summarize/types.js";
+import type { ExposedTool } from "../upstream/types.js";
+import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
+import { renderTools, sortTools } from "./renderTools.js";
+import { SearchIndex, type SearchResult } from "./searchIndex.js";
+import type { ToolHasher } from "./toolHash.js";
+import type { CatalogTool, ListedTool, Mode } from "./types.js";
+
+/** Where summarize jobs go; the {@link SummarizeQueue} in production. */
+export interface SummaryJobSink {
+  enqueue(input: SummarizeInput, options?: { force?: boolean }): void;
+}
+
+/** Counts of one server's discovery pass. */
+export interface DiscoveryCounts {
+  server: string;
+  tools: number;
+  /** Tools whose summary came from the cache. */
+  hits: number;
+  /** Tools without a usable summary: a job was queued. */
+  queued: number;
+}
+
+/** Options of {@link ToolCatalog}. */
+export interface ToolCatalogOptions {
+  store: JsonlStore;
+  hasher: ToolHasher;
+  /** Receives a job for every miss; without one, misses are served with their original text only. */
+  jobs?: SummaryJobSink;
+  separator?: string;
+  logger?: Logger;
+  /** Quiet time before listeners hear of a change, so a burst of new summaries is one event. */
+  changeDebounceMs?: number;
+}
+
+/** How {@link ToolCatalog.setTools} treats tools that already have a summary. */
+export interface DiscoverOptions {
+  /** Queue every tool again, hit or not. */
+  force?: boolean;
+  /** Queue hits made by another summarizer or prompt than `current`. */
+  stale?: { summarizer: string; prompt: string };
+  /** false: queue nothing, only look (default true). */
+  queue?: boolean;
+}
+
+/**
+ * The discovered tools with their cache keys and summaries, and every view of them. Discovery never
+ * waits on a summary: a miss is served with the original text at once and a job is queued; when
+ * the summary lands, listeners hear one debounced change.
+ */
+export class ToolCatalog {
+  private readonly store: JsonlStore;
+  private readonly hasher: ToolHasher;
+  private readonly jobs: SummaryJobSink | undefined;
+  private readonly separator: string;
+  private readonly logger: Logger;
+  private readonly changeDebounceMs: number;
+  private byName = new Map<string, CatalogTool>();
+  private byKey = new Map<string, CatalogTool>();
+  private sorted: CatalogTool[] = [];
+  private readonly rendered = new Map<Mode, ListedTool[]>();
+  private searchIndex: SearchIndex | undefined;
+  private readonly validator = new ArgumentValidator();
+  private readonly listeners = new Set<() => void>();
+  private changeTimer: NodeJS.Timeout | undefined;
+  private counters = { hits: 0, misses: 0 };
+
+  constructor(options: ToolCatalogOptions) {
+    this.store = options.store;
+    this.hasher = options.hasher;
+    this.jobs = options.jobs;
+    this.separator = options.separator ?? "_";
+    this.logger = options.logger ?? silentLogger;
+    this.changeDebounceMs = options.changeDebounceMs ?? 250;
+  }
+
+  /**
+   * Replaces the catalog with `tools` (the pool's exposed tools): hashes each, looks its key up in
+   * the store, and queues a summarize job for every miss. Returns per-server counts.
+   */
+  setTools(tools: readonly ExposedTool[], options: DiscoverOptions = {}): DiscoveryCounts[] {
+    const counts = new Map<string, DiscoveryCounts>();
+    const byName = new Map<string, CatalogTool>();
+    const byKey = new Map<string, CatalogTool>();
+    for (const exposed of tools) {
+      const hash = this.hasher.hash(exposed.tool);
+      const key = cacheKey(exposed.server, exposed.tool.name, hash);
+      const entry = this.store.get(key);
+      const count = counts.get(exposed.server) ?? { server: exposed.server, tools: 0, hits: 0, queued: 0 };
+      counts.set(exposed.server, count);
+      count.tools += 1;
+      const catalogTool: CatalogTool = {
+        name: exposed.name,
+        server: exposed.server,
+        uri: exposed.uri,
+        key,
+        tool: exposed.tool,
+        ...(entry ? { summary: { summary: entry.summary, params: entry.params } } : {}),
+      };
+      byName.set(catalogTool.name, catalogTool);
+      byKey.set(key, catalogTool);
+      const stale =
+        entry !== undefined &&
+        options.stale !== undefined &&
+        (entry.summarizer !== options.stale.summarizer || entry.prompt !== options.stale.prompt);
+      if (entry) {
+        count.hits += 1;
+        this.counters.hits += 1;
+      } else {
+        this.counters.misses += 1;
+      }
+      if ((!entry || stale || options.force) && this.jobs && options.queue !== false) {
+        this.jobs.enqueue({ key, server: exposed.server, tool: exposed.tool }, { force: Boolean(options.force || stale) });
+        count.queued += 1;
+      }
+    }
+    const changed = !sameTools(this.byKey, byKey) || !sameNames(this.byName, byName);
+    this.byName = byName;
+    this.byKey = byKey;
+    this.sorted = sortTools([...byName.values()]);
+    this.invalidate();
+    if (changed) this.scheduleChange();
+    return [...counts.values()].sort((a, b) => (a.server < b.server ? -1 : a.server > b.server ? 1 : 0));
+  }
+
+  /**
+   * Takes a newly stored summary into the catalog. Returns true when it belongs to a tool being
+   * served (a summary for a tool that changed meanwhile is kept in the cache but not shown).
+   */
+  applyEntry(entry: CacheEntry): boolean {
+    const tool = this.byKey.get(entry.key);
+    if (!tool) return false;
+    tool.summary = { summary: entry.summary, params: entry.params };
+    this.invalidate();
+    this.scheduleChange();
+    return true;
+  }
+
+  /** Every tool, sorted by server then tool. */
+  tools(): readonly CatalogTool[] {
+    return this.sorted;
+  }
+
+  /** The tool exposed under `name`. */
+  get(name: string): CatalogTool | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The tool `tool` of `server`. */
+  find(server: string, tool: string): CatalogTool | undefined {
+    return this.sorted.find((t) => t.server === server && t.tool.name === tool);
+  }
+
+  /** Every exposed name (for "did you mean" hints). */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  /** The tool list in `mode`, rendered once per change. */
+  list(mode: Mode): ListedTool[] {
+    let listed = this.rendered.get(mode);
+    if (!listed) {
+      listed = renderTools(this.sorted, mode, { separator: this.separator });
+      this.rendered.set(mode, listed);
+    }
+    return listed;
+  }
+
+  /** BM25 search over the compact view (what `search_tools` answers). */
+  search(query: string, limit?: number): SearchResult[] {
+    this.searchIndex ??= new SearchIndex(this.sorted, { mode: "compact" });
+    return this.searchIndex.search(query, limit);
+  }
+
+  /** Validates call arguments against the tool's full original schema. */
+  validate(tool: CatalogTool, args: unknown): ValidationResult {
+    const result = this.validator.validate(tool, args);
+    if (result.ok && result.skipped !== undefined) {
+      this.logger.warn("input schema does not compile; calls are forwarded unvalidated", {
+        server: tool.server,
+        tool: tool.tool.name,
+        reason: result.skipped,
+      });
+    }
+    return result;
+  }
+
+  /** Cache hits and misses since start. */
+  stats(): { tools: number; summarized: number; hits: number; misses: number } {
+    return {
+      tools: this.sorted.length,
+      summarized: this.sorted.filter((t) => t.summary !== undefined).length,
+      ...this.counters,
+    };
+  }
+
+  /** Calls `listener` (debounced) whenever what a client sees may have changed. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stops pending change notifications. */
+  close(): void {
+    if (this.changeTimer) clearTimeout(this.changeTimer);
+    this.changeTimer = undefined;
+    this.listeners.clear();
+  }
+
+  private invalidate(): void {
+    this.rendered.clear();
+    this.searchIndex = undefined;
+  }
+
+  private scheduleChange(): void {
+    if (this.listeners.size === 0) return;
+    if (this.changeTimer) clearTimeout(this.changeTimer);
+    this.changeTimer = setTimeout(() => {
+      this.changeTimer = undefined;
+      for (const listener of this.listeners) listener();
+    }, this.changeDebounceMs);
+    this.changeTimer.unref();
+  }
+}
+
+function sameTools(a: Map<string, CatalogTool>, b: Map<string, CatalogTool>): boolean {
+  if (a.size !== b.size) return false;
+  for (const key of a.keys()) if (!b.has(key)) return false;
+  return true;
+}
+
+function sameNames(a: Map<string, CatalogTool>, b: Map<string, CatalogTool>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [name, tool] of a) if (b.get(name)?.key !== tool.key) return false;
+  return true;
+}

@@ -1,0 +1,51 @@
+import type { Config } from "../config/schema.js";
+import type { Logger, SecretSet } from "../log/logger.js";
+import type { CliIo } from "./cliIo.js";
+
+/** One command-line option of a command. */
+export interface OptionSpec {
+  type: "string" | "boolean";
+  short?: string;
+  multiple?: boolean;
+  /** Placeholder shown in help, e.g. `FILE`. */
+  value?: string;
+  description: string;
+}
+
+/** What a command's `run` receives. */
+export interface CommandContext {
+  io: CliIo;
+  /** Parsed option values (global and the command's own). */
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+  logger: Logger;
+  /** Secret values resolved from the config; the logger redacts them. */
+  secrets: SecretSet;
+  /** Loads the config named by `--config` or found by the lookup order. */
+  loadConfig(): Promise<Config>;
+}
+
+/** A command such as `servers` or `summarize warm`. */
+export interface CommandSpec {
+  /** Words of the command, e.g. `["summarize", "warm"]`. */
+  path: string[];
+  summary: string;
+  /** Arguments after the command words, as shown in help (e.g. `<server> <tool>`). */
+  args?: string;
+  options?: Record<string, OptionSpec>;
+  /** Number of positional arguments accepted. */
+  positionals?: { min: number; max: number };
+  /** Longer help text shown by `--help`. */
+  details?: string;
+  run(ctx: CommandContext): Promise<number>;
+}
+
+/** Exit codes of the CLI. */
+export const ExitCode = {
+  OK: 0,
+  /** The operation ran and failed (an upstream failed, a call returned an error). */
+  FAILURE: 1,
+  /** Bad command line or bad config: nothing was done. */
+  USAGE: 2,
+  INTERRUPTED: 130,
+} as const;

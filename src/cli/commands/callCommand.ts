@@ -1,0 +1,60 @@
+import { AbridgeError, ErrorCode } from "../../errors.js";
+import type { JsonObject } from "../../upstream/types.js";
+import { ExitCode, type CommandSpec } from "../command.js";
+import { writeLine } from "../cliIo.js";
+import { CACHE_DIR_OPTION, selectServers, withBridge } from "../openBridge.js";
+import { usageError } from "../usageError.js";
+
+function parseArguments(text: string | undefined): JsonObject {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw usageError(`--args: expected a JSON object, got invalid JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw usageError(`--args: expected a JSON object, got ${Array.isArray(value) ? "an array" : typeof value}`);
+  }
+  return value as JsonObject;
+}
+
+/** `abridge call <server> <tool>`: one tool call, printed as JSON. */
+export const callCommand: CommandSpec = {
+  path: ["call"],
+  summary: "Call one tool and print its result as JSON (exit 1 when the tool reports an error)",
+  args: "<server> <tool>",
+  positionals: { min: 2, max: 2 },
+  options: {
+    args: { type: "string", value: "JSON", description: "Arguments as a JSON object (default {})" },
+    "timeout-ms": { type: "string", value: "MS", description: "Call timeout (default: the server's timeout_ms)" },
+    ...CACHE_DIR_OPTION,
+  },
+  async run(ctx) {
+    const [server, tool] = ctx.positionals as [string, string];
+    const args = parseArguments(ctx.values.args as string | undefined);
+    const timeoutText = ctx.values["timeout-ms"] as string | undefined;
+    const timeoutMs = timeoutText === undefined ? undefined : Number(timeoutText);
+    if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs <= 0)) {
+      throw usageError(`--timeout-ms: expected a positive integer, got "${timeoutText}"`);
+    }
+    const config = selectServers(await ctx.loadConfig(), [server]);
+    return withBridge(
+      ctx,
+      async (bridge) => {
+        const status = bridge.pool.status(server);
+        if (status?.state === "failed") {
+          throw new AbridgeError(status.error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${server} failed to start: ${status.error?.message ?? "unknown"}`);
+        }
+        const result = await bridge.callServerTool(server, tool, args, {
+          signal: ctx.io.signal,
+          mode: "compact",
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        });
+        writeLine(ctx.io.stdout, JSON.stringify(result, null, 2));
+        return result.isError === true ? ExitCode.FAILURE : ExitCode.OK;
+      },
+      { config },
+    );
+  },
+};

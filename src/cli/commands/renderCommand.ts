@@ -1,0 +1,167 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { text as readStream } from "node:stream/consumers";
+import { JsonlStore } from "../../cache/jsonlStore.js";
+import { MODES } from "../../config/schema.js";
+import { tokenReport } from "../../catalog/renderTools.js";
+import { createToolHasher } from "../../catalog/toolHash.js";
+import { ToolCatalog } from "../../catalog/toolCatalog.js";
+import { configFileSchema, type Config } from "../../config/schema.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../../errors.js";
+import { createSummarizer } from "../../summarize/createSummarizer.js";
+import { ExtractiveSummarizer } from "../../summarize/extractiveSummarizer.js";
+import { queueLimitsFromConfig, SummarizeQueue } from "../../summarize/summarizeQueue.js";
+import { assignNames } from "../../upstream/naming.js";
+import type { ExposedTool, RawTool } from "../../upstream/types.js";
+import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
+import { writeLine } from "../cliIo.js";
+import { formatCount, formatShare, formatTable } from "../formatTable.js";
+import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
+import { usageError } from "../usageError.js";
+import { parseMode } from "./toolsCommand.js";
+
+/** A recorded `tools/list` answer: the tools and, when the file names it, the server. */
+export interface RecordedList {
+  server?: string;
+  tools: RawTool[];
+}
+
+/**
+ * Reads a recorded tool list: a corpus-style file `{"server", "tools": [...]}`, a `tools/list`
+ * result `{"tools": [...]}`, a JSON-RPC response `{"result": {"tools": [...]}}`, or a bare array.
+ *
+ * @throws AbridgeError INPUT_INVALID naming the source and what is wrong.
+ */
+export function parseRecordedList(text: string, source: string): RecordedList {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected JSON, got invalid JSON (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+  }
+  const record = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  let tools: unknown;
+  let server: string | undefined;
+  if (Array.isArray(value)) {
+    tools = value;
+  } else if (record(value)) {
+    if (typeof value.server === "string") server = value.server;
+    tools = value.tools ?? (record(value.result) ? value.result.tools : undefined);
+  }
+  if (!Array.isArray(tools)) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected a tools array (a bare array, {"tools": [...]} or {"result": {"tools": [...]}}), got ${Array.isArray(value) ? "array" : typeof value}`);
+  }
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  tools.forEach((tool, i) => {
+    if (!record(tool)) problems.push(`tools[${i}]: expected an object, got ${Array.isArray(tool) ? "array" : typeof tool}`);
+    else if (typeof tool.name !== "string" || tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(tool.name) ?? "nothing"}`);
+    else if (!record(tool.inputSchema)) problems.push(`tools[${i}].inputSchema: expected an object, got ${JSON.stringify(tool.inputSchema) ?? "nothing"}`);
+    else if (seen.has(tool.name)) problems.push(`tools[${i}].name: "${tool.name}" appears twice`);
+    else seen.add(tool.name);
+  });
+  if (problems.length > 0) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: invalid tool list\n${problems.map((p) => `${source}: ${p}`).join("\n")}`);
+  }
+  return { ...(server !== undefined ? { server } : {}), tools: tools as RawTool[] };
+}
+
+async function readInput(ctx: CommandContext): Promise<{ text: string; source: string }> {
+  const input = ctx.values.input as string | undefined;
+  if (input === undefined || input === "-") return { text: await readStream(ctx.io.stdin), source: "<stdin>" };
+  const file = path.resolve(ctx.io.cwd, input);
+  try {
+    return { text: await readFile(file, "utf8"), source: input };
+  } catch (err) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `--input: cannot read ${input}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+  }
+}
+
+/** The config render uses: the one found, or defaults when there is none (render needs no servers). */
+async function renderConfig(ctx: CommandContext): Promise<Config> {
+  try {
+    return await ctx.loadConfig();
+  } catch (err) {
+    const explicit = ctx.values.config !== undefined || ctx.io.env.ABRIDGE_CONFIG !== undefined;
+    if (explicit || !isAbridgeError(err, ErrorCode.CONFIG_NOT_FOUND)) throw err;
+    return { ...configFileSchema.parse({}), source: "<built-in>", servers: [] };
+  }
+}
+
+/** `abridge render`: the drop-in layer for other bridges. */
+export const renderCommand: CommandSpec = {
+  path: ["render"],
+  summary: "Print a recorded tools/list answer as a client would receive it in a mode, summarized through the cache",
+  details: "Input: a file like ../shared/corpus/servers/*.json, a tools/list result, or a bare tools array (--input - or no --input reads stdin).",
+  options: {
+    input: { type: "string", short: "i", value: "FILE", description: "Recorded tools/list answer (default: stdin)" },
+    server: { type: "string", value: "NAME", description: "Server name (default: the file's \"server\" field or its base name)" },
+    mode: { type: "string", value: "MODE", description: `${MODES.join(" | ")} (default: the config's mode, compact)` },
+    json: { type: "boolean", description: "Print exactly the tools/list result a client receives" },
+    tokens: { type: "boolean", description: "Print o200k_base token counts before and after (stderr with --json)" },
+    ...CACHE_DIR_OPTION,
+  },
+  async run(ctx) {
+    const config = await renderConfig(ctx);
+    const mode = parseMode(ctx.values.mode, config.mode);
+    const { text, source } = await readInput(ctx);
+    const recorded = parseRecordedList(text, source);
+    const input = ctx.values.input as string | undefined;
+    const server =
+      (ctx.values.server as string | undefined) ??
+      recorded.server ??
+      (input !== undefined && input !== "-" ? path.basename(input).replace(/\.json$/i, "") : undefined);
+    if (server === undefined) throw usageError("render: reading stdin, the server name cannot be guessed: pass --server NAME");
+
+    const names = assignNames(recorded.tools.map((t) => ({ server, tool: t.name, prefix: true })), config.separator);
+    const byTool = new Map(names.map((n) => [n.tool, n]));
+    const exposed: ExposedTool[] = recorded.tools.map((tool) => {
+      const assigned = byTool.get(tool.name)!;
+      return { server, tool, name: assigned.name, uri: assigned.uri };
+    });
+
+    const summarizer = createSummarizer(config.summary, { env: ctx.io.env, logger: ctx.logger });
+    const [store, hasher] = await Promise.all([JsonlStore.open({ file: cacheFileFor(ctx, config.source === "<built-in>" ? undefined : config), logger: ctx.logger }), createToolHasher()]);
+    const queue = new SummarizeQueue({
+      summarizer,
+      fallback: new ExtractiveSummarizer({ wordBudget: config.summary.word_budget }),
+      sink: store,
+      logger: ctx.logger,
+      ...queueLimitsFromConfig(config.summary),
+    });
+    const catalog = new ToolCatalog({ store, hasher, jobs: queue, separator: config.separator, logger: ctx.logger });
+    queue.onEntry((entry) => catalog.applyEntry(entry));
+    try {
+      catalog.setTools(exposed);
+      await queue.drain(ctx.io.signal);
+      const listed = catalog.list(mode);
+      if (ctx.values.json) {
+        writeLine(ctx.io.stdout, JSON.stringify({ tools: listed }));
+      } else {
+        for (const tool of listed) {
+          writeLine(ctx.io.stdout, tool.name);
+          if (tool.description) writeLine(ctx.io.stdout, tool.description.replace(/^/gm, "    "));
+          writeLine(ctx.io.stdout, `    schema: ${JSON.stringify(tool.inputSchema)}`);
+        }
+      }
+      if (ctx.values.tokens) {
+        const report = tokenReport(catalog.tools(), { separator: config.separator });
+        const out = ctx.values.json ? ctx.io.stderr : ctx.io.stdout;
+        writeLine(
+          out,
+          formatTable(
+            ["mode", "tools listed", "o200k tokens", "share of full"],
+            MODES.map((m) => [m + (m === mode ? " *" : ""), String(report[m].listed), formatCount(report[m].openAiTokens), formatShare(report[m].ratioOfFull)]),
+            ["left", "right", "right", "right"],
+          ),
+        );
+        writeLine(out, `tokens before -> after (${mode}): ${formatCount(report.full.openAiTokens)} -> ${formatCount(report[mode].openAiTokens)}`);
+      }
+      return ExitCode.OK;
+    } finally {
+      catalog.close();
+      await queue.close({ abortRunning: true });
+      await store.close();
+    }
+  },
+};

@@ -1,0 +1,40 @@
+import { MODES, type Mode } from "../../config/schema.js";
+import { ExitCode, type CommandSpec } from "../command.js";
+import { writeLine } from "../cliIo.js";
+import { CACHE_DIR_OPTION, withBridge } from "../openBridge.js";
+import { usageError } from "../usageError.js";
+
+/** Parses `--mode`. */
+export function parseMode(value: unknown, fallback: Mode): Mode {
+  if (value === undefined) return fallback;
+  if (typeof value === "string" && (MODES as readonly string[]).includes(value)) return value as Mode;
+  throw usageError(`--mode: expected one of ${MODES.join(", ")}, got "${String(value)}"`);
+}
+
+/** `abridge tools`: every tool of every server as a client would list it. */
+export const toolsCommand: CommandSpec = {
+  path: ["tools"],
+  summary: "List every tool of every server (full descriptions unless --mode says otherwise)",
+  options: {
+    json: { type: "boolean", description: "Print the tools/list result as JSON" },
+    mode: { type: "string", value: "MODE", description: "full (default) | summary | compact | lazy" },
+    ...CACHE_DIR_OPTION,
+  },
+  async run(ctx) {
+    const mode = parseMode(ctx.values.mode, "full");
+    return withBridge(ctx, async (bridge) => {
+      const tools = bridge.list(mode);
+      if (ctx.values.json) {
+        writeLine(ctx.io.stdout, JSON.stringify({ tools }, null, 2));
+      } else {
+        for (const tool of tools) {
+          writeLine(ctx.io.stdout, tool.name);
+          if (tool.description) writeLine(ctx.io.stdout, tool.description.replace(/^/gm, "    "));
+        }
+        const failed = bridge.servers().filter((s) => s.state === "failed");
+        for (const s of failed) writeLine(ctx.io.stderr, `abridge: server ${s.name} failed: ${s.error?.message ?? "unknown error"}`);
+      }
+      return ExitCode.OK;
+    });
+  },
+};

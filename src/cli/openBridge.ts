@@ -1,0 +1,78 @@
+import path from "node:path";
+import { resolveCacheFile } from "../cache/cachePaths.js";
+import type { Config } from "../config/schema.js";
+import { Bridge } from "../core/bridge.js";
+import type { DiscoverOptions } from "../catalog/toolCatalog.js";
+import type { Summarizer } from "../summarize/types.js";
+import type { CommandContext, OptionSpec } from "./command.js";
+import { usageError } from "./usageError.js";
+import { didYouMean } from "../util/suggest.js";
+
+/** `--cache-dir`, shared by every command that reads or writes the summary cache. */
+export const CACHE_DIR_OPTION: Record<string, OptionSpec> = {
+  "cache-dir": { type: "string", value: "DIR", description: "Directory of summaries.jsonl (overrides config and $ABRIDGE_CACHE_DIR)" },
+};
+
+/** The cache file a command uses: `--cache-dir`, `$ABRIDGE_CACHE_DIR`, config `cache_dir`, default. */
+export function cacheFileFor(ctx: CommandContext, config?: Config): string {
+  const configDir = config?.cache_dir;
+  return resolveCacheFile({
+    ...(typeof ctx.values["cache-dir"] === "string" ? { flag: ctx.values["cache-dir"] } : {}),
+    env: ctx.io.env,
+    ...(configDir !== undefined ? { configCacheDir: path.resolve(path.dirname(config!.source), configDir) } : {}),
+    cwd: ctx.io.cwd,
+  });
+}
+
+/** Keeps only the named servers (from `--server`), failing with a hint on an unknown name. */
+export function selectServers(config: Config, names: string[] | undefined): Config {
+  if (!names || names.length === 0) return config;
+  const known = config.servers.map((s) => s.name);
+  for (const name of names) {
+    if (!known.includes(name)) {
+      const hint = didYouMean(name, known);
+      throw usageError(`--server: no server "${name}" in ${config.source}${hint ? `; did you mean "${hint}"?` : ""} (servers: ${known.join(", ") || "none"})`);
+    }
+  }
+  return { ...config, servers: config.servers.filter((s) => names.includes(s.name)) };
+}
+
+/**
+ * Loads the config, opens a {@link Bridge}, connects the upstreams and runs `fn`; the bridge is
+ * closed (children ended) whatever happens.
+ */
+export async function withBridge<T>(
+  ctx: CommandContext,
+  fn: (bridge: Bridge) => Promise<T>,
+  options: {
+    config?: Config;
+    summarizer?: Summarizer;
+    start?: boolean;
+    discover?: DiscoverOptions;
+    /** Queue again the hits written by another summarizer or prompt than the bridge's (`--stale`). */
+    staleCheck?: boolean;
+    /** false: look only, queue no summaries for misses (`summarize status`). */
+    queueMisses?: boolean;
+  } = {},
+): Promise<T> {
+  const config = options.config ?? (await ctx.loadConfig());
+  const bridge = await Bridge.open({
+    config,
+    cacheFile: cacheFileFor(ctx, config),
+    env: ctx.io.env,
+    logger: ctx.logger,
+    ...(options.summarizer ? { summarizer: options.summarizer } : {}),
+  });
+  try {
+    if (options.start !== false) {
+      await bridge.start(ctx.io.signal, {
+        ...options.discover,
+        ...(options.staleCheck ? { stale: { summarizer: bridge.summarizer.id, prompt: bridge.summarizer.promptId } } : {}),
+        ...(options.queueMisses === false ? { queue: false } : {}),
+      });
+    }
+    return await fn(bridge);
+  } finally {
+    await bridge.close();
+  }
+}

@@ -1,0 +1,321 @@
+import type { CacheEntry } from "../cache/cacheEntry.js";
+import { JsonlStore } from "../cache/jsonlStore.js";
+import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searchResultText } from "../catalog/metaTools.js";
+import { createToolHasher } from "../catalog/toolHash.js";
+import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../catalog/toolCatalog.js";
+import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
+import type { Config } from "../config/schema.js";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { createSummarizer } from "../summarize/createSummarizer.js";
+import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
+import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
+import type { Summarizer } from "../summarize/types.js";
+import type { BackoffOptions } from "../upstream/backoff.js";
+import { parseToolUri } from "../upstream/naming.js";
+import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
+import { UpstreamPool } from "../upstream/upstreamPool.js";
+import { closestNames } from "../util/suggest.js";
+import { VERSION } from "../version.js";
+
+/** Options of {@link Bridge.open}. */
+export interface BridgeOptions {
+  config: Config;
+  /** Path of `summaries.jsonl`. */
+  cacheFile: string;
+  /** Environment for the summarizer's API key. */
+  env: Record<string, string | undefined>;
+  logger?: Logger;
+  /** Use this summarizer instead of the one `[summary]` names (tests, `--summarizer`). */
+  summarizer?: Summarizer;
+  /** Quiet time that turns a burst of new summaries into one list change (default 250 ms). */
+  changeDebounceMs?: number;
+  /** Restart backoff of the upstream pool (tests shorten it). */
+  backoff?: BackoffOptions;
+  /** Base backoff of summarizer retries (tests shorten it). */
+  summaryBackoffMs?: number;
+}
+
+/** Options of a call made through the bridge. */
+export interface BridgeCallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  onProgress?: (update: { progress: number; total?: number; message?: string }) => void;
+  /**
+   * The mode the caller was shown. In `compact` and `lazy` the model saw no full schema, so
+   * arguments are validated against it before forwarding; in `full` and `summary` it did.
+   */
+  mode?: Mode;
+}
+
+/** What `stats` reports. */
+export interface BridgeStats {
+  version: string;
+  uptimeMs: number;
+  upstreams: ServerStatus[];
+  catalog: { tools: number; summarized: number; hits: number; misses: number };
+  queue: SummarizeQueueStats;
+  cache: { entries: number; invalidLines: number; writeErrors: number };
+  calls: { total: number; failed: number; invalidArguments: number; inFlight: number };
+}
+
+/**
+ * The core every front end shares (`serve`, the daemon, the CLI): the upstream pool, the summary
+ * cache and its background queue, and the tool catalog with its views. A front end is a thin
+ * translation of its protocol onto these methods.
+ */
+export class Bridge {
+  readonly config: Config;
+  readonly pool: UpstreamPool;
+  readonly store: JsonlStore;
+  readonly queue: SummarizeQueue;
+  readonly catalog: ToolCatalog;
+  readonly summarizer: Summarizer;
+  private readonly logger: Logger;
+  private readonly startedAt = Date.now();
+  private readonly calls = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
+  private closePromise: Promise<void> | undefined;
+  private lastDiscovery: DiscoveryCounts[] = [];
+
+  private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer) {
+    this.config = options.config;
+    this.logger = options.logger ?? silentLogger;
+    this.store = store;
+    this.catalog = catalog;
+    this.queue = queue;
+    this.summarizer = summarizer;
+    this.pool = new UpstreamPool({
+      servers: options.config.servers,
+      separator: options.config.separator,
+      logger: this.logger,
+      clientInfo: { name: "abridge", version: VERSION },
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+    });
+    this.pool.on("toolsChanged", () => this.discover());
+  }
+
+  /** Opens the cache and builds every part; upstreams connect on {@link start}. */
+  static async open(options: BridgeOptions): Promise<Bridge> {
+    const logger = options.logger ?? silentLogger;
+    const summary = options.config.summary;
+    const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
+    const [store, hasher] = await Promise.all([
+      JsonlStore.open({ file: options.cacheFile, logger }),
+      createToolHasher(),
+    ]);
+    const queue = new SummarizeQueue({
+      summarizer,
+      fallback: new ExtractiveSummarizer({ wordBudget: summary.word_budget }),
+      sink: store,
+      logger,
+      ...queueLimitsFromConfig(summary),
+      ...(options.summaryBackoffMs !== undefined ? { baseBackoffMs: options.summaryBackoffMs } : {}),
+    });
+    const catalog = new ToolCatalog({
+      store,
+      hasher,
+      jobs: queue,
+      separator: options.config.separator,
+      logger,
+      ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
+    });
+    queue.onEntry((entry: CacheEntry) => catalog.applyEntry(entry));
+    return new Bridge(options, store, catalog, queue, summarizer);
+  }
+
+  /** Connects every upstream (in parallel; failures are reported in {@link servers}) and discovers. */
+  async start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
+    await this.pool.start(signal);
+    return this.discover(discover);
+  }
+
+  /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
+  discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
+    this.lastDiscovery = this.catalog.setTools(this.pool.tools(), options);
+    return this.lastDiscovery;
+  }
+
+  /** Per-server counts of the last discovery. */
+  discovery(): DiscoveryCounts[] {
+    return this.lastDiscovery;
+  }
+
+  /** Status of every upstream. */
+  servers(): ServerStatus[] {
+    return this.pool.servers();
+  }
+
+  /** The tool list a client sees in `mode`. */
+  list(mode: Mode = this.config.mode): ListedTool[] {
+    return this.catalog.list(mode);
+  }
+
+  /** Calls `listener` (debounced) whenever the tool list may have changed. */
+  onListChanged(listener: () => void): () => void {
+    return this.catalog.onChange(listener);
+  }
+
+  /**
+   * The tool a name refers to: an exposed name, `mcp://server/tool`, or `server/tool`.
+   *
+   * @throws AbridgeError TOOL_NOT_FOUND with the closest names in the message.
+   */
+  resolveTool(name: string): CatalogTool {
+    const direct = this.catalog.get(name);
+    if (direct) return direct;
+    const origin = parseToolUri(name) ?? splitServerTool(name);
+    const byOrigin = origin ? this.catalog.find(origin.server, origin.tool) : undefined;
+    if (byOrigin) return byOrigin;
+    const near = closestNames(name, this.catalog.names());
+    throw new AbridgeError(
+      ErrorCode.TOOL_NOT_FOUND,
+      `unknown tool "${name}"${near.length > 0 ? `; closest: ${near.join(", ")}` : ""}`,
+      { details: { tool: name, suggestions: near } },
+    );
+  }
+
+  /**
+   * Calls a tool by the name the client was shown, meta-tools included. Argument errors in
+   * `compact`/`lazy` come back as a tool error carrying the full schema, so the model can correct
+   * itself in one step; upstream tool errors stay tool results.
+   */
+  async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    const mode = options.mode ?? this.config.mode;
+    if (isMetaTool(name) && (mode === "compact" || mode === "lazy") && !this.catalog.get(name)) {
+      return this.callMetaTool(name, args ?? {}, options);
+    }
+    return this.callResolved(this.resolveTool(name), args, { ...options, mode });
+  }
+
+  /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
+  async callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    const found = this.catalog.find(server, tool);
+    if (!found) {
+      // Let the pool give the precise reason (unknown server, filtered tool, server down).
+      if (!this.pool.status(server)) {
+        throw new AbridgeError(ErrorCode.SERVER_NOT_FOUND, `unknown server "${server}"`, { details: { server } });
+      }
+      return this.forward(server, tool, args, options);
+    }
+    return this.callResolved(found, args, options);
+  }
+
+  /** The full original schema and description of a tool (`get_schema`). */
+  getSchema(name: string): ReturnType<typeof getSchemaResult> {
+    return getSchemaResult(this.resolveTool(name));
+  }
+
+  /** Counters and states for `stats`. */
+  stats(): BridgeStats {
+    const store = this.store.stats();
+    return {
+      version: VERSION,
+      uptimeMs: Date.now() - this.startedAt,
+      upstreams: this.pool.servers(),
+      catalog: this.catalog.stats(),
+      queue: this.queue.stats(),
+      cache: { entries: store.liveKeys, invalidLines: store.invalidLines, writeErrors: store.writeErrors },
+      calls: { ...this.calls },
+    };
+  }
+
+  /**
+   * Ends everything in order: no new list changes, the summary queue (entries are whole lines, so
+   * an aborted job loses nothing already written), the upstreams (children are killed), the cache.
+   * Idempotent.
+   */
+  close(): Promise<void> {
+    this.closePromise ??= (async () => {
+      this.catalog.close();
+      const results = await Promise.allSettled([this.queue.close({ abortRunning: true }), this.pool.close()]);
+      await this.store.close();
+      for (const result of results) {
+        if (result.status === "rejected") this.logger.warn("error while closing", { error: String(result.reason) });
+      }
+    })();
+    return this.closePromise;
+  }
+
+  private async callResolved(tool: CatalogTool, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    const mode = options.mode ?? this.config.mode;
+    if (mode === "compact" || mode === "lazy") {
+      const result = this.catalog.validate(tool, args ?? {});
+      if (!result.ok) {
+        this.calls.invalidArguments += 1;
+        const schema = getSchemaResult(tool);
+        return {
+          isError: true,
+          content: [
+            {
+              type: "text",
+              text: `${result.text}\nThe call was not forwarded. Full schema of ${tool.name}:\n${JSON.stringify(schema.inputSchema)}`,
+            },
+          ],
+        };
+      }
+    }
+    return this.forward(tool.server, tool.tool.name, args, options);
+  }
+
+  private async forward(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    this.calls.total += 1;
+    this.calls.inFlight += 1;
+    try {
+      return await this.pool.callTool(server, tool, args, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
+    } catch (err) {
+      this.calls.failed += 1;
+      throw err;
+    } finally {
+      this.calls.inFlight -= 1;
+    }
+  }
+
+  private async callMetaTool(name: string, args: JsonObject, options: BridgeCallOptions): Promise<CallToolResult> {
+    const text = (value: string, isError = false): CallToolResult => ({
+      content: [{ type: "text", text: value }],
+      ...(isError ? { isError: true } : {}),
+    });
+    const stringArg = (key: string): string | undefined => (typeof args[key] === "string" ? (args[key] as string) : undefined);
+    try {
+      switch (name) {
+        case GET_SCHEMA: {
+          const target = stringArg("tool");
+          if (target === undefined) return text('get_schema needs {"tool": "<tool name>"}', true);
+          return text(JSON.stringify(this.getSchema(target)));
+        }
+        case SEARCH_TOOLS: {
+          const query = stringArg("query");
+          if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
+          const limit = typeof args.limit === "number" ? args.limit : undefined;
+          const results = this.catalog.search(query, limit);
+          return text(results.length > 0 ? searchResultText(results) : `No tool matches "${query}".`);
+        }
+        case CALL_TOOL: {
+          const target = stringArg("tool");
+          if (target === undefined) return text('call_tool needs {"tool": "<tool name>", "arguments": {...}}', true);
+          const inner = args.arguments;
+          if (inner !== undefined && (typeof inner !== "object" || inner === null || Array.isArray(inner))) {
+            return text("call_tool: `arguments` must be an object", true);
+          }
+          return await this.callResolved(this.resolveTool(target), inner as JsonObject | undefined, options);
+        }
+        default:
+          throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown meta-tool "${name}"`);
+      }
+    } catch (err) {
+      // A wrong inner tool name is the model's mistake to correct, not a protocol error.
+      if (err instanceof AbridgeError && err.code === ErrorCode.TOOL_NOT_FOUND) return text(err.message, true);
+      throw err;
+    }
+  }
+}
+
+function splitServerTool(name: string): { server: string; tool: string } | undefined {
+  const slash = name.indexOf("/");
+  if (slash <= 0 || slash === name.length - 1) return undefined;
+  return { server: name.slice(0, slash), tool: name.slice(slash + 1) };
+}

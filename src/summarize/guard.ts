@@ -1,0 +1,148 @@
+import type { RawTool } from "../upstream/types.js";
+import type { ToolSummary } from "./types.js";
+
+/** Verdict of {@link guardSummary}. */
+export type GuardResult = { ok: true } | { ok: false; reasons: string[] };
+
+/**
+ * Destructive verbs (delete, drop, remove, destroy, purge, truncate, wipe, kill, terminate, revoke,
+ * overwrite) with their inflections, as whole words.
+ */
+const DESTRUCTIVE_WORD =
+  /\b(?:delet(?:e|es|ed|ing|ion)|drop(?:s|ped|ping)?|remov(?:e|es|ed|ing|al)|destr(?:oy|oys|oyed|oying|uction)|purg(?:e|es|ed|ing)|truncat(?:e|es|ed|ing|ion)|wip(?:e|es|ed|ing)|kill(?:s|ed|ing)?|terminat(?:e|es|ed|ing|ion)|revok(?:e|es|ed|ing)|revocation|overwrit(?:e|es|ing|ten))\b/i;
+
+/** Words that call a tool harmless: never acceptable for a destructive one. */
+const HARMLESS =
+  /\b(?:safe|safely|read[- ]only|harmless|no side[- ]effects?|without side[- ]effects?|does(?: not|n't) (?:modify|change|alter|delete|write)|non[- ]destructive|fully reversible)\b/i;
+
+/** Words that call a parameter optional: wrong for a required one. */
+const OPTIONAL_WORDING = /\(optional\)|\boptional(?:ly)?\b|\bif (?:provided|given|specified|set|present|needed)\b|\bmay be omitted\b|\bcan be omitted\b|\bnot required\b/i;
+
+/** Lower-camel words that are ordinary vocabulary, not parameter names. */
+const ORDINARY_CAMEL = new Set([
+  "iOS", "iPadOS", "macOS", "watchOS", "tvOS", "visionOS", "iPhone", "iPad", "iPod", "iCloud", "iTunes", "eBay",
+  "jQuery", "gRPC", "pH", "mRNA", "eSIM", "eBook", "eCommerce", "oAuth", "npm", "pnpm", "ffmpeg",
+]);
+
+const URL_PATTERN = /\b(?:https?|ftp|wss?|mongodb(?:\+srv)?|file):\/\/\S+/gi;
+const SNAKE = /\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b/g;
+const CAMEL = /\b[a-z]+[A-Z][A-Za-z0-9]*\b/g;
+const BACKTICKED = /`([^`\n]+)`/g;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Collects every property name (any depth, `$defs` included) and every text of a schema. */
+function walkSchema(node: unknown, names: Set<string>, texts: string[], depth = 0): void {
+  if (depth > 40) return;
+  if (Array.isArray(node)) {
+    for (const item of node) walkSchema(item, names, texts, depth + 1);
+    return;
+  }
+  if (!isObject(node)) {
+    if (typeof node === "string") texts.push(node);
+    return;
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if ((key === "properties" || key === "patternProperties") && isObject(value)) {
+      for (const name of Object.keys(value)) names.add(name);
+    }
+    walkSchema(value, names, texts, depth + 1);
+  }
+}
+
+/** Top-level property names and required names of a tool's input schema. */
+function topLevel(tool: RawTool): { properties: Set<string>; required: Set<string> } {
+  const schema: unknown = tool.inputSchema;
+  const properties = isObject(schema) && isObject(schema["properties"]) ? Object.keys(schema["properties"]) : [];
+  const required =
+    isObject(schema) && Array.isArray(schema["required"])
+      ? schema["required"].filter((r): r is string => typeof r === "string")
+      : [];
+  return { properties: new Set(properties), required: new Set(required) };
+}
+
+/**
+ * True when a tool changes or removes things irreversibly: annotated `destructiveHint: true`, or
+ * (unless annotated read-only or explicitly non-destructive) named or described with a verb such
+ * as delete, drop, remove, purge, kill, revoke, overwrite.
+ */
+export function isDestructiveTool(tool: RawTool): boolean {
+  const hints = tool.annotations;
+  if (hints?.destructiveHint === true) return true;
+  if (hints?.readOnlyHint === true || hints?.destructiveHint === false) return false;
+  const nameWords = tool.name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_.:/-]+/g, " ");
+  return DESTRUCTIVE_WORD.test(nameWords) || DESTRUCTIVE_WORD.test(tool.description ?? "");
+}
+
+/** Identifier-like words of `text` that could be taken for parameter names. */
+function identifiersIn(text: string): string[] {
+  const found: string[] = [];
+  const withoutUrls = text.replace(URL_PATTERN, " ");
+  for (const match of withoutUrls.matchAll(BACKTICKED)) {
+    const inner = (match[1] ?? "").trim();
+    if (/^[A-Za-z_$][\w$.-]*$/.test(inner) && !/^(?:true|false|null|undefined)$/.test(inner)) found.push(inner);
+  }
+  const bare = withoutUrls.replace(BACKTICKED, " ");
+  for (const match of bare.matchAll(SNAKE)) found.push(match[0]);
+  for (const match of bare.matchAll(CAMEL)) if (!ORDINARY_CAMEL.has(match[0])) found.push(match[0]);
+  return found;
+}
+
+/**
+ * Checks a summary written for `tool` before it is stored: not empty; not longer than the original
+ * description; no parameter names the schema does not have (identifiers that appear in the tool's
+ * own texts are fine: they came from the source); `params` only for real top-level properties;
+ * required parameters not called optional; destructive tools not called harmless.
+ */
+export function guardSummary(tool: RawTool, summary: ToolSummary): GuardResult {
+  const reasons: string[] = [];
+  const text = summary.summary.trim();
+  const original = (tool.description ?? "").trim();
+
+  if (text === "") reasons.push("summary is empty");
+  // Not longer rather than strictly shorter: a short description is its own best summary.
+  if (original !== "" && text.length > original.length) {
+    reasons.push(`summary is longer than the original description (${text.length} > ${original.length} characters)`);
+  }
+
+  const { properties, required } = topLevel(tool);
+  const allNames = new Set<string>();
+  const texts: string[] = [tool.name, original, tool.title ?? ""];
+  walkSchema(tool.inputSchema, allNames, texts);
+  if (tool.annotations) walkSchema(tool.annotations, allNames, texts);
+  const knownText = texts.join("\n").toLowerCase();
+  const isKnown = (word: string): boolean =>
+    allNames.has(word) || word === tool.name || knownText.includes(word.toLowerCase());
+
+  for (const key of Object.keys(summary.params)) {
+    if (!properties.has(key)) reasons.push(`params.${key} is not a property of the input schema`);
+    else if (!(summary.params[key] ?? "").trim()) reasons.push(`params.${key} is empty`);
+  }
+
+  const invented = new Set<string>();
+  for (const piece of [text, ...Object.values(summary.params)]) {
+    for (const word of identifiersIn(piece)) {
+      if (isKnown(word)) continue;
+      // `data.pages` is fine when its parts are known.
+      if (word.includes(".") && word.split(".").every((part) => part === "" || isKnown(part))) continue;
+      invented.add(word);
+    }
+  }
+  for (const word of invented) reasons.push(`mentions "${word}", which is not a parameter of the tool`);
+
+  for (const name of required) {
+    const described = summary.params[name];
+    if (described !== undefined && OPTIONAL_WORDING.test(described)) {
+      reasons.push(`required parameter ${name} is described as optional`);
+    }
+  }
+
+  if (isDestructiveTool(tool)) {
+    const harmless = HARMLESS.exec(text);
+    if (harmless) reasons.push(`destructive tool described as harmless ("${harmless[0]}")`);
+  }
+
+  return reasons.length === 0 ? { ok: true } : { ok: false, reasons };
+}

@@ -1,0 +1,521 @@
+import type { CacheEntry } from "../cache/cacheEntry.js";
+import { cacheEntrySchema, cacheKey } from "../cache/cacheEntry.js";
+import type { SummaryConfig } from "../config/schema.js";
+import { AbridgeError, ErrorCode, isAbridgeError, toAbridgeError } from "../errors.js";
+import type { Logger } from "../log/logger.js";
+import { silentLogger } from "../log/logger.js";
+import { buildCacheEntry } from "./buildCacheEntry.js";
+import type { EntryOrigin } from "./buildCacheEntry.js";
+import { ExtractiveSummarizer, summaryFromName } from "./extractiveSummarizer.js";
+import { guardSummary } from "./guard.js";
+import { RateLimiter } from "./rateLimiter.js";
+import { sleep } from "./sleep.js";
+import type { SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
+
+/** Where finished entries go: the JSONL store, or anything with the same `append`. */
+export interface SummarySink {
+  append(entry: CacheEntry): Promise<void>;
+}
+
+/** Called with every stored entry (the catalog updates its list from it). */
+export type EntryListener = (entry: CacheEntry) => void;
+
+/** Options of {@link SummarizeQueue}. */
+export interface SummarizeQueueOptions {
+  summarizer: Summarizer;
+  /** Writes the entry when the summarizer fails or is rejected (default: extractive). */
+  fallback?: Summarizer;
+  sink: SummarySink;
+  /** Batches in flight at once (config `max_concurrency`; default 4). */
+  concurrency?: number;
+  /** Summarizer requests per minute (config `requests_per_minute`). */
+  requestsPerMinute?: number;
+  /** Spend cap: summarizer calls in this process; later jobs use the fallback (config `max_requests`). */
+  maxRequests?: number;
+  /** Retries of a retryable failure before falling back (config `max_retries`; default 4). */
+  maxRetries?: number;
+  /** First backoff; doubles per attempt, with jitter (default 500). */
+  baseBackoffMs?: number;
+  /** Longest backoff between two attempts, `retry-after` aside (default 60,000). */
+  maxBackoffMs?: number;
+  logger?: Logger;
+  /** Clock of `createdAt` (tests pin it). */
+  now?: () => Date;
+}
+
+/** Options of {@link SummarizeQueue.enqueue}. */
+export interface EnqueueOptions {
+  /** Summarize again even if this key was already done in this process. */
+  force?: boolean;
+}
+
+/** Options of {@link SummarizeQueue.close}. */
+export interface CloseOptions {
+  /** Abort requests in flight instead of letting them finish. */
+  abortRunning?: boolean;
+  /** Aborts requests still in flight when it fires (e.g. a shutdown deadline). */
+  signal?: AbortSignal;
+}
+
+/** Counters of a {@link SummarizeQueue}. */
+export interface SummarizeQueueStats {
+  /** Jobs waiting for a slot. */
+  queued: number;
+  /** Jobs in batches being worked on (requests, backoff sleeps, rate-limit waits). */
+  running: number;
+  /** Jobs that ended with an entry. */
+  done: number;
+  /** Entries written by the summarizer and accepted by the guard. */
+  generated: number;
+  /** Entries written by the fallback (guard rejection, failure, spend cap). */
+  fallbacks: number;
+  /** Summaries the guard rejected. */
+  guardRejections: number;
+  /** Jobs whose summarizer call failed for good (after retries, or not retryable). */
+  failed: number;
+  /** Retry attempts (one per batch re-sent). */
+  retries: number;
+  /** Summarizer calls made. */
+  requests: number;
+  /** Rate-limited (429) answers. */
+  rateLimited: number;
+  /** Jobs handed to the fallback because the spend cap was reached. */
+  capReached: number;
+  /** Entries the sink failed to store (they still reached the listeners). */
+  sinkErrors: number;
+}
+
+/** The queue's limits from the `[summary]` config section. */
+export function queueLimitsFromConfig(
+  config: SummaryConfig,
+): Pick<SummarizeQueueOptions, "concurrency" | "requestsPerMinute" | "maxRequests" | "maxRetries"> {
+  return {
+    concurrency: config.max_concurrency,
+    maxRetries: config.max_retries,
+    ...(config.requests_per_minute === undefined ? {} : { requestsPerMinute: config.requests_per_minute }),
+    ...(config.max_requests === undefined ? {} : { maxRequests: config.max_requests }),
+  };
+}
+
+/** A `retry-after` longer than this is cut: a summary is not worth waiting hours for. */
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+/** Longest `fallback` reason stored in an entry. */
+const MAX_REASON_CHARS = 500;
+
+const HASH_PATTERN = /^[0-9a-f]{16}$/;
+
+type Counters = Omit<SummarizeQueueStats, "queued" | "running">;
+
+/**
+ * Background summarization: one job per cache key, jobs of one server batched, a bounded number of
+ * batches in flight, retries with exponential backoff and jitter (honouring `retry-after`) for
+ * retryable failures only, a guard on every summary, and the extractive fallback whenever the
+ * summarizer fails, is rejected or the spend cap is reached, so that every enqueued tool ends with
+ * a stored entry unless the queue is closed first.
+ */
+export class SummarizeQueue {
+  private readonly summarizer: Summarizer;
+  private readonly fallback: Summarizer;
+  private readonly sink: SummarySink;
+  private readonly concurrency: number;
+  private readonly maxRequests: number | undefined;
+  private readonly maxRetries: number;
+  private readonly baseBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly logger: Logger;
+  private readonly now: () => Date;
+  private readonly rateLimiter: RateLimiter | undefined;
+  /** The summarizer is the fallback itself (offline): no spend cap or rate limit applies. */
+  private readonly local: boolean;
+
+  private readonly pending: SummarizeInput[] = [];
+  /** Keys queued or running: the dedup set. */
+  private readonly active = new Set<string>();
+  private readonly runningKeys = new Set<string>();
+  private readonly doneKeys = new Set<string>();
+  private readonly listeners = new Set<EntryListener>();
+  private idleWaiters: Array<() => void> = [];
+  private activeBatches = 0;
+  private pumpScheduled = false;
+  private closed = false;
+  private closePromise: Promise<void> | undefined;
+  private capLogged = false;
+  /** Aborted by close(): backoff sleeps and rate-limit waits end at once. */
+  private readonly waitAbort = new AbortController();
+  /** Aborted by close() when asked to: requests in flight end at once. */
+  private readonly requestAbort = new AbortController();
+  private readonly counters: Counters = {
+    done: 0,
+    generated: 0,
+    fallbacks: 0,
+    guardRejections: 0,
+    failed: 0,
+    retries: 0,
+    requests: 0,
+    rateLimited: 0,
+    capReached: 0,
+    sinkErrors: 0,
+  };
+
+  constructor(options: SummarizeQueueOptions) {
+    this.summarizer = options.summarizer;
+    this.fallback = options.fallback ?? new ExtractiveSummarizer();
+    this.sink = options.sink;
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 4));
+    this.maxRequests = options.maxRequests;
+    this.maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 4));
+    this.baseBackoffMs = Math.max(0, options.baseBackoffMs ?? 500);
+    this.maxBackoffMs = Math.max(this.baseBackoffMs, options.maxBackoffMs ?? 60_000);
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? (() => new Date());
+    this.local = this.summarizer === this.fallback || this.summarizer.id === this.fallback.id;
+    this.rateLimiter =
+      options.requestsPerMinute !== undefined && !this.local ? new RateLimiter(options.requestsPerMinute) : undefined;
+  }
+
+  /**
+   * Queues a tool. Returns false when it is not queued: the key is already queued or running, was
+   * done in this process (unless `force`), or the queue is closed. Throws `INPUT_INVALID` when the
+   * key is not `server:tool:hash` of this input.
+   */
+  enqueue(input: SummarizeInput, options: EnqueueOptions = {}): boolean {
+    const hash = input.key.slice(input.key.lastIndexOf(":") + 1);
+    if (!HASH_PATTERN.test(hash) || input.key !== cacheKey(input.server, input.tool.name, hash)) {
+      throw new AbridgeError(
+        ErrorCode.INPUT_INVALID,
+        `expected key "${input.server}:${input.tool.name}:<16 hex digits>", got "${input.key}"`,
+      );
+    }
+    if (this.closed) return false;
+    if (this.active.has(input.key)) return false;
+    if (this.doneKeys.has(input.key) && !options.force) return false;
+    this.active.add(input.key);
+    this.pending.push(input);
+    this.schedulePump();
+    return true;
+  }
+
+  /** Adds a listener for stored entries; returns a function that removes it. */
+  onEntry(listener: EntryListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** A snapshot of the counters. */
+  stats(): SummarizeQueueStats {
+    return { queued: this.pending.length, running: this.runningKeys.size, ...this.counters };
+  }
+
+  /** Resolves when nothing is queued or running; rejects with `CANCELLED` if `signal` aborts first. */
+  drain(signal?: AbortSignal): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
+        reject(new AbridgeError(ErrorCode.CANCELLED, "drain cancelled", { cause: signal?.reason }));
+      };
+      const waiter = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      this.idleWaiters.push(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Stops taking jobs, drops queued ones, ends backoff sleeps and rate-limit waits at once (those
+   * jobs get no entry), and lets requests in flight finish (their entries are stored) unless
+   * `abortRunning` is set or `signal` fires. Resolves when no batch is left. Idempotent.
+   */
+  close(options: CloseOptions = {}): Promise<void> {
+    if (this.closePromise) return this.closePromise;
+    this.closed = true;
+    for (const input of this.pending) this.active.delete(input.key);
+    this.pending.length = 0;
+    this.waitAbort.abort();
+    let detach = (): void => {};
+    if (options.abortRunning || options.signal?.aborted) {
+      this.requestAbort.abort();
+    } else if (options.signal) {
+      const signal = options.signal;
+      const onAbort = (): void => this.requestAbort.abort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      detach = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.closePromise = new Promise<void>((resolve) => {
+      const done = (): void => {
+        detach();
+        resolve();
+      };
+      if (this.isIdle()) done();
+      else this.idleWaiters.push(done);
+    });
+    return this.closePromise;
+  }
+
+  private isIdle(): boolean {
+    return this.pending.length === 0 && this.activeBatches === 0;
+  }
+
+  private notifyIdle(): void {
+    if (!this.isIdle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  /** Pumps on a microtask, so tools enqueued in one synchronous loop share batches. */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    queueMicrotask(() => this.pump());
+  }
+
+  private pump(): void {
+    this.pumpScheduled = false;
+    while (!this.closed && this.activeBatches < this.concurrency && this.pending.length > 0) {
+      const batch = this.takeBatch();
+      this.activeBatches++;
+      for (const input of batch) this.runningKeys.add(input.key);
+      void this.runBatch(batch)
+        .catch((err: unknown) => {
+          this.logger.error("summarize batch failed unexpectedly", { error: toAbridgeError(err) });
+        })
+        .finally(() => {
+          this.activeBatches--;
+          // Jobs that ended without an entry (closed, or an unexpected error) leave the sets here.
+          for (const input of batch) this.finishJob(input.key);
+          this.pump();
+          this.notifyIdle();
+        });
+    }
+    this.notifyIdle();
+  }
+
+  /** Up to `maxBatch` queued jobs of the server of the oldest job, in queue order. */
+  private takeBatch(): SummarizeInput[] {
+    const server = this.pending[0]?.server;
+    const size = Math.max(1, Math.floor(this.summarizer.maxBatch));
+    const batch: SummarizeInput[] = [];
+    for (let i = 0; i < this.pending.length && batch.length < size; ) {
+      const input = this.pending[i];
+      if (input !== undefined && input.server === server) {
+        batch.push(input);
+        this.pending.splice(i, 1);
+      } else {
+        i++;
+      }
+    }
+    return batch;
+  }
+
+  private finishJob(key: string): void {
+    this.active.delete(key);
+    this.runningKeys.delete(key);
+  }
+
+  private capReached(): boolean {
+    return !this.local && this.maxRequests !== undefined && this.counters.requests >= this.maxRequests;
+  }
+
+  private backoffMs(attempt: number, retryAfterMs: number | undefined): number {
+    const exponential = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** (attempt - 1));
+    // "Equal jitter": at least half the backoff, so retries of many batches spread out but never rush.
+    const jittered = exponential / 2 + (Math.random() * exponential) / 2;
+    const serverAsked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
+    return Math.round(Math.max(jittered, serverAsked));
+  }
+
+  private async runBatch(batch: SummarizeInput[]): Promise<void> {
+    let remaining = batch;
+    let attempt = 0;
+    while (remaining.length > 0) {
+      if (this.capReached()) {
+        await this.capFallback(remaining);
+        return;
+      }
+      if (this.rateLimiter) {
+        try {
+          await this.rateLimiter.acquire(this.waitAbort.signal);
+        } catch {
+          return; // closed while waiting: the jobs are dropped
+        }
+        // Another batch may have used the last request while this one waited.
+        if (this.capReached()) {
+          await this.capFallback(remaining);
+          return;
+        }
+      }
+      if (this.closed && attempt > 0) return;
+
+      this.counters.requests++;
+      let results: Map<string, SummarizeOutcome> | undefined;
+      let batchError: AbridgeError | undefined;
+      try {
+        results = await this.summarizer.summarize(remaining, { signal: this.requestAbort.signal });
+      } catch (err) {
+        batchError = toAbridgeError(err, ErrorCode.SUMMARIZER_FAILED);
+      }
+      if (this.requestAbort.signal.aborted) return; // closed with abort: nothing is stored
+
+      const retry: SummarizeInput[] = [];
+      let retryError: AbridgeError | undefined;
+      if (batchError) {
+        if (batchError.code === ErrorCode.SUMMARIZER_RATE_LIMITED) this.counters.rateLimited++;
+        if (batchError.retryable) {
+          retry.push(...remaining);
+          retryError = batchError;
+        } else {
+          this.logger.warn("summarizer request failed", { summarizer: this.summarizer.id, error: batchError, tools: remaining.length });
+          for (const input of remaining) await this.failThenFallback(input, batchError);
+        }
+      } else {
+        let sawRateLimit = false;
+        for (const input of remaining) {
+          const outcome = results?.get(input.key);
+          if (outcome === undefined) {
+            await this.failThenFallback(
+              input,
+              new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer returned no outcome for ${input.key}`),
+            );
+          } else if (outcome.ok) {
+            await this.accept(input, outcome.value);
+          } else {
+            const error = toAbridgeError(outcome.error, ErrorCode.SUMMARIZER_FAILED);
+            if (error.code === ErrorCode.SUMMARIZER_RATE_LIMITED) sawRateLimit = true;
+            if (error.retryable) {
+              retry.push(input);
+              retryError = error;
+            } else {
+              await this.failThenFallback(input, error);
+            }
+          }
+        }
+        if (sawRateLimit) this.counters.rateLimited++;
+      }
+
+      remaining = retry;
+      if (remaining.length === 0 || retryError === undefined) return;
+      if (this.closed) return; // no new attempts once closed
+      if (attempt >= this.maxRetries) {
+        this.logger.warn("summarizer retries exhausted; using the fallback", {
+          summarizer: this.summarizer.id,
+          error: retryError,
+          attempts: attempt + 1,
+          tools: remaining.length,
+        });
+        for (const input of remaining) await this.failThenFallback(input, retryError, "retries exhausted: ");
+        return;
+      }
+      attempt++;
+      this.counters.retries++;
+      const retryAfterMs = retryError.details?.["retryAfterMs"];
+      const delayMs = this.backoffMs(attempt, typeof retryAfterMs === "number" ? retryAfterMs : undefined);
+      this.logger.info("summarizer request failed; retrying", {
+        summarizer: this.summarizer.id,
+        code: retryError.code,
+        attempt,
+        delayMs,
+        tools: remaining.length,
+      });
+      try {
+        await sleep(delayMs, this.waitAbort.signal);
+      } catch (err) {
+        if (isAbridgeError(err, ErrorCode.CANCELLED)) return; // closed while sleeping: dropped
+        throw err;
+      }
+    }
+  }
+
+  private async capFallback(inputs: SummarizeInput[]): Promise<void> {
+    if (!this.capLogged) {
+      this.capLogged = true;
+      this.logger.warn("summarizer spend cap reached; remaining tools use the fallback", {
+        maxRequests: this.maxRequests,
+      });
+    }
+    for (const input of inputs) {
+      this.counters.capReached++;
+      await this.useFallback(input, `${ErrorCode.SPEND_CAP_REACHED}: spend cap of ${this.maxRequests} requests reached`);
+    }
+  }
+
+  private async failThenFallback(input: SummarizeInput, error: AbridgeError, prefix = ""): Promise<void> {
+    this.counters.failed++;
+    await this.useFallback(input, `${prefix}${error.code}: ${error.message}`);
+  }
+
+  /** Guards a summarizer's text; a rejected one is replaced by the fallback's. */
+  private async accept(input: SummarizeInput, value: ToolSummary): Promise<void> {
+    const verdict = guardSummary(input.tool, value);
+    if (verdict.ok) {
+      this.counters.generated++;
+      await this.store(input, value, { summarizer: this.summarizer.id, prompt: this.summarizer.promptId });
+      return;
+    }
+    if (this.local) {
+      // The fallback would write the same text again: keep it and say why it is imperfect.
+      this.logger.warn("summary does not pass the guard", { key: input.key, reasons: verdict.reasons });
+      this.counters.generated++;
+      await this.store(input, value, { summarizer: this.summarizer.id, prompt: this.summarizer.promptId });
+      return;
+    }
+    this.counters.guardRejections++;
+    this.logger.info("summary rejected by the guard; using the fallback", { key: input.key, reasons: verdict.reasons });
+    await this.useFallback(input, `guard: ${verdict.reasons.join("; ")}`);
+  }
+
+  private async useFallback(input: SummarizeInput, reason: string): Promise<void> {
+    let value: ToolSummary | undefined;
+    try {
+      const outcome = (await this.fallback.summarize([input])).get(input.key);
+      if (outcome?.ok) value = outcome.value;
+      else this.logger.error("fallback summarizer failed", { key: input.key, error: outcome?.error });
+    } catch (err) {
+      this.logger.error("fallback summarizer failed", { key: input.key, error: toAbridgeError(err) });
+    }
+    // Never leave a tool without an entry: its name is a summary of last resort.
+    value ??= { summary: summaryFromName(input.tool.name, input.tool.title), params: {} };
+    this.counters.fallbacks++;
+    await this.store(input, value, {
+      summarizer: this.fallback.id,
+      prompt: this.fallback.promptId,
+      fallback: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason,
+    });
+  }
+
+  private async store(input: SummarizeInput, value: ToolSummary, origin: EntryOrigin): Promise<void> {
+    const entry = buildCacheEntry(input, value, origin, this.now());
+    const checked = cacheEntrySchema.safeParse(entry);
+    if (!checked.success) {
+      // Keys are checked on enqueue, so this means a summarizer returned a malformed value.
+      this.counters.failed++;
+      this.logger.error("summary entry is invalid; not stored", { key: input.key, error: checked.error.message });
+      this.finishJob(input.key);
+      return;
+    }
+    try {
+      await this.sink.append(entry);
+    } catch (err) {
+      this.counters.sinkErrors++;
+      this.logger.error("cannot store summary entry", { key: input.key, error: toAbridgeError(err, ErrorCode.CACHE_IO) });
+    }
+    this.counters.done++;
+    this.doneKeys.add(input.key);
+    this.finishJob(input.key);
+    for (const listener of this.listeners) {
+      try {
+        listener(entry);
+      } catch (err) {
+        this.logger.error("summary entry listener threw", { key: input.key, error: toAbridgeError(err) });
+      }
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import { createHash } from "node:crypto";
+import { AbridgeError, ErrorCode } from "../errors.js";
+
+/** Longest exposed name: the limit most model APIs enforce on function names. */
+export const MAX_TOOL_NAME_LENGTH = 64;
+
+/** Length of the hash suffix given to names that are too long or collide. */
+export const NAME_SUFFIX_LENGTH = 6;
+
+/** One tool to be named: where it comes from and whether its server prefixes names. */
+export interface NameRequest {
+  server: string;
+  tool: string;
+  /** `false` exposes the tool under its own name (the server's `prefix` setting). */
+  prefix: boolean;
+}
+
+/** The name a tool is exposed under, with its origin and its `mcp://` URI. */
+export interface AssignedName {
+  /** Exposed name, matching `^[A-Za-z0-9_-]+$`, at most 64 characters, unique in the set. */
+  name: string;
+  server: string;
+  tool: string;
+  uri: string;
+}
+
+const UNSAFE = /[^A-Za-z0-9_-]/gu;
+
+/** Replaces every character outside `[A-Za-z0-9_-]` (one per code point) with `_`. */
+export function sanitizeName(name: string): string {
+  return name.replace(UNSAFE, "_");
+}
+
+/**
+ * Hex digest of `server \0 tool`. The NUL separator keeps `("a_b", "c")` and `("a", "b_c")`
+ * apart, and sha256 gives the same suffix on every machine and every run.
+ */
+function originHash(server: string, tool: string): string {
+  return createHash("sha256").update(`${server}\0${tool}`).digest("hex");
+}
+
+function suffixed(base: string, hash: string, hashLength: number): string {
+  const suffix = hash.slice(0, hashLength);
+  const room = MAX_TOOL_NAME_LENGTH - suffix.length - 1;
+  return `${base.slice(0, room)}_${suffix}`;
+}
+
+/**
+ * Gives every tool its exposed name: `<server><separator><tool>` (or `<tool>` for a server with
+ * `prefix = false`), sanitized. A name longer than 64 characters, or one that several tools would
+ * share, is cut and given a 6-character suffix from a hash of its origin. The result depends
+ * only on the set of requests, not on their order, so names survive restarts and re-listing.
+ *
+ * @throws AbridgeError CONFIG_INVALID when two `prefix = false` servers expose the same tool name:
+ *   neither can be renamed without surprising the user, so the config has to change.
+ */
+export function assignNames(requests: readonly NameRequest[], separator: string): AssignedName[] {
+  // Deduplicate exact (server, tool) pairs; a pair always maps to one name.
+  const unique = new Map<string, NameRequest>();
+  for (const request of requests) {
+    const key = `${request.server}\0${request.tool}`;
+    if (!unique.has(key)) unique.set(key, request);
+  }
+
+  const bare = new Map<string, string>();
+  for (const request of unique.values()) {
+    if (request.prefix) continue;
+    const other = bare.get(request.tool);
+    if (other !== undefined && other !== request.server) {
+      const [first, second] = [other, request.server].sort();
+      throw new AbridgeError(
+        ErrorCode.CONFIG_INVALID,
+        `servers "${first}" and "${second}" both expose the tool "${request.tool}" with prefix = false; ` +
+          `set prefix = true on one of them or deny the tool there`,
+        { details: { servers: [first, second], tool: request.tool } },
+      );
+    }
+    bare.set(request.tool, request.server);
+  }
+
+  interface Slot {
+    request: NameRequest;
+    base: string;
+    hash: string;
+    /** 0 = unsuffixed; otherwise the number of hash characters in the suffix. */
+    hashLength: number;
+    name: string;
+  }
+  const slots: Slot[] = [...unique.values()].map((request) => {
+    const base = sanitizeName(request.prefix ? `${request.server}${separator}${request.tool}` : request.tool);
+    const hash = originHash(request.server, request.tool);
+    const needsSuffix = base.length === 0 || base.length > MAX_TOOL_NAME_LENGTH;
+    const hashLength = needsSuffix ? NAME_SUFFIX_LENGTH : 0;
+    return { request, base, hash, hashLength, name: needsSuffix ? suffixed(base, hash, hashLength) : base };
+  });
+
+  // Every member of a colliding group is suffixed (not "all but the first"), so the outcome does
+  // not depend on which tool arrived first. A suffixed name that still collides (a 24-bit hash
+  // clash, or a tool literally named like another's suffixed form) gets a longer suffix.
+  for (;;) {
+    const groups = new Map<string, Slot[]>();
+    for (const slot of slots) {
+      const group = groups.get(slot.name);
+      if (group) group.push(slot);
+      else groups.set(slot.name, [slot]);
+    }
+    let changed = false;
+    for (const group of groups.values()) {
+      if (group.length < 2) continue;
+      for (const slot of group) {
+        const next = slot.hashLength === 0 ? NAME_SUFFIX_LENGTH : slot.hashLength + 2;
+        if (next > 32) {
+          throw new AbridgeError(ErrorCode.INTERNAL, `cannot give "${slot.request.server}/${slot.request.tool}" a unique name`);
+        }
+        slot.hashLength = next;
+        slot.name = suffixed(slot.base, slot.hash, next);
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+
+  return slots
+    .map((slot) => ({
+      name: slot.name,
+      server: slot.request.server,
+      tool: slot.request.tool,
+      uri: toolUri(slot.request.server, slot.request.tool),
+    }))
+    .sort((a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool, b.tool));
+}
+
+/** Code-unit order, independent of the locale (unlike `localeCompare`). */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const URI_PREFIX = "mcp://";
+
+/** The stable URI of a tool: `mcp://<server>/<tool>`, the tool percent-encoded where needed. */
+export function toolUri(server: string, tool: string): string {
+  return `${URI_PREFIX}${encodeURIComponent(server)}/${encodeURIComponent(tool)}`;
+}
+
+/** Inverse of {@link toolUri}; `undefined` for anything that is not a well-formed tool URI. */
+export function parseToolUri(uri: string): { server: string; tool: string } | undefined {
+  if (!uri.startsWith(URI_PREFIX)) return undefined;
+  const rest = uri.slice(URI_PREFIX.length);
+  const slash = rest.indexOf("/");
+  if (slash <= 0 || slash === rest.length - 1) return undefined;
+  try {
+    const server = decodeURIComponent(rest.slice(0, slash));
+    const tool = decodeURIComponent(rest.slice(slash + 1));
+    return { server, tool };
+  } catch {
+    // Malformed percent-encoding (URIError): not one of ours.
+    return undefined;
+  }
+}

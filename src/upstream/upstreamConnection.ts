@@ -1,0 +1,646 @@
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode as RpcErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { ServerConfig } from "../config/schema.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { silentLogger } from "../log/logger.js";
+import type { Logger } from "../log/logger.js";
+import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
+import type { BackoffOptions } from "./backoff.js";
+import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
+import { collectPages } from "./collectPages.js";
+import { compareStrings } from "./naming.js";
+import { createToolFilter } from "./toolFilter.js";
+import type { ToolFilter } from "./toolFilter.js";
+import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerState, ServerStatus } from "./types.js";
+
+/** Name and version abridge introduces itself with in `initialize`. */
+export interface ClientInfo {
+  name: string;
+  version: string;
+}
+
+/** Default `clientInfo`. */
+export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "abridge", version: "0.1.0" };
+
+/** Options of an {@link UpstreamConnection}. */
+export interface UpstreamConnectionOptions {
+  logger?: Logger;
+  clientInfo?: ClientInfo;
+  /** Restart backoff; tests shorten it. */
+  backoff?: BackoffOptions;
+  /** Source of jitter for the backoff (default `Math.random`). */
+  random?: () => number;
+  /** Level of the child's stderr lines in the log (default `debug`). */
+  stderrLogLevel?: "info" | "debug";
+  /** Quiet time that coalesces a burst of `tools/list_changed` into one re-list (default 50 ms). */
+  listChangedDebounceMs?: number;
+  /** Called whenever {@link UpstreamConnection.status} changes. */
+  onStatusChanged?: (status: ServerStatus) => void;
+  /** Called when the (filtered) tool list changed after the first discovery. */
+  onToolsChanged?: () => void;
+}
+
+/** `tools/list` result, loose: unknown keys of the result and of each tool are kept as sent. */
+const listToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
+/** `tools/call` result, loose: `client.callTool` would validate structured output; a proxy must not. */
+const callToolResult = z.looseObject({ content: z.array(z.unknown()).optional(), isError: z.boolean().optional() });
+/** Any other result: an object, untouched. */
+const anyResult = z.looseObject({});
+
+/** Kept stderr lines per server, for failure messages. */
+const STDERR_TAIL_LINES = 20;
+
+/** Capability that must be advertised before a list method is worth asking. */
+const LIST_CAPABILITY: Record<string, string> = {
+  "resources/list": "resources",
+  "resources/templates/list": "resources",
+  "prompts/list": "prompts",
+  "tools/list": "tools",
+};
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Resolves after `ms` unless `signal` aborts first (then rejects with its reason). */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    timer.unref();
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * One upstream MCP server: its SDK client and transport, its tool list, and its lifecycle
+ * (start, restart with backoff, close). Everything it forwards goes through `client.request` with
+ * loose result schemas so the upstream's answers reach the model exactly as sent.
+ */
+export class UpstreamConnection {
+  /** The server's config entry. */
+  readonly config: ServerConfig;
+  private readonly logger: Logger;
+  private readonly clientInfo: ClientInfo;
+  private readonly backoff: BackoffOptions;
+  private readonly random: () => number;
+  private readonly stderrLogLevel: "info" | "debug";
+  private readonly listChangedDebounceMs: number;
+  private readonly filter: ToolFilter;
+  private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
+  private readonly onToolsChanged: (() => void) | undefined;
+
+  private state: ServerState;
+  private error: { code: ErrorCode; message: string } | undefined;
+  private restarts = 0;
+  private attempt = 0;
+  private readySinceMs: number | undefined;
+  private startedAt: string | undefined;
+  private serverInfo: { name: string; version: string } | undefined;
+  private capabilities: JsonObject | undefined;
+  private instructions: string | undefined;
+  private toolList: RawTool[] = [];
+  private discovered = false;
+
+  private client: Client | undefined;
+  /** Bumped for every connection attempt; callbacks of an older attempt are ignored. */
+  private generation = 0;
+  private readonly transports = new Set<Transport>();
+  private readonly stderrTail: string[] = [];
+  private readonly lifetime = new AbortController();
+  private startPromise: Promise<void> | undefined;
+  private closePromise: Promise<void> | undefined;
+  private restartTask: Promise<void> | undefined;
+  private relistTimer: NodeJS.Timeout | undefined;
+  private relisting: Promise<void> | undefined;
+  private relistAgain = false;
+
+  constructor(config: ServerConfig, options: UpstreamConnectionOptions = {}) {
+    this.config = config;
+    this.logger = (options.logger ?? silentLogger).child({ server: config.name });
+    this.clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO;
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.random = options.random ?? Math.random;
+    this.stderrLogLevel = options.stderrLogLevel ?? "debug";
+    this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
+    this.filter = createToolFilter(config.allow, config.deny);
+    this.onStatusChanged = options.onStatusChanged;
+    this.onToolsChanged = options.onToolsChanged;
+    this.state = config.enabled ? "connecting" : "disabled";
+  }
+
+  /** Server name. */
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** Current status (a fresh object). */
+  status(): ServerStatus {
+    const status: ServerStatus = {
+      name: this.config.name,
+      transport: this.config.transport,
+      state: this.state,
+      toolCount: this.toolList.length,
+      restarts: this.restarts,
+    };
+    if (this.startedAt !== undefined) status.startedAt = this.startedAt;
+    if (this.error !== undefined) status.error = { ...this.error };
+    if (this.serverInfo !== undefined) status.serverInfo = { ...this.serverInfo };
+    if (this.capabilities !== undefined) status.capabilities = this.capabilities;
+    if (this.instructions !== undefined) status.instructions = this.instructions;
+    return status;
+  }
+
+  /**
+   * Tools after allow/deny filtering, sorted by name. While the server restarts, the last known
+   * list stays, so a model's tool list does not flap; calls fail fast meanwhile.
+   */
+  tools(): RawTool[] {
+    return [...this.toolList];
+  }
+
+  /** Pids of stdio children this connection has spawned and not yet seen exit (for tests, stats). */
+  pids(): number[] {
+    const pids: number[] = [];
+    for (const transport of this.transports) {
+      if (transport instanceof ChildStdioTransport && transport.childPid !== undefined) pids.push(transport.childPid);
+    }
+    return pids;
+  }
+
+  /**
+   * Connects and discovers tools. Never rejects: a failure leaves the state `failed` with its
+   * reason (`UPSTREAM_START_FAILED`, `UPSTREAM_TIMEOUT` or `CANCELLED`). Idempotent.
+   */
+  start(signal?: AbortSignal): Promise<void> {
+    this.startPromise ??= this.firstStart(signal);
+    return this.startPromise;
+  }
+
+  private async firstStart(signal?: AbortSignal): Promise<void> {
+    if (!this.config.enabled || this.closePromise) return;
+    try {
+      await this.connectOnce(signal);
+    } catch (err) {
+      if (this.closePromise) return;
+      const error = this.startError(err, signal);
+      this.error = { code: error.code, message: error.message };
+      this.logger.warn("upstream failed to start", { code: error.code, error: error.message });
+      this.setState("failed");
+    }
+  }
+
+  /** Maps a connect/list failure to the code the status shows. */
+  private startError(err: unknown, signal?: AbortSignal): AbridgeError {
+    if (signal?.aborted) return new AbridgeError(ErrorCode.CANCELLED, "start was cancelled", { cause: err });
+    if (isAbridgeError(err)) return err;
+    const tail = this.stderrTail.slice(-3).join(" | ");
+    const message = `${this.config.name}: ${messageOf(err)}${tail ? ` (stderr: ${tail})` : ""}`;
+    return new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, message, {
+      cause: err,
+      retryable: true,
+      details: { stderr: [...this.stderrTail] },
+    });
+  }
+
+  /**
+   * One attempt: new transport and client, `initialize`, then the full tool list, all within
+   * `connect_timeout_ms` (each tools/list page is also bounded by `timeout_ms`). On failure everything this attempt started is closed before rethrowing.
+   */
+  private async connectOnce(signal?: AbortSignal): Promise<void> {
+    const generation = ++this.generation;
+    this.stderrTail.length = 0;
+    const transport = this.createTransport();
+    this.transports.add(transport);
+    const client = new Client(this.clientInfo, { capabilities: {} });
+    client.onerror = (err) => {
+      // Parse errors of garbage on stdout land here; they are survivable, so only logged.
+      if (generation === this.generation) this.logger.debug("upstream transport error", { error: messageOf(err) });
+    };
+    client.onclose = () => this.handleClosed(generation, transport);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (generation === this.generation) this.scheduleRelist();
+    });
+
+    const timeoutMs = this.config.connect_timeout_ms;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => {
+      timeout.abort(
+        new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${this.config.name}: not ready within ${timeoutMs} ms (start-up, initialize and tools/list)`, {
+          retryable: true,
+        }),
+      );
+    }, timeoutMs);
+    timer.unref();
+    const signals = [timeout.signal, this.lifetime.signal];
+    if (signal) signals.push(signal);
+    const connectSignal = AbortSignal.any(signals);
+    try {
+      // Raced against the signal as well: the SDK only watches it once `initialize` is sent,
+      // not while the transport starts.
+      await Promise.race([
+        client.connect(transport, { signal: connectSignal, timeout: timeoutMs }),
+        new Promise<never>((_resolve, reject) => {
+          const onAbort = (): void => reject(connectSignal.reason as Error);
+          if (connectSignal.aborted) onAbort();
+          else connectSignal.addEventListener("abort", onAbort, { once: true });
+        }),
+      ]);
+      this.client = client;
+      const tools = await this.listTools(client, connectSignal);
+      clearTimeout(timer);
+      if (generation !== this.generation || this.closePromise) throw new Error("connection closed while starting");
+
+      this.serverInfo = client.getServerVersion() ? { ...client.getServerVersion()! } : undefined;
+      this.capabilities = client.getServerCapabilities() as JsonObject | undefined;
+      this.instructions = client.getInstructions();
+      this.error = undefined;
+      this.readySinceMs = Date.now();
+      this.startedAt = new Date(this.readySinceMs).toISOString();
+      const changed = this.replaceTools(tools);
+      this.logger.info("upstream ready", { tools: tools.length, restarts: this.restarts });
+      this.setState("ready");
+      if (changed) this.onToolsChanged?.();
+    } catch (err) {
+      clearTimeout(timer);
+      if (this.client === client) this.client = undefined;
+      // Not awaited: ending a hung child takes the SDK's grace periods, and a failed start must
+      // not wait for that. close() still waits, through the transports set.
+      this.retire(transport, client);
+      if (timeout.signal.aborted && isAbridgeError(timeout.signal.reason)) throw timeout.signal.reason;
+      if (err instanceof McpError && err.code === (RpcErrorCode.RequestTimeout as number) && !this.lifetime.signal.aborted && !signal?.aborted) {
+        throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${this.config.name}: ${err.message}`, { cause: err, retryable: true });
+      }
+      throw err;
+    }
+  }
+
+  private createTransport(): Transport {
+    const config = this.config;
+    if (config.transport === "stdio") {
+      if (config.command === undefined) {
+        throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${config.name}: a stdio server needs a command`);
+      }
+      const transport = new ChildStdioTransport({
+        command: config.command,
+        args: config.args,
+        env: childEnvironment(config.env),
+        ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+        stderr: "pipe",
+      });
+      const stderr = transport.stderr;
+      if (stderr) {
+        // With `stderr: "pipe"` the SDK hands out a PassThrough (typed as a bare Stream).
+        const lines = createInterface({ input: stderr as Readable, crlfDelay: Infinity });
+        lines.on("line", (line) => {
+          this.stderrTail.push(line);
+          if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+          this.logger[this.stderrLogLevel]("upstream stderr", { line });
+        });
+      }
+      return transport;
+    }
+    if (config.url === undefined) {
+      throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${config.name}: an ${config.transport} server needs a url`);
+    }
+    const url = new URL(config.url);
+    const requestInit: RequestInit = { headers: { ...config.headers } };
+    if (config.transport === "sse") {
+      // The GET event stream does not use requestInit, so headers go through a custom fetch too.
+      return new SSEClientTransport(url, {
+        requestInit,
+        eventSourceInit: {
+          fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
+        },
+      });
+    }
+    return new StreamableHTTPClientTransport(url, { requestInit });
+  }
+
+  /** Every page of `tools/list`, filtered, kept as sent. */
+  private async listTools(client: Client, signal?: AbortSignal): Promise<RawTool[]> {
+    const items = await collectPages(
+      async (cursor) => {
+        const result = await client.request(
+          { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+          listToolsResult,
+          { timeout: this.config.timeout_ms, ...(signal ? { signal } : {}) },
+        );
+        return { items: result.tools, nextCursor: result.nextCursor };
+      },
+      this.logger,
+      "tools/list",
+      signal,
+    );
+    const byName = new Map<string, RawTool>();
+    for (const item of items) {
+      if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
+        this.logger.warn("skipping a malformed tool (no name or inputSchema)", {
+          tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,
+        });
+        continue;
+      }
+      const tool = item as RawTool;
+      if (byName.has(tool.name)) {
+        this.logger.warn("skipping a duplicate tool", { tool: tool.name });
+        continue;
+      }
+      if (!this.filter(tool.name)) {
+        this.logger.debug("tool filtered out by allow/deny", { tool: tool.name });
+        continue;
+      }
+      byName.set(tool.name, tool);
+    }
+    return [...byName.values()].sort((a, b) => compareStrings(a.name, b.name));
+  }
+
+  /** Installs a new tool list; true when it differs from the previous one. */
+  private replaceTools(tools: RawTool[]): boolean {
+    const before = JSON.stringify(this.toolList);
+    const wasDiscovered = this.discovered;
+    this.toolList = tools;
+    this.discovered = true;
+    return wasDiscovered && JSON.stringify(tools) !== before;
+  }
+
+  private setState(state: ServerState): void {
+    this.state = state;
+    this.onStatusChanged?.(this.status());
+  }
+
+  /** `tools/list_changed`: wait for the burst to settle, then re-list once. */
+  private scheduleRelist(): void {
+    if (this.closePromise) return;
+    if (this.relisting) {
+      this.relistAgain = true;
+      return;
+    }
+    if (this.relistTimer) clearTimeout(this.relistTimer);
+    this.relistTimer = setTimeout(() => {
+      this.relistTimer = undefined;
+      this.relisting = this.relist().finally(() => {
+        this.relisting = undefined;
+        if (this.relistAgain) {
+          this.relistAgain = false;
+          this.scheduleRelist();
+        }
+      });
+    }, this.listChangedDebounceMs);
+    this.relistTimer.unref();
+  }
+
+  private async relist(): Promise<void> {
+    const client = this.client;
+    if (!client || this.state !== "ready") return;
+    try {
+      const tools = await this.listTools(client, this.lifetime.signal);
+      if (client !== this.client) return;
+      const changed = this.replaceTools(tools);
+      this.logger.info("upstream tools re-listed", { tools: tools.length, changed });
+      if (changed) {
+        this.onStatusChanged?.(this.status());
+        this.onToolsChanged?.();
+      }
+    } catch (err) {
+      if (!this.closePromise) this.logger.warn("re-listing tools failed", { error: messageOf(err) });
+    }
+  }
+
+  /** The transport of the current attempt closed (child exited, HTTP transport closed). */
+  private handleClosed(generation: number, transport: Transport): void {
+    if (generation !== this.generation || this.closePromise || this.state !== "ready") return;
+    const client = this.client;
+    this.client = undefined;
+    this.retire(transport, client);
+    this.logger.warn("upstream connection closed; restarting");
+    this.error = { code: ErrorCode.UPSTREAM_EXITED, message: `${this.config.name}: the connection closed` };
+    this.setState("restarting");
+    this.restartTask = this.restartLoop();
+  }
+
+  /** Reconnects with exponential backoff and full jitter until it works or the pool closes. */
+  private async restartLoop(): Promise<void> {
+    if (this.readySinceMs !== undefined && Date.now() - this.readySinceMs >= this.backoff.resetAfterMs) this.attempt = 0;
+    this.readySinceMs = undefined;
+    while (!this.closePromise) {
+      const waitMs = backoffDelayMs(this.attempt, this.backoff, this.random);
+      this.attempt++;
+      try {
+        await delay(waitMs, this.lifetime.signal);
+      } catch {
+        return;
+      }
+      this.restarts++;
+      this.logger.info("restarting upstream", { attempt: this.attempt, restarts: this.restarts, delayMs: waitMs });
+      try {
+        await this.connectOnce();
+        return;
+      } catch (err) {
+        if (this.closePromise) return;
+        const error = this.startError(err);
+        this.error = { code: error.code, message: error.message };
+        this.logger.warn("restart failed", { code: error.code, error: error.message });
+        this.onStatusChanged?.(this.status());
+      }
+    }
+  }
+
+  /** Ends a finished attempt's client and transport in the background; forgets it once the child is gone. */
+  private retire(transport: Transport, client: Client | undefined): void {
+    void Promise.allSettled([client?.close(), transport.close()]).then(() => this.transports.delete(transport));
+  }
+
+  /** The ready client, or the reason there is none. */
+  private readyClient(): Client {
+    if (this.state === "ready" && this.client) return this.client;
+    const name = this.config.name;
+    switch (this.state) {
+      case "disabled":
+        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is disabled`);
+      case "closed":
+        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is closed`);
+      case "failed":
+        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} failed to start: ${this.error?.message ?? "unknown"}`);
+      default:
+        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is ${this.state}; try again shortly`, { retryable: true });
+    }
+  }
+
+  /**
+   * Forwards `tools/call`. A tool hidden by allow/deny is refused with `TOOL_FILTERED` before
+   * anything is sent, even when the caller guessed its name; a tool the server did not list is
+   * `TOOL_NOT_FOUND`. An upstream tool error (`isError: true`) is a result, not an exception.
+   */
+  async callTool(tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
+    if (!this.filter(tool)) {
+      throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.config.name}: tool "${tool}" is not allowed by allow/deny`);
+    }
+    const client = this.readyClient();
+    if (!this.toolList.some((t) => t.name === tool)) {
+      throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config.name}: no tool "${tool}"`);
+    }
+    const params: JsonObject = { name: tool, arguments: args ?? {} };
+    return (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult;
+  }
+
+  /**
+   * Forwards any other request (`resources/read`, `prompts/get`, ...) and returns the result
+   * object as sent. `tools/call` goes through {@link callTool} so the filter cannot be bypassed.
+   */
+  async request(method: string, params: JsonObject | undefined, options: ForwardOptions = {}): Promise<JsonObject> {
+    if (method === "tools/call") {
+      const name = params?.name;
+      if (typeof name !== "string") throw new AbridgeError(ErrorCode.INVALID_ARGUMENTS, "tools/call needs a tool name");
+      const args = isObject(params?.arguments) ? params.arguments : undefined;
+      return this.callTool(name, args, options);
+    }
+    const client = this.readyClient();
+    return this.forward(client, method, params ?? {}, anyResult, options);
+  }
+
+  /**
+   * Every item of a paginated list method (`resources/list` -> `resources`, ...). A server that
+   * does not advertise the capability gets no request and yields `[]`.
+   */
+  async listAll(method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
+    if (method === "tools/list") return this.tools();
+    const client = this.readyClient();
+    const capability = LIST_CAPABILITY[method];
+    if (capability !== undefined && !isObject(this.capabilities?.[capability])) return [];
+    const items = await collectPages(
+      async (cursor) => {
+        const result = await this.forward(client, method, cursor === undefined ? {} : { cursor }, anyResult, options);
+        const page = result[key];
+        const nextCursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
+        return { items: Array.isArray(page) ? page : [], nextCursor };
+      },
+      this.logger,
+      method,
+      options.signal,
+    );
+    return items.filter(isObject);
+  }
+
+  private async forward<T extends JsonObject>(
+    client: Client,
+    method: string,
+    params: JsonObject,
+    schema: z.ZodType<T>,
+    options: ForwardOptions,
+  ): Promise<T> {
+    const callerSignal = options.signal;
+    if (callerSignal?.aborted) {
+      throw new AbridgeError(ErrorCode.CANCELLED, `${method} was cancelled before it was sent`, { cause: callerSignal.reason });
+    }
+    // A private controller per call: the SDK never removes its abort listener, so handing it a
+    // long-lived caller signal would pile up listeners. Aborting it makes the SDK send
+    // notifications/cancelled upstream, so an abandoned call does not keep the server busy.
+    const perCall = new AbortController();
+    const onAbort = (): void => perCall.abort(callerSignal?.reason);
+    callerSignal?.addEventListener("abort", onAbort, { once: true });
+    const timeoutMs = options.timeoutMs ?? this.config.timeout_ms;
+    const onProgress = options.onProgress;
+    try {
+      return await client.request({ method, params }, schema, {
+        signal: perCall.signal,
+        timeout: timeoutMs,
+        ...(onProgress
+          ? {
+              onprogress: (p: { progress: number; total?: number; message?: string }) =>
+                onProgress({
+                  progress: p.progress,
+                  ...(p.total !== undefined ? { total: p.total } : {}),
+                  ...(p.message !== undefined ? { message: p.message } : {}),
+                }),
+            }
+          : {}),
+        ...(options.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
+        ...(options.maxTotalTimeoutMs !== undefined ? { maxTotalTimeout: options.maxTotalTimeoutMs } : {}),
+      });
+    } catch (err) {
+      throw this.callError(err, method, timeoutMs, callerSignal);
+    } finally {
+      callerSignal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Maps what the SDK threw for a forwarded request to an {@link AbridgeError}. */
+  private callError(err: unknown, method: string, timeoutMs: number, callerSignal?: AbortSignal): AbridgeError {
+    const name = this.config.name;
+    if (callerSignal?.aborted) return new AbridgeError(ErrorCode.CANCELLED, `${name}: ${method} was cancelled`, { cause: err });
+    if (err instanceof McpError) {
+      if (err.code === (RpcErrorCode.RequestTimeout as number)) {
+        return new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${name}: ${method} timed out after ${timeoutMs} ms`, {
+          cause: err,
+          retryable: true,
+        });
+      }
+      if (err.code === (RpcErrorCode.ConnectionClosed as number)) {
+        return new AbridgeError(ErrorCode.UPSTREAM_EXITED, `${name}: the server went away during ${method}`, {
+          cause: err,
+          retryable: true,
+        });
+      }
+      return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: ${err.message}`, { cause: err, details: { rpcCode: err.code } });
+    }
+    if (err instanceof z.ZodError) {
+      return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: malformed ${method} result`, { cause: err });
+    }
+    // The request never made it (transport send failed: "Not connected", fetch failed). An HTTP
+    // or SSE transport does not report a dead server through onclose, so close it here to get
+    // the restart path going.
+    if (this.config.transport !== "stdio" && this.state === "ready") {
+      this.logger.warn("upstream unreachable; reconnecting", { error: messageOf(err) });
+      void this.client?.close().catch(() => undefined);
+    }
+    return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name}: ${messageOf(err)}`, { cause: err, retryable: true });
+  }
+
+  /**
+   * Closes the connection and every process it spawned; resolves once each is gone. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closePromise ??= this.doClose();
+    return this.closePromise;
+  }
+
+  private async doClose(): Promise<void> {
+    this.lifetime.abort(new AbridgeError(ErrorCode.CANCELLED, `${this.config.name} is closing`));
+    if (this.relistTimer) clearTimeout(this.relistTimer);
+    const wasState = this.state;
+    this.generation++;
+    const client = this.client;
+    this.client = undefined;
+    await Promise.allSettled([
+      client?.close(),
+      this.startPromise,
+      this.restartTask,
+      ...[...this.transports].map((t) => t.close()),
+    ]);
+    this.transports.clear();
+    if (wasState !== "disabled") {
+      this.state = "closed";
+      this.onStatusChanged?.(this.status());
+    }
+  }
+}

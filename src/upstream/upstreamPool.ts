@@ -1,0 +1,205 @@
+import { EventEmitter } from "node:events";
+import type { ServerConfig } from "../config/schema.js";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import { silentLogger } from "../log/logger.js";
+import type { Logger } from "../log/logger.js";
+import type { BackoffOptions } from "./backoff.js";
+import { assignNames, compareStrings } from "./naming.js";
+import type { AssignedName } from "./naming.js";
+import { UpstreamConnection } from "./upstreamConnection.js";
+import type { ClientInfo } from "./upstreamConnection.js";
+import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "./types.js";
+
+/** Events of an {@link UpstreamPool}. */
+export interface UpstreamPoolEvents {
+  /** A server's tool list changed after discovery (list_changed, or different tools after a restart). */
+  toolsChanged: [server: string];
+  /** A server's status changed (state, error, tool count). */
+  statusChanged: [status: ServerStatus];
+}
+
+/** Options of an {@link UpstreamPool}. */
+export interface UpstreamPoolOptions {
+  /** Every configured server, enabled or not. */
+  servers: ServerConfig[];
+  /** Between server and tool in exposed names (config `separator`). */
+  separator: string;
+  logger?: Logger;
+  clientInfo?: ClientInfo;
+  /** Restart backoff (default base 250 ms, factor 2, cap 30 s, reset after 30 s up). */
+  backoff?: BackoffOptions;
+  /** Jitter source for the backoff. */
+  random?: () => number;
+  /** Level of upstream stderr lines in the log (default `debug`). */
+  stderrLogLevel?: "info" | "debug";
+  /** Quiet time that coalesces bursts of `tools/list_changed` (default 50 ms). */
+  listChangedDebounceMs?: number;
+}
+
+/**
+ * Every upstream MCP server abridge talks to: starts them in parallel, keeps their filtered tool
+ * lists and exposed names, forwards calls and requests, restarts what dies, and closes it all.
+ */
+export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
+  private readonly connections = new Map<string, UpstreamConnection>();
+  private readonly separator: string;
+  private readonly logger: Logger;
+  private names: AssignedName[] = [];
+  private byName = new Map<string, AssignedName>();
+  private byOrigin = new Map<string, AssignedName>();
+  private startPromise: Promise<void> | undefined;
+  private closePromise: Promise<void> | undefined;
+
+  constructor(options: UpstreamPoolOptions) {
+    super();
+    this.separator = options.separator;
+    this.logger = options.logger ?? silentLogger;
+    for (const config of options.servers) {
+      if (this.connections.has(config.name)) {
+        throw new AbridgeError(ErrorCode.CONFIG_INVALID, `server "${config.name}" is configured twice`);
+      }
+      const connection = new UpstreamConnection(config, {
+        logger: this.logger,
+        ...(options.clientInfo ? { clientInfo: options.clientInfo } : {}),
+        ...(options.backoff ? { backoff: options.backoff } : {}),
+        ...(options.random ? { random: options.random } : {}),
+        ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
+        ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
+        onStatusChanged: (status) => this.emit("statusChanged", status),
+        onToolsChanged: () => this.handleToolsChanged(config.name),
+      });
+      this.connections.set(config.name, connection);
+    }
+  }
+
+  /**
+   * Connects every enabled server in parallel and resolves when each is ready or has failed; one
+   * server's failure or hang never holds up the others. Idempotent.
+   *
+   * @throws AbridgeError CONFIG_INVALID when two `prefix = false` servers expose the same tool.
+   * @throws AbridgeError CANCELLED when `signal` aborted the start.
+   */
+  start(signal?: AbortSignal): Promise<void> {
+    this.startPromise ??= this.doStart(signal);
+    return this.startPromise;
+  }
+
+  private async doStart(signal?: AbortSignal): Promise<void> {
+    await Promise.all([...this.connections.values()].map((c) => c.start(signal)));
+    if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "starting the upstream pool was cancelled", { cause: signal.reason });
+    this.renameAll();
+    const ready = this.servers().filter((s) => s.state === "ready").length;
+    this.logger.info("upstream pool started", { ready, servers: this.connections.size });
+  }
+
+  /** Recomputes every exposed name from the current tool lists. */
+  private renameAll(): void {
+    const requests = [];
+    for (const connection of this.connections.values()) {
+      for (const tool of connection.tools()) {
+        requests.push({ server: connection.name, tool: tool.name, prefix: connection.config.prefix });
+      }
+    }
+    this.names = assignNames(requests, this.separator);
+    this.byName = new Map(this.names.map((n) => [n.name, n]));
+    this.byOrigin = new Map(this.names.map((n) => [`${n.server}\0${n.tool}`, n]));
+  }
+
+  private handleToolsChanged(server: string): void {
+    try {
+      this.renameAll();
+    } catch (err) {
+      // A new tool collides with a prefix = false tool of another server: keep the old names
+      // (the new tool stays unexposed) rather than breaking every other server's tools.
+      this.logger.error("tool names could not be assigned after a change; keeping the previous names", {
+        server,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+    this.emit("toolsChanged", server);
+  }
+
+  /** Status of every configured server, in name order. */
+  servers(): ServerStatus[] {
+    return [...this.connections.values()].map((c) => c.status()).sort((a, b) => compareStrings(a.name, b.name));
+  }
+
+  /** Status of one server, or `undefined` for an unknown name. */
+  status(server: string): ServerStatus | undefined {
+    return this.connections.get(server)?.status();
+  }
+
+  /** Every exposed tool (allow/deny applied) with its exposed name and URI, sorted by server then tool. */
+  tools(): ExposedTool[] {
+    const out: ExposedTool[] = [];
+    for (const connection of this.connections.values()) {
+      for (const tool of connection.tools()) {
+        const assigned = this.byOrigin.get(`${connection.name}\0${tool.name}`);
+        if (assigned) out.push({ server: connection.name, tool, name: assigned.name, uri: assigned.uri });
+      }
+    }
+    return out.sort((a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool.name, b.tool.name));
+  }
+
+  /** Maps an exposed name back to its origin. */
+  resolve(exposedName: string): { server: string; tool: string } | undefined {
+    const assigned = this.byName.get(exposedName);
+    return assigned ? { server: assigned.server, tool: assigned.tool } : undefined;
+  }
+
+  /** The exposed name of a tool, or `undefined` when it is not exposed. */
+  exposedName(server: string, tool: string): string | undefined {
+    return this.byOrigin.get(`${server}\0${tool}`)?.name;
+  }
+
+  /** Pids of the stdio children currently alive under the pool (for tests and stats). */
+  pids(): number[] {
+    return [...this.connections.values()].flatMap((c) => c.pids());
+  }
+
+  private connection(server: string): UpstreamConnection {
+    const connection = this.connections.get(server);
+    if (!connection) throw new AbridgeError(ErrorCode.SERVER_NOT_FOUND, `no server named "${server}"`);
+    return connection;
+  }
+
+  /**
+   * Calls a tool on a server by its original (upstream) name. Timeout defaults to the server's
+   * `timeout_ms` (`UPSTREAM_TIMEOUT`, retryable); the caller's abort cancels upstream and rejects
+   * with `CANCELLED`; a call in flight when the server dies rejects with `UPSTREAM_EXITED`
+   * (retryable); a call while it restarts fails fast with `UPSTREAM_UNAVAILABLE` (retryable).
+   * `isError: true` results are returned, not thrown.
+   */
+  async callTool(server: string, tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
+    return this.connection(server).callTool(tool, args, options);
+  }
+
+  /**
+   * Forwards another request (`resources/read`, `prompts/get`, ...) to one server and returns
+   * the result as sent.
+   */
+  async request(server: string, method: string, params?: JsonObject, options: ForwardOptions = {}): Promise<JsonObject> {
+    return this.connection(server).request(method, params, options);
+  }
+
+  /**
+   * Every item of a paginated list of one server, cursors followed, e.g.
+   * `listAll("docs", "resources/list", "resources")`. `[]` when the server lacks the capability.
+   */
+  async listAll(server: string, method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
+    return this.connection(server).listAll(method, key, options);
+  }
+
+  /** Closes every connection and ends every child process; idempotent, resolves when all are gone. */
+  close(): Promise<void> {
+    this.closePromise ??= this.doClose();
+    return this.closePromise;
+  }
+
+  private async doClose(): Promise<void> {
+    const results = await Promise.allSettled([...this.connections.values()].map((c) => c.close()));
+    for (const result of results) {
+      if (result.status === "rejected") this.logger.warn("closing an upstream failed", { error: String(result.reason) });
+    }
+  }
+}

@@ -1,0 +1,340 @@
+import type { ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { appendFile, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { compactCache } from "../../src/cache/cacheMaintenance.js";
+import { JsonlStore } from "../../src/cache/jsonlStore.js";
+import { MAX_LINE_BYTES } from "../../src/cache/readLines.js";
+import { AbridgeError, isAbridgeError } from "../../src/errors.js";
+import { createLogger } from "../../src/log/logger.js";
+import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
+import { spawnAppendWorker } from "../helpers/spawnAppendWorker.js";
+
+let dir: string;
+let file: string;
+const stores: JsonlStore[] = [];
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "abridge-store-"));
+  file = join(dir, "summaries.jsonl");
+});
+
+afterEach(async () => {
+  await Promise.allSettled(stores.splice(0).map((store) => store.close()));
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+    }
+  }
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function openStore(options: Partial<Parameters<typeof JsonlStore.open>[0]> = {}): Promise<JsonlStore> {
+  const store = await JsonlStore.open({ file, ...options });
+  stores.push(store);
+  return store;
+}
+
+function captureLogger(): { logger: ReturnType<typeof createLogger>; lines: string[] } {
+  const lines: string[] = [];
+  return { logger: createLogger({ level: "debug", sink: (line) => lines.push(line), json: true }), lines };
+}
+
+async function catchError(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a rejection");
+}
+
+async function fileLines(path: string): Promise<string[]> {
+  return (await readFile(path, "utf8")).split("\n");
+}
+
+describe("JsonlStore", () => {
+  it("treats a missing file as empty and creates the directory on the first append", async () => {
+    file = join(dir, "nested", "deeper", "summaries.jsonl");
+    const store = await openStore();
+    expect(store.size).toBe(0);
+    expect(existsSync(join(dir, "nested"))).toBe(false);
+
+    const entry = makeEntry("github", "create_issue", "Create a GitHub issue.");
+    await store.append({ ...entry, params: undefined });
+    expect(store.get(entry.key)).toEqual(entry);
+    expect(await readFile(file, "utf8")).toBe(lineOf(entry));
+    expect(store.stats()).toEqual({ entries: 0, liveKeys: 1, invalidLines: 0, appended: 1, writeErrors: 0 });
+
+    const again = await openStore();
+    expect(again.get(entry.key)).toEqual(entry);
+    expect(again.has(entry.key)).toBe(true);
+    expect(again.has("github:create_issue:0000000000000000")).toBe(false);
+    expect(again.stats()).toEqual({ entries: 1, liveKeys: 1, invalidLines: 0, appended: 0, writeErrors: 0 });
+  });
+
+  it("round-trips many entries, indexes them by server, and serves the last line for a key", async () => {
+    const store = await openStore();
+    const first = makeEntry("github", "create_issue", "Old summary.");
+    const second = { ...first, summary: "New summary.", createdAt: "2026-11-22T10:00:00Z" };
+    const other = makeEntry("slack", "post_message", "Post to a channel.", 7);
+    const params = { ...makeEntry("github", "list_issues", "List issues.", 3), params: { owner: "Repo owner" } };
+    await Promise.all([store.append(first), store.append(other), store.append(params), store.append(second)]);
+    expect(store.get(first.key)?.summary).toBe("New summary.");
+
+    const reopened = await openStore();
+    expect(reopened.size).toBe(3);
+    expect(reopened.get(first.key)).toEqual(second);
+    expect(reopened.get(params.key)?.params).toEqual({ owner: "Repo owner" });
+    expect(reopened.forServer("github").map((e) => e.tool).sort()).toEqual(["create_issue", "list_issues"]);
+    expect(reopened.forServer("slack")).toEqual([other]);
+    expect(reopened.forServer("nobody")).toEqual([]);
+    expect(reopened.servers().sort()).toEqual(["github", "slack"]);
+    expect([...reopened.entries()]).toHaveLength(3);
+    expect(reopened.stats()).toMatchObject({ entries: 4, liveKeys: 3, invalidLines: 0 });
+
+    // The by-server view follows appends made after it was first asked for.
+    const late = makeEntry("memory", "read_graph", "Read the graph.", 9);
+    await reopened.append(late);
+    expect(reopened.forServer("memory")).toEqual([late]);
+    expect(reopened.servers().sort()).toEqual(["github", "memory", "slack"]);
+  });
+
+  it("skips a torn last line, counts it, and starts the next append on a fresh line", async () => {
+    const whole = makeEntry("github", "a");
+    const torn = lineOf(makeEntry("github", "b")).slice(0, 40);
+    await writeFile(file, lineOf(whole) + torn);
+    const { logger, lines } = captureLogger();
+    const store = await openStore({ logger });
+    expect(store.size).toBe(1);
+    expect(store.stats().invalidLines).toBe(1);
+    expect(lines.filter((line) => line.includes("skipped invalid lines"))).toHaveLength(1);
+    expect(JSON.parse(lines.find((line) => line.includes("skipped invalid lines"))!)).toMatchObject({ count: 1, lines: [2] });
+
+    const next = makeEntry("github", "c");
+    await store.append(next);
+    expect(await fileLines(file)).toEqual([lineOf(whole).trimEnd(), torn, lineOf(next).trimEnd(), ""]);
+
+    // The torn fragment, now terminated, is not counted twice when this store reloads.
+    await store.reload();
+    expect(store.stats()).toMatchObject({ invalidLines: 1, liveKeys: 2 });
+
+    const reopened = await openStore();
+    expect(reopened.get(whole.key)).toEqual(whole);
+    expect(reopened.get(next.key)).toEqual(next);
+    expect(reopened.stats()).toMatchObject({ entries: 2, invalidLines: 1 });
+  });
+
+  it("accepts a complete last entry that only lacks its newline", async () => {
+    const entry = makeEntry("memory", "read_graph");
+    await writeFile(file, JSON.stringify(entry));
+    const store = await openStore();
+    expect(store.get(entry.key)).toEqual(entry);
+    const next = makeEntry("memory", "search_nodes");
+    await store.append(next);
+    expect(await readFile(file, "utf8")).toBe(lineOf(entry) + lineOf(next));
+    await store.reload();
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 2, invalidLines: 0 });
+  });
+
+  it("skips garbage, schema failures, mismatched keys and oversized lines, and logs them once", async () => {
+    const good = makeEntry("github", "good");
+    const { hash: _hash, ...noHash } = makeEntry("github", "no_hash");
+    const lines = [
+      lineOf(good),
+      "not json at all\n",
+      "\n",
+      "   \n",
+      `${JSON.stringify(noHash)}\n`,
+      `${JSON.stringify({ ...makeEntry("github", "bad_tokens"), tokensAfter: -1 })}\n`,
+      `${JSON.stringify({ ...makeEntry("github", "wrong_key"), key: "github:other:0000000000000000" })}\n`,
+      "[1,2,3]\n",
+      `{"key":"${"x".repeat(MAX_LINE_BYTES)}"}\n`,
+      "{\"truncated\": \n",
+      lineOf(makeEntry("slack", "good")),
+    ];
+    await writeFile(file, lines.join(""));
+    const { logger, lines: logged } = captureLogger();
+    const store = await openStore({ logger });
+    expect(store.size).toBe(2);
+    expect(store.get(good.key)).toEqual(good);
+    expect(store.stats()).toMatchObject({ entries: 2, invalidLines: 7 });
+    const warnings = logged.filter((line) => line.includes("skipped invalid lines"));
+    expect(warnings).toHaveLength(1);
+    // Physical line numbers (blank lines 3 and 4 are skipped silently), the first five only.
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: "warn", count: 7, lines: [2, 5, 6, 7, 8] });
+  });
+
+  it("rejects an invalid entry on append without serving or writing it", async () => {
+    const store = await openStore();
+    const bad = { ...makeEntry("github", "x"), hash: "NOT-A-HASH" };
+    const err = await catchError(store.append(bad));
+    expect(isAbridgeError(err, "INPUT_INVALID")).toBe(true);
+    const mismatched = { ...makeEntry("github", "x"), key: "github:y:0000000000000000" };
+    expect(isAbridgeError(await catchError(store.append(mismatched)), "INPUT_INVALID")).toBe(true);
+    const huge = makeEntry("github", "huge", "y".repeat(MAX_LINE_BYTES));
+    expect(isAbridgeError(await catchError(store.append(huge)), "INPUT_INVALID")).toBe(true);
+    expect(store.size).toBe(0);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it("never interleaves or loses lines when two processes append at once", async () => {
+    const count = 3000;
+    const workers = [spawnAppendWorker(file, "alpha", count), spawnAppendWorker(file, "beta", count)];
+    children.push(...workers.map((worker) => worker.child));
+    await Promise.all(workers.map((worker) => worker.ready));
+    for (const worker of workers) worker.go();
+    await Promise.all(workers.map((worker) => worker.done));
+
+    const lines = await fileLines(file);
+    expect(lines.pop()).toBe("");
+    expect(lines).toHaveLength(2 * count);
+    const keys = new Set<string>();
+    for (const line of lines) {
+      const entry = JSON.parse(line) as { key: string };
+      keys.add(entry.key);
+    }
+    expect(keys.size).toBe(2 * count);
+
+    const store = await openStore();
+    expect(store.stats()).toMatchObject({ entries: 2 * count, liveKeys: 2 * count, invalidLines: 0 });
+    expect(store.forServer("alpha")).toHaveLength(count);
+    expect(store.forServer("beta")).toHaveLength(count);
+  });
+
+  it("reload picks up lines another process appended", async () => {
+    const mine = makeEntry("local", "mine");
+    const store = await openStore();
+    await store.append(mine);
+
+    const worker = spawnAppendWorker(file, "remote", 25);
+    children.push(worker.child);
+    await worker.ready;
+    worker.go();
+    await worker.done;
+
+    expect(store.forServer("remote")).toHaveLength(0);
+    await store.reload();
+    expect(store.forServer("remote")).toHaveLength(25);
+    expect(store.get(mine.key)).toEqual(mine);
+    expect(store.stats()).toMatchObject({ entries: 26, liveKeys: 26, appended: 1, invalidLines: 0 });
+
+    // A second reload with nothing new changes nothing.
+    await store.reload();
+    expect(store.stats()).toMatchObject({ entries: 26, liveKeys: 26 });
+  });
+
+  it("follows a compaction by another writer: reload re-reads, append goes to the new file", async () => {
+    const store = await openStore();
+    const old = makeEntry("github", "a", "old");
+    const newer = { ...old, summary: "newer" };
+    await store.append(old);
+    await store.append(newer);
+    await store.append(makeEntry("github", "b"));
+    expect(await compactCache(file)).toEqual({ before: 3, after: 2 });
+
+    await store.reload();
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 2 });
+    expect(store.get(old.key)?.summary).toBe("newer");
+
+    const later = makeEntry("github", "c");
+    await store.append(later);
+    const reopened = await openStore();
+    expect(reopened.get(later.key)).toEqual(later);
+    expect(reopened.size).toBe(3);
+  });
+
+  it("serves an entry from memory when the write fails, and leaves the file unharmed", async () => {
+    const existing = makeEntry("github", "kept");
+    await writeFile(file, lineOf(existing));
+    const before = await readFile(file, "utf8");
+    const { logger, lines } = captureLogger();
+    const store = await openStore({ logger });
+
+    // Move the directory away and put a regular file in its place: the store's path now runs
+    // through a non-directory, so mkdir/open fail for real (chmod would not stop root).
+    const moved = `${dir}-moved`;
+    await rename(dir, moved);
+    await writeFile(dir, "not a directory");
+    try {
+      const entry = makeEntry("github", "new_one");
+      const err = await catchError(store.append(entry));
+      expect(err).toBeInstanceOf(AbridgeError);
+      expect(isAbridgeError(err, "CACHE_IO")).toBe(true);
+      expect((err as AbridgeError).cause).toBeDefined();
+      expect(store.get(entry.key)).toEqual(entry);
+      expect(store.get(existing.key)).toEqual(existing);
+      expect(store.stats()).toMatchObject({ writeErrors: 1, appended: 0, liveKeys: 2 });
+      expect(lines.filter((line) => line.includes("could not append"))).toHaveLength(1);
+      expect(await readFile(join(moved, "summaries.jsonl"), "utf8")).toBe(before);
+    } finally {
+      await rm(dir, { force: true });
+      await rename(moved, dir);
+    }
+
+    // With the directory back, the next append works and lands on a fresh line.
+    const after = makeEntry("github", "after");
+    await store.append(after);
+    expect(await readFile(file, "utf8")).toBe(before + lineOf(after));
+  });
+
+  it("reports a full disk as a retryable CACHE_IO error", async () => {
+    if (!existsSync("/dev/full")) throw new Error("this test needs /dev/full (Linux) to force ENOSPC");
+    await symlink("/dev/full", file);
+    const store = await openStore();
+    const entry = makeEntry("github", "no_space");
+    const err = await catchError(store.append(entry));
+    expect(isAbridgeError(err, "CACHE_IO")).toBe(true);
+    expect((err as AbridgeError).retryable).toBe(true);
+    expect((err as AbridgeError).details).toMatchObject({ errno: "ENOSPC" });
+    expect(store.get(entry.key)).toEqual(entry);
+    expect(store.stats().writeErrors).toBe(1);
+  });
+
+  it("treats a path through a regular file as an empty store whose appends fail", async () => {
+    await writeFile(join(dir, "blocker"), "x");
+    file = join(dir, "blocker", "summaries.jsonl");
+    const store = await openStore();
+    expect(store.size).toBe(0);
+    const entry = makeEntry("github", "x");
+    expect(isAbridgeError(await catchError(store.append(entry)), "CACHE_IO")).toBe(true);
+    expect(store.get(entry.key)).toEqual(entry);
+    expect(await readFile(join(dir, "blocker"), "utf8")).toBe("x");
+  });
+
+  it("refuses appends when read-only or closed; close is idempotent", async () => {
+    await writeFile(file, lineOf(makeEntry("github", "a")));
+    const readOnly = await openStore({ readOnly: true });
+    expect(readOnly.size).toBe(1);
+    expect(isAbridgeError(await catchError(readOnly.append(makeEntry("github", "b"))), "CACHE_IO")).toBe(true);
+    expect(readOnly.size).toBe(1);
+
+    const store = await openStore();
+    await store.append(makeEntry("github", "c"));
+    const first = store.close();
+    expect(store.close()).toBe(first);
+    await first;
+    expect(isAbridgeError(await catchError(store.append(makeEntry("github", "d"))), "CACHE_IO")).toBe(true);
+    expect(isAbridgeError(await catchError(store.reload()), "CACHE_IO")).toBe(true);
+    expect(store.size).toBe(2);
+  });
+
+  it("stops loading on abort with CANCELLED", async () => {
+    await appendFile(file, lineOf(makeEntry("github", "a")));
+    const controller = new AbortController();
+    controller.abort();
+    const err = await catchError(JsonlStore.open({ file, signal: controller.signal }));
+    expect(isAbridgeError(err, "CANCELLED")).toBe(true);
+  });
+
+  it("fails loudly when the cache path exists but cannot be read as a file", async () => {
+    await mkdir(file);
+    const err = await catchError(JsonlStore.open({ file }));
+    expect(isAbridgeError(err, "CACHE_IO")).toBe(true);
+  });
+});

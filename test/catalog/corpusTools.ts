@@ -1,0 +1,53 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CatalogTool } from "../../src/catalog/types.js";
+import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
+import type { RawTool } from "../../src/upstream/types.js";
+
+/** The shared corpus, `../shared/corpus` relative to the repo root. */
+export const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../shared/corpus");
+
+/** One corpus file: the server's name and its tools exactly as recorded. */
+export interface CorpusServer {
+  server: string;
+  file: string;
+  tools: RawTool[];
+}
+
+/** Reads every `servers/*.json`; throws a clear error when the corpus is missing. */
+export function loadCorpus(): CorpusServer[] {
+  const dir = path.join(CORPUS_DIR, "servers");
+  if (!existsSync(dir)) {
+    throw new Error(`corpus missing: expected the real tools/list answers in ${dir} (../shared/corpus relative to the repo root)`);
+  }
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()
+    .map((file) => {
+      const data = JSON.parse(readFileSync(path.join(dir, file), "utf8")) as { server: string; tools: RawTool[] };
+      return { server: data.server, file, tools: data.tools };
+    });
+}
+
+/** The real offline summarizer, so the views are tested with the summaries they will serve. */
+const summarizer = new ExtractiveSummarizer();
+
+/** A catalog tool as discovery would build it: `<server>_<tool>`, `mcp://server/tool`. */
+export function catalogTool(server: string, tool: RawTool, summarize = true): CatalogTool {
+  const out: CatalogTool = { name: `${server}_${tool.name}`, server, uri: `mcp://${server}/${tool.name}`, key: `${server}:${tool.name}:test`, tool };
+  if (summarize) out.summary = summarizer.summarizeTool(tool);
+  return out;
+}
+
+/** Every corpus tool as a {@link CatalogTool} with an extractive summary. */
+export function corpusCatalog(servers: CorpusServer[] = loadCorpus()): CatalogTool[] {
+  return servers.flatMap((s) => s.tools.map((t) => catalogTool(s.server, t)));
+}
+
+/** The recorded tool `server:tool`; throws when it is not in the corpus. */
+export function corpusTool(servers: CorpusServer[], server: string, tool: string): RawTool {
+  const found = servers.find((s) => s.server === server)?.tools.find((t) => t.name === tool);
+  if (found === undefined) throw new Error(`corpus has no tool ${server}:${tool}`);
+  return found;
+}

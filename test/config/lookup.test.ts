@@ -1,0 +1,122 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { findConfigPath } from "../../src/config/findConfigPath.js";
+import { loadConfig } from "../../src/config/loadConfig.js";
+import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { createLogger } from "../../src/log/logger.js";
+
+let root: string;
+let cwd: string;
+let home: string;
+let xdg: string;
+
+async function put(file: string, text: string): Promise<string> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text);
+  return file;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(AbridgeError);
+    return err as AbridgeError;
+  }
+  throw new Error("expected a rejection");
+}
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), "abridge-config-"));
+  cwd = path.join(root, "project");
+  home = path.join(root, "home");
+  xdg = path.join(root, "xdg");
+  await mkdir(cwd, { recursive: true });
+  await mkdir(home, { recursive: true });
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("findConfigPath", () => {
+  it("prefers --config, then $ABRIDGE_CONFIG, then ./abridge.toml, then the XDG folder", async () => {
+    const fromFlag = await put(path.join(root, "flag.toml"), "");
+    const fromEnv = await put(path.join(root, "env.toml"), "");
+    const local = await put(path.join(cwd, "abridge.toml"), "");
+    const inXdg = await put(path.join(xdg, "abridge", "abridge.toml"), "");
+    const env = { ABRIDGE_CONFIG: fromEnv, XDG_CONFIG_HOME: xdg, HOME: home };
+
+    expect(await findConfigPath({ configPath: "../flag.toml", cwd, env })).toBe(fromFlag);
+    expect(await findConfigPath({ cwd, env })).toBe(fromEnv);
+    expect(await findConfigPath({ cwd, env: { ...env, ABRIDGE_CONFIG: undefined } })).toBe(local);
+    await rm(local);
+    expect(await findConfigPath({ cwd, env: { ...env, ABRIDGE_CONFIG: "" } })).toBe(inXdg);
+  });
+
+  it("falls back to ~/.config when XDG_CONFIG_HOME is unset or relative", async () => {
+    const file = await put(path.join(home, ".config", "abridge", "abridge.toml"), "");
+    expect(await findConfigPath({ cwd, env: { HOME: home } })).toBe(file);
+    expect(await findConfigPath({ cwd, env: { HOME: home, XDG_CONFIG_HOME: "relative/dir" } })).toBe(file);
+  });
+
+  it("names an explicit path that does not exist instead of falling back", async () => {
+    await put(path.join(cwd, "abridge.toml"), "");
+    const flag = await rejection(findConfigPath({ configPath: "missing.toml", cwd, env: {} }));
+    expect(flag.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
+    expect(flag.message).toBe(`config file ${path.join(cwd, "missing.toml")} (from --config) does not exist`);
+
+    const fromEnv = await rejection(findConfigPath({ cwd, env: { ABRIDGE_CONFIG: path.join(root, "nope.toml") } }));
+    expect(fromEnv.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
+    expect(fromEnv.message).toContain(path.join(root, "nope.toml"));
+    expect(fromEnv.message).toContain("$ABRIDGE_CONFIG");
+
+    const dir = await rejection(findConfigPath({ configPath: root, cwd, env: {} }));
+    expect(dir.message).toContain("is a directory");
+  });
+
+  it("lists every place searched and suggests the example when nothing is found", async () => {
+    const error = await rejection(findConfigPath({ cwd, env: { HOME: home, XDG_CONFIG_HOME: xdg } }));
+    expect(error.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
+    expect(error.message).toContain(path.join(cwd, "abridge.toml"));
+    expect(error.message).toContain(path.join(xdg, "abridge", "abridge.toml"));
+    expect(error.message).toContain("--config examples/abridge.toml");
+    expect(error.details?.["searched"]).toEqual([path.join(cwd, "abridge.toml"), path.join(xdg, "abridge", "abridge.toml")]);
+  });
+});
+
+describe("loadConfig", () => {
+  it("loads the found file, shows it relative to cwd in errors, and resolves paths against it", async () => {
+    await put(path.join(cwd, "conf", "abridge.toml"), '[servers.a]\ncommand = "x"\ncwd = "work"\n');
+    const config = await loadConfig({ configPath: "conf/abridge.toml", cwd, env: {} });
+    expect(config.source).toBe(path.join(cwd, "conf", "abridge.toml"));
+    expect(config.servers[0]?.cwd).toBe(path.join(cwd, "conf", "work"));
+
+    await put(path.join(cwd, "conf", "abridge.toml"), "mode = 1\n");
+    const error = await rejection(loadConfig({ configPath: "conf/abridge.toml", cwd, env: {} }));
+    expect(error.code).toBe(ErrorCode.CONFIG_INVALID);
+    expect(error.message).toBe(`${path.join("conf", "abridge.toml")}: mode: expected one of "full", "summary", "compact", "lazy", got 1`);
+  });
+
+  it("reads an mcp.json named by $ABRIDGE_CONFIG and logs a warning for envFile", async () => {
+    const file = await put(
+      path.join(root, "mcp.json"),
+      JSON.stringify({ servers: { a: { command: "x", envFile: ".env" } } }),
+    );
+    const lines: string[] = [];
+    const logger = createLogger({ level: "warn", sink: (line) => lines.push(line) });
+    const config = await loadConfig({ cwd, env: { ABRIDGE_CONFIG: file }, logger });
+    expect(config.servers.map((s) => s.name)).toEqual(["a"]);
+    expect(lines.join("\n")).toContain("envFile is not read by abridge");
+  });
+
+  it("stops with CANCELLED when the signal has fired", async () => {
+    await put(path.join(cwd, "abridge.toml"), "");
+    const controller = new AbortController();
+    controller.abort();
+    const error = await rejection(loadConfig({ cwd, env: {}, signal: controller.signal }));
+    expect(error.code).toBe(ErrorCode.CANCELLED);
+  });
+});

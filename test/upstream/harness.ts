@@ -1,0 +1,75 @@
+/**
+ * Shared set-up of the upstream tests: pools built here are closed after each test, and every
+ * child pid they ever had must be gone afterwards.
+ */
+import { afterEach, expect } from "vitest";
+import { createLogger } from "../../src/log/logger.js";
+import type { Logger } from "../../src/log/logger.js";
+import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
+import type { UpstreamPoolOptions } from "../../src/upstream/upstreamPool.js";
+import { alivePids, killAll } from "../helpers/processes.js";
+
+/** A logger that keeps its lines for assertions. */
+export function memoryLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }), lines };
+}
+
+const pools: UpstreamPool[] = [];
+const seenPids = new Set<number>();
+
+/** Remembers the pool's current child pids, so afterEach can check they are gone. */
+export function trackPids(pool: UpstreamPool): number[] {
+  const pids = pool.pids();
+  for (const pid of pids) seenPids.add(pid);
+  return pids;
+}
+
+/** A pool with a fast restart backoff, closed after the test. */
+export function makePool(options: Partial<UpstreamPoolOptions> & Pick<UpstreamPoolOptions, "servers">): UpstreamPool {
+  const pool = new UpstreamPool({
+    separator: "_",
+    backoff: { baseMs: 50, factor: 2, capMs: 1_000, resetAfterMs: 30_000 },
+    ...options,
+  });
+  // Track pids as soon as children appear, including ones that crash later.
+  pool.on("statusChanged", () => trackPids(pool));
+  pools.push(pool);
+  return pool;
+}
+
+/** Resolves when `predicate(pool)` holds, checked on every status change. */
+export function waitForStatus(pool: UpstreamPool, predicate: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    if (predicate()) return resolve();
+    const check = (): void => {
+      if (predicate()) {
+        pool.off("statusChanged", check);
+        resolve();
+      }
+    };
+    pool.on("statusChanged", check);
+  });
+}
+
+/**
+ * Polls `predicate` every 25 ms until it holds; for conditions no event announces (log lines).
+ * Gives up with a clear error after `limitMs` (generous: this is a hang guard, not a timing check).
+ */
+export async function waitFor(predicate: () => boolean, what: string, limitMs = 20_000): Promise<void> {
+  for (let waited = 0; !predicate(); waited += 25) {
+    if (waited >= limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+afterEach(async () => {
+  const closing = pools.splice(0);
+  for (const pool of closing) trackPids(pool);
+  await Promise.all(closing.map((pool) => pool.close()));
+  const pids = [...seenPids];
+  seenPids.clear();
+  const alive = alivePids(pids);
+  killAll(alive);
+  expect(alive, "child processes left behind after close()").toEqual([]);
+});
