@@ -431,10 +431,11 @@ export class UpstreamConnection {
     if (generation !== this.generation || this.closePromise || this.state !== "ready") return;
     const client = this.client;
     this.client = undefined;
-    this.retire(transport, client);
     this.logger.warn("upstream connection closed; restarting");
     this.error = { code: ErrorCode.UPSTREAM_EXITED, message: `${this.config.name}: the connection closed` };
+    // State first: retiring closes the client, and HTTP transports call onclose synchronously.
     this.setState("restarting");
+    this.retire(transport, client);
     this.restartTask = this.restartLoop();
   }
 

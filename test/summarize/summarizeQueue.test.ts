@@ -406,6 +406,20 @@ describe("SummarizeQueue drain and close", () => {
     expect(sink.entries).toHaveLength(0);
   });
 
+  it("holds requests back to requests_per_minute, and close ends the wait", async () => {
+    const sink = new ArraySink();
+    // One request a minute: the second batch must wait for its slot however free the slots are.
+    const queue = makeQueue({ sink, summarizer: summarizer({ batchSize: 1 }), concurrency: 2, requestsPerMinute: 1 });
+    const inputs = inputsOf(github.slice(0, 2));
+    for (const input of inputs) queue.enqueue(input);
+    await until(() => sink.entries.length === 1, "the first entry");
+    expect(fake.requests).toHaveLength(1);
+    expect(queue.stats()).toMatchObject({ running: 1, requests: 1 });
+    await queue.close();
+    expect(fake.requests).toHaveLength(1);
+    expect(sink.entries).toHaveLength(1);
+  });
+
   it("close lets a running request finish and stores its entries", async () => {
     const sink = new ArraySink();
     const queue = makeQueue({ sink });

@@ -1,0 +1,70 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAbridge, tempDir } from "../helpers/cliHarness.js";
+
+const CORPUS = path.resolve("../shared/corpus/servers");
+
+function corpusFiles(): string[] {
+  if (!existsSync(CORPUS)) throw new Error(`the corpus is missing: expected ${CORPUS} (../shared/corpus beside the repository)`);
+  return readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort();
+}
+
+describe("abridge render", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => ({ dir, cleanup } = await tempDir()));
+  afterAll(async () => cleanup());
+
+  it("renders every corpus file in every mode as a valid tools/list result", async () => {
+    const files = corpusFiles();
+    expect(files).toHaveLength(24);
+    for (const file of files) {
+      const recorded = JSON.parse(readFileSync(path.join(CORPUS, file), "utf8")) as { server: string; tools: { name: string }[] };
+      for (const mode of ["full", "summary", "compact", "lazy"]) {
+        const r = await runAbridge(["render", "--input", path.join(CORPUS, file), "--mode", mode, "--json", "--cache-dir", dir], { cwd: dir });
+        expect(r.code, `${file} ${mode}: ${r.stderr}`).toBe(0);
+        const listed = JSON.parse(r.stdout) as { tools: { name: string; description?: string; inputSchema: unknown }[] };
+        const names = listed.tools.map((t) => t.name);
+        if (mode === "lazy") {
+          expect(names).toEqual(["search_tools", "get_schema", "call_tool"]);
+          for (const tool of recorded.tools) expect(listed.tools[0]!.description).toContain(tool.name);
+        } else {
+          const expected = recorded.tools.map((t) => `${recorded.server}_${t.name}`.replace(/[^A-Za-z0-9_-]/g, "_"));
+          for (const name of expected) expect(names.some((n) => n === name || n.startsWith(name.slice(0, 50)))).toBe(true);
+          if (mode === "compact") expect(names.at(-1)).toBe("get_schema");
+        }
+        for (const tool of listed.tools) {
+          expect(tool.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+          expect(typeof tool.inputSchema).toBe("object");
+        }
+      }
+    }
+  }, 180_000);
+
+  it("reads a bare array from stdin and prints token counts", async () => {
+    const tools = [{ name: "say", description: "Says a thing out loud to everyone in the room. Use this tool to speak.", inputSchema: { type: "object", properties: { text: { type: "string", description: "What to say" } }, required: ["text"] } }];
+    const r = await runAbridge(["render", "--server", "voice", "--tokens", "--cache-dir", dir], { cwd: dir, stdin: JSON.stringify(tools) });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("voice_say");
+    expect(r.stdout).toMatch(/tokens before -> after \(compact\): \d+ -> \d+/);
+  });
+
+  it("needs --server for stdin without a server field", async () => {
+    const r = await runAbridge(["render", "--cache-dir", dir], { cwd: dir, stdin: "[]" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--server NAME");
+  });
+
+  it.each([
+    ["invalid JSON", "{nope", "<stdin>: expected JSON, got invalid JSON"],
+    ["no tools array", '{"x": 1}', "<stdin>: expected a tools array"],
+    ["a tool without a name", '[{"inputSchema": {}}]', "<stdin>: tools[0].name: expected a non-empty string"],
+    ["a tool without a schema", '[{"name": "a"}]', "<stdin>: tools[0].inputSchema: expected an object"],
+  ])("rejects %s with exit 2", async (_name, input, message) => {
+    const r = await runAbridge(["render", "--server", "s", "--cache-dir", dir], { cwd: dir, stdin: input });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(r.stderr).toContain("INPUT_INVALID");
+  });
+});
