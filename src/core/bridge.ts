@@ -135,6 +135,12 @@ export class Bridge {
     return this.lastDiscovery;
   }
 
+  /** Re-lists every upstream and re-discovers (the daemon's `refresh`). */
+  async refresh(): Promise<DiscoveryCounts[]> {
+    await this.pool.refresh();
+    return this.discover();
+  }
+
   /** Per-server counts of the last discovery. */
   discovery(): DiscoveryCounts[] {
     return this.lastDiscovery;

@@ -409,6 +409,18 @@ export class UpstreamConnection {
     this.relistTimer.unref();
   }
 
+  /**
+   * Re-lists the tools now (the daemon's `refresh`, `abridge` after a config change). Resolves
+   * when the new list is in; a server that is not ready is left as it is.
+   */
+  async refresh(): Promise<void> {
+    if (this.relisting) await this.relisting;
+    this.relisting = this.relist().finally(() => {
+      this.relisting = undefined;
+    });
+    await this.relisting;
+  }
+
   private async relist(): Promise<void> {
     const client = this.client;
     if (!client || this.state !== "ready") return;

@@ -119,6 +119,11 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.emit("toolsChanged", server);
   }
 
+  /** Re-lists every ready server's tools now; `toolsChanged` fires for each whose list changed. */
+  async refresh(): Promise<void> {
+    await Promise.allSettled([...this.connections.values()].map((c) => c.refresh()));
+  }
+
   /** Status of every configured server, in name order. */
   servers(): ServerStatus[] {
     return [...this.connections.values()].map((c) => c.status()).sort((a, b) => compareStrings(a.name, b.name));

@@ -1,0 +1,122 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { JsonlStore } from "../src/cache/jsonlStore.js";
+import { createToolHasher } from "../src/catalog/toolHash.js";
+import { ToolCatalog } from "../src/catalog/toolCatalog.js";
+import type { CatalogTool } from "../src/catalog/types.js";
+import { AbridgeError, ErrorCode } from "../src/errors.js";
+import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
+import { SummarizeQueue } from "../src/summarize/summarizeQueue.js";
+import type { Summarizer } from "../src/summarize/types.js";
+import { assignNames } from "../src/upstream/naming.js";
+import type { ExposedTool, RawTool } from "../src/upstream/types.js";
+
+/** The repository root (bench/ lives directly below it). */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** `../shared/corpus` relative to the repository root. */
+export const CORPUS_DIR = path.resolve(REPO_ROOT, "../shared/corpus");
+
+/** One recorded `tools/list` answer of the corpus. */
+export interface CorpusServer {
+  server: string;
+  /** Absolute path of its JSON file. */
+  file: string;
+  tools: RawTool[];
+}
+
+/** One labelled query of `queries.jsonl`. */
+export interface CorpusQuery {
+  id: string;
+  query: string;
+  /** `server:tool` a model should pick. */
+  expect: string;
+  /** Other `server:tool` answers that count as right. */
+  also_ok: string[];
+}
+
+function missing(what: string): AbridgeError {
+  return new AbridgeError(
+    ErrorCode.INPUT_INVALID,
+    `benchmark corpus missing: expected ${what} (../shared/corpus relative to the repository root, ${CORPUS_DIR})`,
+  );
+}
+
+/** Every `servers/*.json` in name order; throws a clear error when the corpus is not there. */
+export function loadCorpus(): CorpusServer[] {
+  const dir = path.join(CORPUS_DIR, "servers");
+  if (!existsSync(dir)) throw missing(`the recorded tools/list answers in ${dir}`);
+  const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+  if (files.length === 0) throw missing(`at least one servers/*.json in ${dir}`);
+  return files.map((name) => {
+    const file = path.join(dir, name);
+    const data = JSON.parse(readFileSync(file, "utf8")) as { server?: string; tools: RawTool[] };
+    return { server: data.server ?? name.replace(/\.json$/, ""), file, tools: data.tools };
+  });
+}
+
+/** The labelled queries; throws a clear error when the file is not there. */
+export function loadQueries(): CorpusQuery[] {
+  const file = path.join(CORPUS_DIR, "queries.jsonl");
+  if (!existsSync(file)) throw missing(`the labelled queries in ${file}`);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => {
+      const q = JSON.parse(line) as Partial<CorpusQuery>;
+      return { id: String(q.id), query: String(q.query), expect: String(q.expect), also_ok: q.also_ok ?? [] };
+    });
+}
+
+/** Every corpus tool with the name and URI discovery gives it (`<server>_<tool>`). */
+export function exposeCorpus(servers: readonly CorpusServer[], separator = "_"): ExposedTool[] {
+  const requests = servers.flatMap((s) => s.tools.map((t) => ({ server: s.server, tool: t.name, prefix: true })));
+  const names = assignNames(requests, separator);
+  const byOrigin = new Map(names.map((n) => [`${n.server}\u0000${n.tool}`, n]));
+  return servers.flatMap((s) =>
+    s.tools.map((tool) => {
+      const assigned = byOrigin.get(`${s.server}\u0000${tool.name}`);
+      if (assigned === undefined) throw new AbridgeError(ErrorCode.INTERNAL, `no name assigned to ${s.server}:${tool.name}`);
+      return { server: s.server, tool, name: assigned.name, uri: assigned.uri };
+    }),
+  );
+}
+
+/**
+ * The corpus as a catalog serves it after `summarize warm` with `summarizer`: the real pipeline
+ * (hash, store lookup, summarize queue with guard and extractive fallback, catalog), against a
+ * cache file in a temp dir that is removed afterwards.
+ */
+export async function summarizedCatalog(
+  servers: readonly CorpusServer[],
+  summarizer: Summarizer,
+  options: { signal?: AbortSignal; concurrency?: number } = {},
+): Promise<{ tools: CatalogTool[]; fallbacks: number; guardRejections: number }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-"));
+  try {
+    const [store, hasher] = await Promise.all([JsonlStore.open({ file: path.join(dir, "summaries.jsonl") }), createToolHasher()]);
+    const queue = new SummarizeQueue({
+      summarizer,
+      fallback: new ExtractiveSummarizer(),
+      sink: store,
+      concurrency: options.concurrency ?? 4,
+    });
+    const catalog = new ToolCatalog({ store, hasher, jobs: queue });
+    queue.onEntry((entry) => catalog.applyEntry(entry));
+    try {
+      catalog.setTools(exposeCorpus(servers));
+      await queue.drain(options.signal);
+      const stats = queue.stats();
+      return { tools: [...catalog.tools()], fallbacks: stats.fallbacks, guardRejections: stats.guardRejections };
+    } finally {
+      catalog.close();
+      await queue.close({ abortRunning: true });
+      await store.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
