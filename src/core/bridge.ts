@@ -65,7 +65,7 @@ export interface BridgeStats {
  * translation of its protocol onto these methods.
  */
 export class Bridge {
-  readonly config: Config;
+  private currentConfig: Config;
   readonly pool: UpstreamPool;
   readonly store: JsonlStore;
   readonly queue: SummarizeQueue;
@@ -78,7 +78,7 @@ export class Bridge {
   private lastDiscovery: DiscoveryCounts[] = [];
 
   private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer) {
-    this.config = options.config;
+    this.currentConfig = options.config;
     this.logger = options.logger ?? silentLogger;
     this.store = store;
     this.catalog = catalog;
@@ -133,6 +133,30 @@ export class Bridge {
   discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
     this.lastDiscovery = this.catalog.setTools(this.pool.tools(), options);
     return this.lastDiscovery;
+  }
+
+  /** The config in force (replaced by {@link applyConfig}). */
+  get config(): Config {
+    return this.currentConfig;
+  }
+
+  /**
+   * Applies an edited config without a restart: servers added, removed or changed are connected,
+   * closed or reconnected (calls in flight to unchanged servers go on), filters re-applied, and
+   * the catalog re-discovered, which tells clients once. `mode`, `separator` and `[summary]` keep
+   * their running values until a restart (front ends and cache keys depend on them); the returned
+   * list names what was kept.
+   */
+  async applyConfig(config: Config, signal?: AbortSignal): Promise<{ added: string[]; removed: string[]; changed: string[]; needsRestart: string[] }> {
+    const needsRestart: string[] = [];
+    const running = this.currentConfig;
+    if (config.mode !== running.mode) needsRestart.push("mode");
+    if (config.separator !== running.separator) needsRestart.push("separator");
+    if (JSON.stringify(config.summary) !== JSON.stringify(running.summary)) needsRestart.push("summary");
+    this.currentConfig = { ...config, mode: running.mode, separator: running.separator, summary: running.summary };
+    const result = await this.pool.reconfigure(config.servers, signal);
+    this.discover();
+    return { ...result, needsRestart };
   }
 
   /** Re-lists every upstream and re-discovers (the daemon's `refresh`). */

@@ -15,6 +15,7 @@ import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
+import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerState, ServerStatus } from "./types.js";
@@ -278,6 +279,12 @@ export class UpstreamConnection {
       this.readySinceMs = Date.now();
       this.startedAt = new Date(this.readySinceMs).toISOString();
       const changed = this.replaceTools(tools);
+      if (this.config.lifecycle === "per_call") {
+        // per_call: the process that listed the tools is not kept; every call starts its own.
+        client.onclose = undefined;
+        this.client = undefined;
+        this.retire(transport, client);
+      }
       this.logger.info("upstream ready", { tools: tools.length, restarts: this.restarts });
       this.setState("ready");
       if (changed) this.onToolsChanged?.();
@@ -301,10 +308,11 @@ export class UpstreamConnection {
       if (config.command === undefined) {
         throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${config.name}: a stdio server needs a command`);
       }
+      const env = childEnvironment(config.env);
+      // sandbox = "bwrap": the same server, confined; a missing bwrap throws UPSTREAM_START_FAILED.
+      const spawn = config.sandbox === "bwrap" ? sandboxCommand(config, env) : { command: config.command, args: config.args, env };
       const transport = new ChildStdioTransport({
-        command: config.command,
-        args: config.args,
-        env: childEnvironment(config.env),
+        ...spawn,
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
         stderr: "pipe",
       });
@@ -508,12 +516,41 @@ export class UpstreamConnection {
     if (!this.filter(tool)) {
       throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.config.name}: tool "${tool}" is not allowed by allow/deny`);
     }
-    const client = this.readyClient();
+    // Fail fast with the reason (disabled, failed, restarting); per_call has no standing client.
+    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
     if (!this.toolList.some((t) => t.name === tool)) {
       throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config.name}: no tool "${tool}"`);
     }
     const params: JsonObject = { name: tool, arguments: args ?? {} };
-    return (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult;
+    return this.withClient(options.signal, async (client) => (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
+  }
+
+  /**
+   * Runs `use` with the ready client, or for `lifecycle = "per_call"` with a fresh process that
+   * is initialized for this one use and ended right after (the least-trusted servers keep no
+   * state between calls).
+   */
+  private async withClient<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
+    if (this.config.lifecycle !== "per_call") return use(this.readyClient());
+    if (this.state !== "ready") this.readyClient();
+    const transport = this.createTransport();
+    this.transports.add(transport);
+    const client = new Client(this.clientInfo, { capabilities: {} });
+    client.onerror = (err) => this.logger.debug("per-call transport error", { error: messageOf(err) });
+    const timeoutMs = this.config.connect_timeout_ms;
+    try {
+      const signals = [this.lifetime.signal];
+      if (signal) signals.push(signal);
+      await client.connect(transport, { signal: AbortSignal.any(signals), timeout: timeoutMs });
+    } catch (err) {
+      this.retire(transport, client);
+      throw this.callError(err, "initialize", timeoutMs, signal);
+    }
+    try {
+      return await use(client);
+    } finally {
+      this.retire(transport, client);
+    }
   }
 
   /**
@@ -527,8 +564,7 @@ export class UpstreamConnection {
       const args = isObject(params?.arguments) ? params.arguments : undefined;
       return this.callTool(name, args, options);
     }
-    const client = this.readyClient();
-    return this.forward(client, method, params ?? {}, anyResult, options);
+    return this.withClient(options.signal, (client) => this.forward(client, method, params ?? {}, anyResult, options));
   }
 
   /**
@@ -537,10 +573,10 @@ export class UpstreamConnection {
    */
   async listAll(method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
     if (method === "tools/list") return this.tools();
-    const client = this.readyClient();
+    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
     const capability = LIST_CAPABILITY[method];
     if (capability !== undefined && !isObject(this.capabilities?.[capability])) return [];
-    const items = await collectPages(
+    const items = await this.withClient(options.signal, (client) => collectPages(
       async (cursor) => {
         const result = await this.forward(client, method, cursor === undefined ? {} : { cursor }, anyResult, options);
         const page = result[key];
@@ -550,7 +586,7 @@ export class UpstreamConnection {
       this.logger,
       method,
       options.signal,
-    );
+    ));
     return items.filter(isObject);
   }
 

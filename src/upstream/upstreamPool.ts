@@ -42,6 +42,7 @@ export interface UpstreamPoolOptions {
  */
 export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private readonly connections = new Map<string, UpstreamConnection>();
+  private readonly options: UpstreamPoolOptions;
   private readonly separator: string;
   private readonly logger: Logger;
   private names: AssignedName[] = [];
@@ -52,24 +53,71 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
 
   constructor(options: UpstreamPoolOptions) {
     super();
+    this.options = options;
     this.separator = options.separator;
     this.logger = options.logger ?? silentLogger;
     for (const config of options.servers) {
       if (this.connections.has(config.name)) {
         throw new AbridgeError(ErrorCode.CONFIG_INVALID, `server "${config.name}" is configured twice`);
       }
-      const connection = new UpstreamConnection(config, {
-        logger: this.logger,
-        ...(options.clientInfo ? { clientInfo: options.clientInfo } : {}),
-        ...(options.backoff ? { backoff: options.backoff } : {}),
-        ...(options.random ? { random: options.random } : {}),
-        ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
-        ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
-        onStatusChanged: (status) => this.emit("statusChanged", status),
-        onToolsChanged: () => this.handleToolsChanged(config.name),
-      });
-      this.connections.set(config.name, connection);
+      this.connections.set(config.name, this.createConnection(config));
     }
+  }
+
+  private createConnection(config: ServerConfig): UpstreamConnection {
+    const options = this.options;
+    return new UpstreamConnection(config, {
+      logger: this.logger,
+      ...(options.clientInfo ? { clientInfo: options.clientInfo } : {}),
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.random ? { random: options.random } : {}),
+      ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
+      ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
+      onStatusChanged: (status) => this.emit("statusChanged", status),
+      onToolsChanged: () => this.handleToolsChanged(config.name),
+    });
+  }
+
+  /**
+   * Applies a new server list without a restart: removed servers are closed, added ones started,
+   * changed ones (any field differs) reconnected; unchanged servers keep their connection and the
+   * calls in flight on it. Resolves when the new and changed servers are ready or failed.
+   */
+  async reconfigure(servers: readonly ServerConfig[], signal?: AbortSignal): Promise<{ added: string[]; removed: string[]; changed: string[] }> {
+    if (this.closePromise) throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, "the upstream pool is closed");
+    const next = new Map(servers.map((s) => [s.name, s]));
+    const added: string[] = [];
+    const removed: string[] = [];
+    const changed: string[] = [];
+    const closing: Promise<void>[] = [];
+    const starting: UpstreamConnection[] = [];
+    for (const [name, connection] of this.connections) {
+      const config = next.get(name);
+      if (config === undefined) {
+        removed.push(name);
+        this.connections.delete(name);
+        closing.push(connection.close());
+      } else if (JSON.stringify(config) !== JSON.stringify(connection.config)) {
+        changed.push(name);
+        closing.push(connection.close());
+        const fresh = this.createConnection(config);
+        this.connections.set(name, fresh);
+        starting.push(fresh);
+      }
+    }
+    for (const [name, config] of next) {
+      if (this.connections.has(name)) continue;
+      added.push(name);
+      const fresh = this.createConnection(config);
+      this.connections.set(name, fresh);
+      starting.push(fresh);
+    }
+    await Promise.all([...starting.map((c) => c.start(signal)), ...closing.map((p) => p.catch(() => undefined))]);
+    if (added.length + removed.length + changed.length > 0) {
+      this.logger.info("upstream servers reconfigured", { added, removed, changed });
+      this.handleToolsChanged([...added, ...removed, ...changed].join(","));
+    }
+    return { added, removed, changed };
   }
 
   /**

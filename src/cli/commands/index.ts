@@ -2,12 +2,14 @@ import type { CommandSpec } from "../command.js";
 import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
 import { renderCommand } from "./renderCommand.js";
+import { serveCommand } from "./serveCommand.js";
 import { serversCommand } from "./serversCommand.js";
 import { summarizeStatusCommand, summarizeWarmCommand } from "./summarizeCommands.js";
 import { toolsCommand } from "./toolsCommand.js";
 
 /** Every command, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandSpec[] = [
+  serveCommand,
   summarizeWarmCommand,
   summarizeStatusCommand,
   renderCommand,

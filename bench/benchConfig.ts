@@ -1,0 +1,32 @@
+import path from "node:path";
+import { parseConfigText } from "../src/config/parseConfigText.js";
+import type { Config } from "../src/config/schema.js";
+import { REPO_ROOT } from "./corpus.js";
+
+/** The echo fixture the tests use: tools `echo`, `add` and `--tools N` generated ones. */
+export const ECHO_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "echoServer.ts");
+/** A stdio server that answers `tools/list` with one recorded corpus file (bench/fixtures). */
+export const CORPUS_FIXTURE = path.join(REPO_ROOT, "bench", "fixtures", "corpusServer.ts");
+/** The CLI entry, run as `node --import tsx`. */
+export const CLI_BIN = path.join(REPO_ROOT, "src", "cli", "bin.ts");
+
+/** Command and args that run a TypeScript file with tsx under this Node (no npx start-up cost). */
+export function tsxCommand(file: string, args: readonly string[] = []): { command: string; args: string[] } {
+  return { command: process.execPath, args: ["--import", "tsx", file, ...args] };
+}
+
+/** TOML of one stdio server running `file` with tsx. */
+export function stdioServerToml(name: string, file: string, args: readonly string[] = []): string {
+  const { command, args: argv } = tsxCommand(file, args);
+  return `[servers.${JSON.stringify(name)}]\ncommand = ${JSON.stringify(command)}\nargs = ${JSON.stringify(argv)}\nconnect_timeout_ms = 120000\n`;
+}
+
+/** TOML of a whole config: `mode`, then the servers. */
+export function configToml(servers: readonly string[], mode = "compact"): string {
+  return [`mode = ${JSON.stringify(mode)}`, 'log_level = "error"', "", ...servers].join("\n");
+}
+
+/** Parses `toml` as if it were the file `file` (the bench builds configs in memory). */
+export function benchConfig(toml: string, file: string): Config {
+  return parseConfigText(toml, { file, env: {} });
+}

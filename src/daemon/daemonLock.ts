@@ -1,0 +1,202 @@
+import { randomBytes } from "node:crypto";
+import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import { sleep } from "../summarize/sleep.js";
+import { isPidAlive } from "./processInfo.js";
+
+/** Name of the lockfile inside the state directory. */
+export const LOCK_FILE_NAME = "abridge.lock";
+
+/** A lock whose heartbeat is older than this many heartbeat intervals is stale. */
+export const STALE_HEARTBEATS = 6;
+
+/** A takeover marker older than this was left by a taker that died mid-takeover. */
+const TAKEOVER_STALE_MS = 10_000;
+
+/** What the lockfile holds. Read by clients to find and authenticate to the daemon. */
+export const lockInfoSchema = z.object({
+  pid: z.number().int().positive(),
+  /** `127.0.0.1:<port>` or `unix:<path>`. */
+  address: z.string().min(1),
+  /** Shared secret every request must carry; only readers of the 0600 file know it. */
+  token: z.string().min(16),
+  /** When the daemon started (ISO 8601). */
+  started: z.string(),
+  version: z.string(),
+  /** Last heartbeat (ISO 8601); refreshed every `heartbeatMs`. */
+  heartbeat: z.string(),
+  heartbeatMs: z.number().int().positive(),
+});
+
+/** The lockfile's content. */
+export type LockInfo = z.infer<typeof lockInfoSchema>;
+
+/** What reading the lockfile found. */
+export type LockRead =
+  | { state: "missing" }
+  | { state: "ok"; lock: LockInfo; raw: string }
+  | { state: "corrupt"; raw: string; reason: string };
+
+/** Path of the lockfile of `stateDir`. */
+export function lockFilePath(stateDir: string): string {
+  return join(stateDir, LOCK_FILE_NAME);
+}
+
+/** A fresh random token (256 bits, URL-safe). */
+export function newToken(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** Reads and validates the lockfile. */
+export async function readLock(file: string): Promise<LockRead> {
+  let raw: string;
+  try {
+    raw = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    return { state: "corrupt", raw, reason: `invalid JSON: ${(err as Error).message}` };
+  }
+  const parsed = lockInfoSchema.safeParse(value);
+  if (!parsed.success) return { state: "corrupt", raw, reason: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
+  return { state: "ok", lock: parsed.data, raw };
+}
+
+/** How staleness is judged; tests pass their own clock or liveness probe. */
+export interface StalenessOptions {
+  now?: number;
+  isAlive?: (pid: number) => boolean;
+}
+
+/**
+ * True when the lock no longer stands for a live daemon: its pid is gone, or its heartbeat is
+ * older than {@link STALE_HEARTBEATS} intervals (the pid was reused, or the daemon hangs). The lock
+ * and its rewrites are created whole (link/rename of a finished file), so unreadable content is
+ * garbage, not a write in progress, and counts as stale.
+ */
+export function isLockStale(read: LockRead, options: StalenessOptions = {}): boolean {
+  if (read.state === "missing") return false;
+  if (read.state === "corrupt") return true;
+  const alive = options.isAlive ?? isPidAlive;
+  if (!alive(read.lock.pid)) return true;
+  const beat = Date.parse(read.lock.heartbeat);
+  const age = (options.now ?? Date.now()) - beat;
+  return !Number.isFinite(beat) || age > read.lock.heartbeatMs * STALE_HEARTBEATS;
+}
+
+/** Outcome of {@link acquireLock}. */
+export type AcquireResult = { acquired: true } | { acquired: false; holder: LockInfo };
+
+/** Options of {@link acquireLock}. */
+export interface AcquireOptions extends StalenessOptions {
+  signal?: AbortSignal;
+  /** Attempts before giving up while others keep taking and releasing the lock. */
+  maxAttempts?: number;
+}
+
+async function writeTemp(file: string, content: string): Promise<string> {
+  const temp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+  // O_EXCL and 0600 from the start: the token is never readable by others, not even briefly.
+  const handle = await open(temp, "wx", 0o600);
+  try {
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+  return temp;
+}
+
+async function removeQuietly(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
+/**
+ * Takes the lockfile for `lock`, or reports the live daemon that holds it.
+ *
+ * Creation is `link(temp, lock)`: it fails with EEXIST exactly like `open(O_CREAT|O_EXCL)`, but
+ * the lock appears with its whole content, so no reader ever sees a half-written file. A stale
+ * lock is replaced under a second O_EXCL file (`<lock>.takeover`): the holder re-reads the lock
+ * and renames its file over it only if the lock is still the very one it judged stale, so two
+ * takers cannot both win and a fresh lock is never replaced.
+ */
+export async function acquireLock(file: string, lock: LockInfo, options: AcquireOptions = {}): Promise<AcquireResult> {
+  const temp = await writeTemp(file, `${JSON.stringify(lock)}\n`);
+  const takeover = `${file}.takeover`;
+  try {
+    for (let attempt = 0; attempt < (options.maxAttempts ?? 100); attempt++) {
+      if (options.signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "lock acquisition cancelled", { cause: options.signal.reason });
+      try {
+        await link(temp, file);
+        return { acquired: true };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+          throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot create lockfile ${file}: ${(err as Error).message}`, { cause: err });
+        }
+      }
+      const seen = await readLock(file);
+      if (seen.state === "missing") continue;
+      if (seen.state === "ok" && !isLockStale(seen, options)) return { acquired: false, holder: seen.lock };
+
+      let marker;
+      try {
+        marker = await open(takeover, "wx", 0o600);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        // Another taker is at work; a marker that stays around belongs to one that died.
+        const info = await stat(takeover).catch(() => undefined);
+        if (info && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await removeQuietly(takeover);
+        await sleep(10 + Math.floor(Math.random() * 40), options.signal);
+        continue;
+      }
+      try {
+        await marker.close();
+        const again = await readLock(file);
+        if (again.state === "missing") continue;
+        if (again.state === "ok" && !isLockStale(again, options)) return { acquired: false, holder: again.lock };
+        if (again.state !== seen.state || again.raw !== seen.raw) continue;
+        await rename(temp, file);
+        return { acquired: true };
+      } finally {
+        await removeQuietly(takeover);
+      }
+    }
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `could not take lockfile ${file}: it keeps changing`, { retryable: true });
+  } finally {
+    await removeQuietly(temp);
+  }
+}
+
+/**
+ * Rewrites the lock with a new heartbeat if it is still `lock`'s (same token). Returns false when
+ * another daemon has taken it over meanwhile: the caller has lost the lock and must stop serving.
+ */
+export async function refreshLock(file: string, lock: LockInfo): Promise<boolean> {
+  const seen = await readLock(file);
+  if (seen.state !== "ok" || seen.lock.token !== lock.token) return false;
+  const temp = await writeTemp(file, `${JSON.stringify(lock)}\n`);
+  try {
+    await rename(temp, file);
+  } finally {
+    await removeQuietly(temp);
+  }
+  return true;
+}
+
+/** Removes the lockfile if it is still the one with `token` (never another daemon's). */
+export async function releaseLock(file: string, token: string): Promise<boolean> {
+  const seen = await readLock(file).catch(() => ({ state: "missing" }) as const);
+  if (seen.state !== "ok" || seen.lock.token !== token) return false;
+  await removeQuietly(file);
+  return true;
+}

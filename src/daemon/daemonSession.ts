@@ -1,0 +1,177 @@
+import { timingSafeEqual } from "node:crypto";
+import type { Socket } from "node:net";
+import { AbridgeError, ErrorCode, toAbridgeError } from "../errors.js";
+import type { Logger } from "../log/logger.js";
+import { LineSplitter } from "./lineSplitter.js";
+import { daemonRequestSchema, requestIdOf, type DaemonRequest, type RequestId } from "./protocol.js";
+
+/** Pipelined requests one connection may have open before the daemon stops reading from it. */
+const MAX_PIPELINED = 64;
+
+/** What a handled request produced: the fields of an `ok` answer, and work to do once it is sent. */
+export interface HandlerResult {
+  body: Record<string, unknown>;
+  afterWrite?: () => void;
+}
+
+/** What a session needs from its daemon. */
+export interface SessionHost {
+  readonly token: string;
+  readonly maxLineBytes: number;
+  readonly logger: Logger;
+  /** Runs a validated, authenticated request; throws for an error answer. */
+  execute(request: DaemonRequest, signal: AbortSignal): Promise<HandlerResult>;
+  /** A request started / ended (the idle timer counts these). */
+  begin(): void;
+  end(): void;
+  /** Counters for `stats`. */
+  count(event: "request" | "refused" | "badRequest"): void;
+}
+
+function tokenMatches(given: unknown, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given, "utf8");
+  const b = Buffer.from(expected, "utf8");
+  // Constant-time compare: a timing side channel would leak the token a byte at a time.
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * One client connection: frames lines, authenticates and validates each request, runs requests
+ * concurrently but writes answers strictly in request order, and aborts its own calls when the
+ * client goes away (a proxied call inherits its caller's lifetime; without that, a host that gave
+ * up would keep the upstream busy). A bad request gets an error answer and the connection stays
+ * usable; an unframeable stream (over-long line, invalid JSON) ends this connection only.
+ */
+export class DaemonSession {
+  private readonly splitter: LineSplitter;
+  private readonly controller = new AbortController();
+  private tail: Promise<void> = Promise.resolve();
+  private open = 0;
+  private broken = false;
+  private readonly logger: Logger;
+  /** Settles when the socket has closed. */
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly host: SessionHost,
+    readonly id: number,
+  ) {
+    this.splitter = new LineSplitter(host.maxLineBytes);
+    this.logger = host.logger.child({ connection: id });
+    this.done = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("error", (err) => this.logger.debug("connection error", { error: err }));
+    socket.once("close", () => {
+      this.controller.abort(new AbridgeError(ErrorCode.CANCELLED, "client disconnected"));
+      this.logger.debug("connection closed");
+    });
+  }
+
+  /** Requests read but not yet answered. */
+  get pending(): number {
+    return this.open;
+  }
+
+  /**
+   * Ends the connection: calls still running are aborted (they answer CANCELLED), answers already
+   * queued are written, then the socket is ended; it is destroyed if it does not close in
+   * `flushMs`.
+   */
+  async close(flushMs = 1_000): Promise<void> {
+    this.broken = true;
+    this.controller.abort(new AbridgeError(ErrorCode.CANCELLED, "daemon shutting down", { retryable: true }));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.tail, new Promise<void>((resolve) => (timer = setTimeout(resolve, flushMs)))]);
+    this.socket.end();
+    const destroy = setTimeout(() => this.socket.destroy(), flushMs);
+    destroy.unref();
+    await Promise.race([this.done, new Promise<void>((resolve) => setTimeout(resolve, flushMs).unref())]);
+    if (timer) clearTimeout(timer);
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.broken) return;
+    const { lines, error } = this.splitter.push(chunk);
+    for (const line of lines) {
+      if (this.broken) return;
+      this.onLine(line);
+    }
+    if (error) this.fail(error, null);
+  }
+
+  private onLine(line: string): void {
+    if (line.trim() === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (err) {
+      this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `invalid JSON: ${(err as Error).message}`, { cause: err }), null);
+      return;
+    }
+    const id = requestIdOf(value);
+    this.open += 1;
+    if (this.open >= MAX_PIPELINED) this.socket.pause();
+    this.host.begin();
+    const answer = this.handle(value, id).finally(() => this.host.end());
+    this.enqueue(answer);
+  }
+
+  private async handle(value: unknown, id: RequestId | undefined): Promise<{ line: string; afterWrite?: () => void }> {
+    const reply = (body: Record<string, unknown>): string => `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ...body })}\n`;
+    const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
+    this.host.count("request");
+    const record = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
+    // not even whether its request was well-formed.
+    if (!tokenMatches(record?.token, this.host.token)) {
+      this.host.count("refused");
+      this.logger.warn("request refused: wrong or missing token", {
+        op: typeof record?.op === "string" ? record.op.slice(0, 40) : undefined,
+        peer: this.socket.remoteAddress ?? "local",
+      });
+      return { line: failure(new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, "wrong or missing token (read it from the lockfile)")) };
+    }
+    const parsed = daemonRequestSchema.safeParse(value);
+    if (!parsed.success) {
+      this.host.count("badRequest");
+      const detail = parsed.error.issues
+        .slice(0, 5)
+        .map((i) => `${i.path.length > 0 ? i.path.join(".") : "request"}: ${i.message}`)
+        .join("; ");
+      return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${detail}`)) };
+    }
+    try {
+      const result = await this.host.execute(parsed.data, this.controller.signal);
+      return { line: reply({ ok: true, ...result.body }), ...(result.afterWrite ? { afterWrite: result.afterWrite } : {}) };
+    } catch (err) {
+      return { line: failure(err) };
+    }
+  }
+
+  /** Queues an answer behind every earlier one: pipelined answers keep request order. */
+  private enqueue(answer: Promise<{ line: string; afterWrite?: () => void }>): void {
+    this.tail = this.tail.then(async () => {
+      const { line, afterWrite } = await answer;
+      this.open -= 1;
+      if (this.open < MAX_PIPELINED && !this.broken) this.socket.resume();
+      if (!this.socket.destroyed && this.socket.writable) this.socket.write(line);
+      afterWrite?.();
+    });
+  }
+
+  /** An unframeable stream: answer after everything earlier, then end this connection. */
+  private fail(error: AbridgeError, id: RequestId | null): void {
+    this.broken = true;
+    this.socket.pause();
+    this.logger.warn("closing connection", { reason: error.message.slice(0, 200) });
+    this.host.count("badRequest");
+    this.tail = this.tail.then(() => {
+      if (!this.socket.destroyed && this.socket.writable) {
+        this.socket.end(`${JSON.stringify({ id, ok: false, error: error.toJSON() })}\n`);
+      }
+    });
+  }
+}

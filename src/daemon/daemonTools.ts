@@ -1,0 +1,34 @@
+import { compactDescription } from "../catalog/renderTools.js";
+import type { Mode } from "../catalog/types.js";
+import type { Bridge } from "../core/bridge.js";
+import type { DaemonTool } from "./protocol.js";
+
+/**
+ * The `list_tools` answer: every catalog tool in `mode`'s rendering, with the server, the
+ * upstream's tool name and the `mcp://` URI a host keeps as its path. Meta-tools are left out:
+ * the protocol has `get_schema` as an op of its own, and a host calls tools by server and name.
+ * `lazy` lists nothing per tool, so there each tool gets its compact one-liner and an open
+ * `{type: "object"}` schema, the full one being a `get_schema` away.
+ */
+export function daemonTools(bridge: Bridge, mode: Mode): DaemonTool[] {
+  const tools = bridge.catalog.tools();
+  const listed = new Map<string, ReturnType<Bridge["list"]>[number]>();
+  if (mode !== "lazy") {
+    // First occurrence wins: with `prefix = false` a tool may be named like a meta-tool, and the
+    // compact list appends its own get_schema after the catalog's tools.
+    for (const tool of bridge.list(mode)) if (!listed.has(tool.name)) listed.set(tool.name, tool);
+  }
+  return tools.map((tool) => {
+    const shown = listed.get(tool.name);
+    const annotations = shown?.annotations;
+    return {
+      server: tool.server,
+      name: tool.tool.name,
+      uri: tool.uri,
+      exposedName: tool.name,
+      description: shown ? (shown.description ?? "") : compactDescription(tool, true),
+      parameters: shown ? shown.inputSchema : { type: "object" },
+      ...(annotations !== undefined ? { annotations } : {}),
+    };
+  });
+}

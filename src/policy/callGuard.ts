@@ -1,0 +1,194 @@
+import path from "node:path";
+import { resolveStateDir } from "../cache/cachePaths.js";
+import type { Config, ServerConfig } from "../config/schema.js";
+import { isAbridgeError } from "../errors.js";
+import { silentLogger } from "../log/logger.js";
+import type { Logger } from "../log/logger.js";
+import type { CallToolResult, ExposedTool, JsonObject, RawTool } from "../upstream/types.js";
+import { AuditLog } from "./auditLog.js";
+import type { AuditOutcome } from "./auditLog.js";
+import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";
+import { READ_OUTPUT } from "./readOutputTool.js";
+import { SpillStore, spillOffsetOf } from "./spillStore.js";
+import { ToolPolicy } from "./toolPolicy.js";
+import type { PolicyDecision } from "./toolPolicy.js";
+
+/** `_meta` key of a refused call's result: the rule that refused it. */
+export const REFUSED_META_KEY = "abridge/refused-by";
+
+/** Options of {@link CallGuard.open}. */
+export interface CallGuardOptions {
+  config: Config;
+  /** Environment for the state dir lookup (`ABRIDGE_STATE_DIR`, `XDG_STATE_HOME`, `HOME`). */
+  env: Record<string, string | undefined>;
+  /** Where spilled outputs go (`<stateDir>/outputs`); default from config and environment. */
+  stateDir?: string;
+  /** `--read-only`. */
+  forceReadOnly?: boolean;
+  logger?: Logger;
+}
+
+/** One finished call, for {@link CallGuard.audit}. */
+export interface GuardAuditEvent {
+  client?: string;
+  server: string;
+  tool: string;
+  args: unknown;
+  outcome: AuditOutcome;
+  startedMs: number;
+  rule?: string;
+  errorCode?: string;
+}
+
+/**
+ * Everything that stands between a model's call and an upstream: the permission policy, the
+ * output limit with its trust marking and spill store, and the audit log. The Bridge asks it
+ * before forwarding and hands it every result; it never talks to an upstream itself.
+ */
+export class CallGuard {
+  readonly policy: ToolPolicy;
+  private readonly servers: Map<string, ServerConfig>;
+  private readonly auditLog: AuditLog | undefined;
+  private readonly spill: SpillStore | undefined;
+  private readonly logger: Logger;
+  /** Annotations of every tool the pool knows (listed or hidden), by `server\0tool`. */
+  private rawTools = new Map<string, RawTool>();
+
+  private constructor(config: Config, auditLog: AuditLog | undefined, spill: SpillStore | undefined, options: CallGuardOptions) {
+    this.policy = new ToolPolicy({ servers: config.servers, forceReadOnly: options.forceReadOnly ?? false });
+    this.servers = new Map(config.servers.map((s) => [s.name, s]));
+    this.auditLog = auditLog;
+    this.spill = spill;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Builds the guard and opens the audit log when `audit_log` is set.
+   *
+   * @throws AbridgeError CACHE_IO when the audit log cannot be opened: an operator who asked
+   *   for an audit trail must not get a bridge that silently keeps none.
+   */
+  static async open(options: CallGuardOptions): Promise<CallGuard> {
+    const config = options.config;
+    const auditLog =
+      config.audit_log === undefined
+        ? undefined
+        : await AuditLog.open({
+            file: config.audit_log,
+            includeArguments: config.audit_arguments,
+            ...(options.logger ? { logger: options.logger } : {}),
+          });
+    let spill: SpillStore | undefined;
+    if (config.servers.some((s) => s.spill)) {
+      const stateDir =
+        options.stateDir ??
+        resolveStateDir({
+          env: options.env,
+          ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
+          cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
+        });
+      spill = new SpillStore({ dir: path.join(stateDir, "outputs"), ...(options.logger ? { logger: options.logger } : {}) });
+    }
+    return new CallGuard(config, auditLog, spill, options);
+  }
+
+  /** True when `read_output` is served (some server spills). */
+  get spills(): boolean {
+    return this.spill !== undefined;
+  }
+
+  /** Remembers every tool's annotations and returns the ones the policy lets the model see. */
+  visibleTools(tools: readonly ExposedTool[]): ExposedTool[] {
+    this.rawTools = new Map(tools.map((t) => [`${t.server}\0${t.tool.name}`, t.tool]));
+    return tools.filter((t) => this.policy.visible(t.server, t.tool));
+  }
+
+  /** The policy's decision on a call, with the tool's annotations when the pool listed it. */
+  check(server: string, tool: string): PolicyDecision {
+    return this.policy.check(server, this.rawTools.get(`${server}\0${tool}`) ?? tool);
+  }
+
+  /** The tool error a refused call gets (never forwarded); audits it. */
+  async refuse(decision: PolicyDecision & { allowed: false }, event: Omit<GuardAuditEvent, "outcome" | "rule">): Promise<CallToolResult> {
+    await this.audit({ ...event, outcome: "refused", rule: decision.rule });
+    return {
+      isError: true,
+      content: [{ type: "text", text: `Refused by ${decision.rule}: ${decision.reason}. The call was not forwarded.` }],
+      _meta: { [REFUSED_META_KEY]: decision.rule },
+    };
+  }
+
+  /**
+   * Marks an upstream result as untrusted output of `server` and enforces `max_output_bytes`,
+   * spilling the whole result when the server has `spill = true`.
+   */
+  async finish(server: string, result: CallToolResult, signal?: AbortSignal): Promise<CallToolResult> {
+    const marked = markUntrusted(result, server);
+    const config = this.servers.get(server);
+    if (!config) return marked;
+    const maxBytes = config.max_output_bytes;
+    if (resultBytes(marked) <= maxBytes) return marked;
+    if (config.spill && this.spill) {
+      try {
+        const handle = await this.spill.save(marked, signal);
+        return limitOutput(marked, { maxBytes, spill: { handle, offsetOf: (i) => spillOffsetOf(marked, i) } }).result;
+      } catch (err) {
+        this.logger.warn("could not keep a large output; cutting it without a handle", { server, error: (err as Error).message });
+      }
+    }
+    return limitOutput(marked, { maxBytes }).result;
+  }
+
+  /** `read_output {handle, offset}`: one page of a spilled output, with where to go on. */
+  async readOutput(args: JsonObject): Promise<CallToolResult> {
+    const error = (text: string): CallToolResult => ({ isError: true, content: [{ type: "text", text }] });
+    if (!this.spill) return error("read_output: no server keeps outputs (spill is off)");
+    const handle = args.handle;
+    const offset = args.offset ?? 0;
+    if (typeof handle !== "string") return error('read_output needs {"handle": "<handle>", "offset": <number>}');
+    if (typeof offset !== "number") return error("read_output: offset must be a number");
+    // Pages are as large as the strictest spilling server allows a result to be.
+    const pageBytes = Math.min(...[...this.servers.values()].filter((s) => s.spill).map((s) => s.max_output_bytes));
+    try {
+      const page = await this.spill.read(handle, offset, pageBytes);
+      const end = page.nextOffset ?? page.totalBytes;
+      const trailer =
+        page.nextOffset === undefined
+          ? `[abridge: bytes ${page.offset}-${end} of ${page.totalBytes}; end of output]`
+          : `[abridge: bytes ${page.offset}-${end} of ${page.totalBytes}; call read_output with {"handle":"${handle}","offset":${page.nextOffset}} to read on]`;
+      return {
+        content: [
+          { type: "text", text: page.text },
+          { type: "text", text: trailer },
+        ],
+        _meta: { [TRUST_META_KEY]: UNTRUSTED_TOOL_OUTPUT },
+      };
+    } catch (err) {
+      if (isAbridgeError(err)) return error(err.message);
+      throw err;
+    }
+  }
+
+  /** Writes an audit line when an audit log is configured. Never rejects. */
+  async audit(event: GuardAuditEvent): Promise<void> {
+    if (!this.auditLog) return;
+    await this.auditLog.record({
+      ...(event.client !== undefined ? { client: event.client } : {}),
+      server: event.server,
+      tool: event.tool,
+      args: event.args,
+      outcome: event.outcome,
+      durationMs: Date.now() - event.startedMs,
+      ...(event.rule !== undefined ? { rule: event.rule } : {}),
+      ...(event.errorCode !== undefined ? { errorCode: event.errorCode } : {}),
+    });
+  }
+
+  /** Flushes and closes the audit log. Idempotent. */
+  async close(): Promise<void> {
+    await this.auditLog?.close();
+  }
+}
+
+/** Name of the meta-tool the guard serves, re-exported for the Bridge's dispatch. */
+export { READ_OUTPUT };

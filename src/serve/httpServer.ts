@@ -1,0 +1,217 @@
+import { randomUUID, timingSafeEqual } from "node:crypto";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Mode } from "../catalog/types.js";
+import type { Bridge } from "../core/bridge.js";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
+
+/** Options of {@link startHttpServer}. */
+export interface HttpServerOptions {
+  /** `127.0.0.1` (default), `localhost` or `::1`: abridge serves loopback only. */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  mode?: Mode;
+  /** Bearer token every request must carry (`--token` / `$ABRIDGE_TOKEN`). */
+  token?: string;
+  logger?: Logger;
+  pageSize?: number;
+  /** Largest request body accepted (default 16 MiB). */
+  maxBodyBytes?: number;
+}
+
+/** A running streamable HTTP front end. */
+export interface HttpFrontend {
+  /** `http://127.0.0.1:PORT/mcp`. */
+  url: string;
+  port: number;
+  /** Open MCP sessions. */
+  sessions(): number;
+  /** Closes every session and the listener. Idempotent. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
+export const MCP_PATH = "/mcp";
+
+function hostOf(value: string): string {
+  // "127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"
+  if (value.startsWith("[")) return value.slice(0, value.indexOf("]") + 1);
+  const colon = value.lastIndexOf(":");
+  return colon === -1 ? value : value.slice(0, colon);
+}
+
+/**
+ * DNS rebinding defence: a page on evil.example that resolves its name to 127.0.0.1 reaches our
+ * port with `Host: evil.example` (and its own Origin). Only loopback names are accepted.
+ */
+export function checkLoopbackRequest(headers: IncomingMessage["headers"]): string | undefined {
+  const host = headers.host;
+  if (host === undefined || !LOOPBACK_HOSTS.has(hostOf(host))) return `Host ${JSON.stringify(host ?? "")} is not a loopback address`;
+  const origin = headers.origin;
+  if (origin !== undefined && origin !== "null") {
+    let originHost: string;
+    try {
+      originHost = new URL(origin).host;
+    } catch {
+      return `Origin ${JSON.stringify(origin)} is not a URL`;
+    }
+    if (!LOOPBACK_HOSTS.has(hostOf(originHost))) return `Origin ${JSON.stringify(origin)} is not a loopback origin`;
+  }
+  return undefined;
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function sendJsonError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new AbridgeError(ErrorCode.INPUT_INVALID, `request body over ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `invalid JSON: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Serves the bridge over streamable HTTP on loopback: stateful sessions (one SDK transport and one
+ * MCP server per session), Host/Origin checked against loopback, optional bearer token.
+ */
+export async function startHttpServer(bridge: Bridge, options: HttpServerOptions): Promise<HttpFrontend> {
+  const logger = options.logger ?? silentLogger;
+  const host = options.host ?? "127.0.0.1";
+  if (!LOOPBACK_HOSTS.has(host) && !LOOPBACK_HOSTS.has(`[${host}]`)) {
+    throw new AbridgeError(ErrorCode.USAGE, `--http: abridge serves loopback only (127.0.0.1, localhost, ::1), got "${host}"`);
+  }
+  const maxBody = options.maxBodyBytes ?? 16 * 1024 * 1024;
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; frontend: McpFrontend }>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    if (url.pathname !== MCP_PATH) {
+      sendJsonError(res, 404, -32601, `not found: MCP is served at ${MCP_PATH}`);
+      return;
+    }
+    const refused = checkLoopbackRequest(req.headers);
+    if (refused) {
+      logger.warn("refused HTTP request", { reason: refused });
+      sendJsonError(res, 403, -32600, `forbidden: ${refused}`);
+      return;
+    }
+    if (options.token !== undefined) {
+      const auth = req.headers.authorization ?? "";
+      const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
+      if (!sameSecret(given, options.token)) {
+        logger.warn("refused HTTP request: missing or wrong bearer token");
+        sendJsonError(res, 401, -32600, "unauthorized: missing or wrong bearer token", { "www-authenticate": 'Bearer realm="abridge"' });
+        return;
+      }
+    }
+
+    const sessionId = req.headers["mcp-session-id"];
+    const existing = typeof sessionId === "string" ? sessions.get(sessionId) : undefined;
+    if (req.method === "POST") {
+      let body: unknown;
+      try {
+        body = await readBody(req, maxBody);
+      } catch (err) {
+        sendJsonError(res, err instanceof AbridgeError && err.message.startsWith("request body over") ? 413 : 400, -32700, `parse error: ${err instanceof Error ? err.message : String(err)}`);
+        return;
+      }
+      if (existing) {
+        await existing.transport.handleRequest(req, res, body);
+        return;
+      }
+      if (typeof sessionId === "string") {
+        sendJsonError(res, 404, -32001, "session not found");
+        return;
+      }
+      const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+      if (!initializing) {
+        sendJsonError(res, 400, -32600, "bad request: no session; the first request must be initialize");
+        return;
+      }
+      const frontend = createMcpFrontend(bridge, {
+        ...(options.mode ? { mode: options.mode } : {}),
+        logger,
+        ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+      });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, frontend });
+          logger.debug("HTTP session opened", { session: id });
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+        frontend.dispose();
+        logger.debug("HTTP session closed", { session: transport.sessionId });
+      };
+      await frontend.server.connect(transport);
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method === "GET" || req.method === "DELETE") {
+      if (!existing) {
+        sendJsonError(res, typeof sessionId === "string" ? 404 : 400, -32600, typeof sessionId === "string" ? "session not found" : "bad request: missing mcp-session-id");
+        return;
+      }
+      await existing.transport.handleRequest(req, res);
+      return;
+    }
+    sendJsonError(res, 405, -32601, `method ${req.method ?? ""} not allowed`, { allow: "GET, POST, DELETE" });
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      logger.error("HTTP request failed", { error: err instanceof Error ? err.message : String(err) });
+      sendJsonError(res, 500, -32603, "internal error");
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err) => reject(new AbridgeError(ErrorCode.USAGE, `--http: cannot listen on ${host}:${options.port}: ${err.message}`, { cause: err })));
+    server.listen(options.port, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${shownHost}:${port}${MCP_PATH}`,
+    port,
+    sessions: () => sessions.size,
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+        sessions.clear();
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import type { Readable, Writable } from "node:stream";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { Mode } from "../catalog/types.js";
+import type { Bridge } from "../core/bridge.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { createMcpFrontend } from "./mcpFrontend.js";
+
+/** Options of {@link serveStdio}. */
+export interface ServeStdioOptions {
+  stdin: Readable;
+  stdout: Writable;
+  mode?: Mode;
+  logger?: Logger;
+  pageSize?: number;
+  /** Ends serving (SIGINT/SIGTERM in the CLI). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Serves the bridge over stdio until stdin ends, the transport closes or `signal` fires. stdout
+ * belongs to the protocol: nothing else may write to it. Resolves once the MCP server is closed;
+ * the caller then closes the bridge (which ends every upstream child).
+ */
+export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Promise<void> {
+  const logger = options.logger ?? silentLogger;
+  const frontend = createMcpFrontend(bridge, {
+    ...(options.mode ? { mode: options.mode } : {}),
+    logger,
+    client: "stdio",
+    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+  });
+  const transport = new StdioServerTransport(options.stdin, options.stdout);
+  let finish!: (reason: string) => void;
+  const done = new Promise<string>((resolve) => (finish = resolve));
+  // The SDK's stdio transport does not notice the end of stdin; a client that goes away closes
+  // its end of the pipe, and that must end abridge and its children rather than leave them running.
+  const onEnd = (): void => finish("stdin closed");
+  options.stdin.once("end", onEnd);
+  options.stdin.once("close", onEnd);
+  const onAbort = (): void => finish("signal");
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  transport.onclose = () => finish("transport closed");
+  await frontend.server.connect(transport);
+  if (options.signal?.aborted) finish("signal");
+  const reason = await done;
+  logger.info("stdio front end stopping", { reason });
+  options.stdin.off("end", onEnd);
+  options.stdin.off("close", onEnd);
+  options.signal?.removeEventListener("abort", onAbort);
+  frontend.dispose();
+  await frontend.server.close().catch(() => undefined);
+}
