@@ -7,6 +7,7 @@ import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
 import { createSummarizer } from "../summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
@@ -34,6 +35,10 @@ export interface BridgeOptions {
   backoff?: BackoffOptions;
   /** Base backoff of summarizer retries (tests shorten it). */
   summaryBackoffMs?: number;
+  /** `--read-only` on `serve`/`daemon`: only tools annotated readOnlyHint: true, everywhere. */
+  forceReadOnly?: boolean;
+  /** State dir for spilled outputs (default: `--state-dir`/config/XDG lookup from `env`). */
+  stateDir?: string;
 }
 
 /** Options of a call made through the bridge. */
@@ -46,6 +51,8 @@ export interface BridgeCallOptions {
    * arguments are validated against it before forwarding; in `full` and `summary` it did.
    */
   mode?: Mode;
+  /** Who is calling, for the audit log (`stdio`, `http`, `daemon`, `cli`). */
+  client?: string;
 }
 
 /** What `stats` reports. */
@@ -71,14 +78,17 @@ export class Bridge {
   readonly queue: SummarizeQueue;
   readonly catalog: ToolCatalog;
   readonly summarizer: Summarizer;
+  /** Permission policy, output limits, trust marking and audit of every call. */
+  readonly guard: CallGuard;
   private readonly logger: Logger;
   private readonly startedAt = Date.now();
   private readonly calls = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
   private closePromise: Promise<void> | undefined;
   private lastDiscovery: DiscoveryCounts[] = [];
 
-  private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer) {
+  private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer, guard: CallGuard) {
     this.currentConfig = options.config;
+    this.guard = guard;
     this.logger = options.logger ?? silentLogger;
     this.store = store;
     this.catalog = catalog;
@@ -120,7 +130,17 @@ export class Bridge {
       ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
     });
     queue.onEntry((entry: CacheEntry) => catalog.applyEntry(entry));
-    return new Bridge(options, store, catalog, queue, summarizer);
+    let bridge: Bridge | undefined;
+    // Follows the config in force, so a reloaded config's gates apply from the next call on.
+    const guard = await CallGuard.open({
+      config: () => bridge?.config ?? options.config,
+      env: options.env,
+      logger,
+      ...(options.stateDir !== undefined ? { stateDir: options.stateDir } : {}),
+      ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
+    });
+    bridge = new Bridge(options, store, catalog, queue, summarizer, guard);
+    return bridge;
   }
 
   /** Connects every upstream (in parallel; failures are reported in {@link servers}) and discovers. */
@@ -131,7 +151,8 @@ export class Bridge {
 
   /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
   discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
-    this.lastDiscovery = this.catalog.setTools(this.pool.tools(), options);
+    // Tools the permission policy hides never reach the catalog (nor search, get_schema, lists).
+    this.lastDiscovery = this.catalog.setTools(this.guard.visibleTools(this.pool.tools()), options);
     return this.lastDiscovery;
   }
 
@@ -214,7 +235,48 @@ export class Bridge {
     if (isMetaTool(name) && (mode === "compact" || mode === "lazy") && !this.catalog.get(name)) {
       return this.callMetaTool(name, args ?? {}, options);
     }
-    return this.callResolved(this.resolveTool(name), args, { ...options, mode });
+    if (name === READ_OUTPUT && this.guard.spills && !this.catalog.get(name)) return this.guard.readOutput(args ?? {});
+    const resolved = await this.resolveOrRefuse(name, args, options);
+    if ("refused" in resolved) return resolved.refused;
+    return this.callResolved(resolved.tool, args, { ...options, mode });
+  }
+
+  /**
+   * {@link resolveTool}, except that a name the policy hides (the model guessed it, or kept it
+   * from before a reload) gets the refusal naming the rule, audited, instead of "unknown tool".
+   * Only tools the server really listed, or names a deny/allow glob covers, are refused; a typo
+   * stays TOOL_NOT_FOUND with suggestions.
+   */
+  private async resolveOrRefuse(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
+    try {
+      return { tool: this.resolveTool(name) };
+    } catch (err) {
+      if (!(err instanceof AbridgeError) || err.code !== ErrorCode.TOOL_NOT_FOUND) throw err;
+      const candidates: { server: string; tool: string }[] = [];
+      const exposed = this.pool.resolve(name);
+      if (exposed) candidates.push(exposed);
+      const origin = parseToolUri(name) ?? splitServerTool(name);
+      if (origin) candidates.push(origin);
+      for (const server of this.config.servers) {
+        const prefix = `${server.name}${this.config.separator}`;
+        if (!server.prefix) candidates.push({ server: server.name, tool: name });
+        else if (name.startsWith(prefix) && name.length > prefix.length) candidates.push({ server: server.name, tool: name.slice(prefix.length) });
+      }
+      for (const candidate of candidates) {
+        const decision = this.guard.check(candidate.server, candidate.tool);
+        if (decision.allowed) continue;
+        const byGlob = decision.rule.startsWith(`servers.${candidate.server}.deny[`) || decision.rule === `servers.${candidate.server}.allow`;
+        if (!byGlob && !this.guard.known(candidate.server, candidate.tool)) continue;
+        const refused = await this.guard.refuse(decision, {
+          ...(options.client !== undefined ? { client: options.client } : {}),
+          ...candidate,
+          args: args ?? {},
+          startedMs: Date.now(),
+        });
+        return { refused };
+      }
+      throw err;
+    }
   }
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
@@ -259,6 +321,7 @@ export class Bridge {
       this.catalog.close();
       const results = await Promise.allSettled([this.queue.close({ abortRunning: true }), this.pool.close()]);
       await this.store.close();
+      await this.guard.close();
       for (const result of results) {
         if (result.status === "rejected") this.logger.warn("error while closing", { error: String(result.reason) });
       }
@@ -272,6 +335,14 @@ export class Bridge {
       const result = this.catalog.validate(tool, args ?? {});
       if (!result.ok) {
         this.calls.invalidArguments += 1;
+        await this.guard.audit({
+          ...(options.client !== undefined ? { client: options.client } : {}),
+          server: tool.server,
+          tool: tool.tool.name,
+          args: args ?? {},
+          outcome: "invalid_arguments",
+          startedMs: Date.now(),
+        });
         const schema = getSchemaResult(tool);
         return {
           isError: true,
@@ -287,17 +358,36 @@ export class Bridge {
     return this.forward(tool.server, tool.tool.name, args, options);
   }
 
+  /**
+   * Every upstream call ends here: the permission gate first (a refusal is a tool error naming
+   * the rule, never forwarded), then the call, then the trust marking and output limit; each
+   * outcome is audited.
+   */
   private async forward(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    const event = {
+      ...(options.client !== undefined ? { client: options.client } : {}),
+      server,
+      tool,
+      args: args ?? {},
+      startedMs: Date.now(),
+    };
+    const decision = this.guard.check(server, tool);
+    if (!decision.allowed) return this.guard.refuse(decision, event);
     this.calls.total += 1;
     this.calls.inFlight += 1;
     try {
-      return await this.pool.callTool(server, tool, args, {
+      const result = await this.pool.callTool(server, tool, args, {
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
+      const finished = await this.guard.finish(server, result, options.signal);
+      await this.guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
+      return finished;
     } catch (err) {
       this.calls.failed += 1;
+      const code = err instanceof AbridgeError ? err.code : ErrorCode.INTERNAL;
+      await this.guard.audit({ ...event, outcome: code === ErrorCode.CANCELLED ? "cancelled" : "error", errorCode: code });
       throw err;
     } finally {
       this.calls.inFlight -= 1;
@@ -331,7 +421,9 @@ export class Bridge {
           if (inner !== undefined && (typeof inner !== "object" || inner === null || Array.isArray(inner))) {
             return text("call_tool: `arguments` must be an object", true);
           }
-          return await this.callResolved(this.resolveTool(target), inner as JsonObject | undefined, options);
+          const resolved = await this.resolveOrRefuse(target, inner as JsonObject | undefined, options);
+          if ("refused" in resolved) return resolved.refused;
+          return await this.callResolved(resolved.tool, inner as JsonObject | undefined, options);
         }
         default:
           throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown meta-tool "${name}"`);

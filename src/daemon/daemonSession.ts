@@ -165,13 +165,16 @@ export class DaemonSession {
   /** An unframeable stream: answer after everything earlier, then end this connection. */
   private fail(error: AbridgeError, id: RequestId | null): void {
     this.broken = true;
-    this.socket.pause();
+    // Reading goes on (and is discarded) so a peer still writing its over-long line is not stuck;
+    // a peer that never stops is cut off below.
+    this.socket.resume();
     this.logger.warn("closing connection", { reason: error.message.slice(0, 200) });
     this.host.count("badRequest");
     this.tail = this.tail.then(() => {
       if (!this.socket.destroyed && this.socket.writable) {
         this.socket.end(`${JSON.stringify({ id, ok: false, error: error.toJSON() })}\n`);
       }
+      setTimeout(() => this.socket.destroy(), 5_000).unref();
     });
   }
 }

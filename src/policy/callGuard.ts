@@ -1,6 +1,6 @@
 import path from "node:path";
 import { resolveStateDir } from "../cache/cachePaths.js";
-import type { Config, ServerConfig } from "../config/schema.js";
+import type { Config } from "../config/schema.js";
 import { isAbridgeError } from "../errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
@@ -18,7 +18,11 @@ export const REFUSED_META_KEY = "abridge/refused-by";
 
 /** Options of {@link CallGuard.open}. */
 export interface CallGuardOptions {
-  config: Config;
+  /**
+   * The config, or a function returning the one in force: a reloaded config takes effect on the
+   * next call (the policy is rebuilt when the object changes). The audit log stays the one opened.
+   */
+  config: Config | (() => Config);
   /** Environment for the state dir lookup (`ABRIDGE_STATE_DIR`, `XDG_STATE_HOME`, `HOME`). */
   env: Record<string, string | undefined>;
   /** Where spilled outputs go (`<stateDir>/outputs`); default from config and environment. */
@@ -46,17 +50,19 @@ export interface GuardAuditEvent {
  * before forwarding and hands it every result; it never talks to an upstream itself.
  */
 export class CallGuard {
-  readonly policy: ToolPolicy;
-  private readonly servers: Map<string, ServerConfig>;
+  private readonly configOf: () => Config;
+  private readonly forceReadOnly: boolean;
+  private seenConfig: Config | undefined;
+  private currentPolicy: ToolPolicy | undefined;
   private readonly auditLog: AuditLog | undefined;
-  private readonly spill: SpillStore | undefined;
+  private readonly spill: SpillStore;
   private readonly logger: Logger;
   /** Annotations of every tool the pool knows (listed or hidden), by `server\0tool`. */
   private rawTools = new Map<string, RawTool>();
 
-  private constructor(config: Config, auditLog: AuditLog | undefined, spill: SpillStore | undefined, options: CallGuardOptions) {
-    this.policy = new ToolPolicy({ servers: config.servers, forceReadOnly: options.forceReadOnly ?? false });
-    this.servers = new Map(config.servers.map((s) => [s.name, s]));
+  private constructor(configOf: () => Config, auditLog: AuditLog | undefined, spill: SpillStore, options: CallGuardOptions) {
+    this.configOf = configOf;
+    this.forceReadOnly = options.forceReadOnly ?? false;
     this.auditLog = auditLog;
     this.spill = spill;
     this.logger = options.logger ?? silentLogger;
@@ -69,7 +75,8 @@ export class CallGuard {
    *   for an audit trail must not get a bridge that silently keeps none.
    */
   static async open(options: CallGuardOptions): Promise<CallGuard> {
-    const config = options.config;
+    const configOf = typeof options.config === "function" ? options.config : ((c: Config) => () => c)(options.config);
+    const config = configOf();
     const auditLog =
       config.audit_log === undefined
         ? undefined
@@ -78,29 +85,42 @@ export class CallGuard {
             includeArguments: config.audit_arguments,
             ...(options.logger ? { logger: options.logger } : {}),
           });
-    let spill: SpillStore | undefined;
-    if (config.servers.some((s) => s.spill)) {
-      const stateDir =
-        options.stateDir ??
-        resolveStateDir({
-          env: options.env,
-          ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
-          cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
-        });
-      spill = new SpillStore({ dir: path.join(stateDir, "outputs"), ...(options.logger ? { logger: options.logger } : {}) });
-    }
-    return new CallGuard(config, auditLog, spill, options);
+    // Nothing is created on disk until a result is actually spilled.
+    const stateDir =
+      options.stateDir ??
+      resolveStateDir({
+        env: options.env,
+        ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
+        cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
+      });
+    const spill = new SpillStore({ dir: path.join(stateDir, "outputs"), ...(options.logger ? { logger: options.logger } : {}) });
+    return new CallGuard(configOf, auditLog, spill, options);
   }
 
-  /** True when `read_output` is served (some server spills). */
+  /** The permission policy of the config in force. */
+  get policy(): ToolPolicy {
+    const config = this.configOf();
+    if (this.currentPolicy === undefined || this.seenConfig !== config) {
+      this.seenConfig = config;
+      this.currentPolicy = new ToolPolicy({ servers: config.servers, forceReadOnly: this.forceReadOnly });
+    }
+    return this.currentPolicy;
+  }
+
+  /** True when `read_output` is served (some enabled server spills). */
   get spills(): boolean {
-    return this.spill !== undefined;
+    return this.configOf().servers.some((s) => s.enabled && s.spill);
   }
 
   /** Remembers every tool's annotations and returns the ones the policy lets the model see. */
   visibleTools(tools: readonly ExposedTool[]): ExposedTool[] {
     this.rawTools = new Map(tools.map((t) => [`${t.server}\0${t.tool.name}`, t.tool]));
     return tools.filter((t) => this.policy.visible(t.server, t.tool));
+  }
+
+  /** True when the pool listed `tool` of `server` (visible or hidden by the policy). */
+  known(server: string, tool: string): boolean {
+    return this.rawTools.has(`${server}\0${tool}`);
   }
 
   /** The policy's decision on a call, with the tool's annotations when the pool listed it. */
@@ -124,11 +144,11 @@ export class CallGuard {
    */
   async finish(server: string, result: CallToolResult, signal?: AbortSignal): Promise<CallToolResult> {
     const marked = markUntrusted(result, server);
-    const config = this.servers.get(server);
+    const config = this.configOf().servers.find((s) => s.name === server);
     if (!config) return marked;
     const maxBytes = config.max_output_bytes;
     if (resultBytes(marked) <= maxBytes) return marked;
-    if (config.spill && this.spill) {
+    if (config.spill) {
       try {
         const handle = await this.spill.save(marked, signal);
         return limitOutput(marked, { maxBytes, spill: { handle, offsetOf: (i) => spillOffsetOf(marked, i) } }).result;
@@ -142,13 +162,13 @@ export class CallGuard {
   /** `read_output {handle, offset}`: one page of a spilled output, with where to go on. */
   async readOutput(args: JsonObject): Promise<CallToolResult> {
     const error = (text: string): CallToolResult => ({ isError: true, content: [{ type: "text", text }] });
-    if (!this.spill) return error("read_output: no server keeps outputs (spill is off)");
+    if (!this.spills) return error("read_output: no server keeps outputs (spill is off)");
     const handle = args.handle;
     const offset = args.offset ?? 0;
     if (typeof handle !== "string") return error('read_output needs {"handle": "<handle>", "offset": <number>}');
     if (typeof offset !== "number") return error("read_output: offset must be a number");
     // Pages are as large as the strictest spilling server allows a result to be.
-    const pageBytes = Math.min(...[...this.servers.values()].filter((s) => s.spill).map((s) => s.max_output_bytes));
+    const pageBytes = Math.min(...this.configOf().servers.filter((s) => s.spill).map((s) => s.max_output_bytes));
     try {
       const page = await this.spill.read(handle, offset, pageBytes);
       const end = page.nextOffset ?? page.totalBytes;

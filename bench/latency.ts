@@ -1,0 +1,173 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Bridge } from "../src/core/bridge.js";
+import { benchConfig, configToml, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
+import { REPO_ROOT } from "./corpus.js";
+import { connectDaemon } from "./daemonTarget.js";
+import { freePort, median, nowMs, percentile } from "./measure.js";
+import { connectHttp, connectStdio, installed, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";
+import { serveOverHttp, serveOverStdio, serveUnavailable } from "./serveProcess.js";
+
+/** Concurrency levels of the throughput runs. */
+export const CONCURRENCY = [1, 8, 64] as const;
+
+/** Figures of one path to the echo tool. */
+export interface LatencyRow {
+  id: string;
+  label: string;
+  /** Set instead of figures when the path could not be measured. */
+  notAvailable?: string;
+  calls?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** p50 above the direct SDK client's p50. */
+  addedP50Ms?: number;
+  addedP99Ms?: number;
+  /** Median calls per second at each concurrency. */
+  throughput?: Record<string, number>;
+}
+
+/** Result of {@link runLatency}. */
+export interface LatencyResult {
+  upstream: string;
+  method: string;
+  rows: LatencyRow[];
+}
+
+/** Options of {@link runLatency}. */
+export interface LatencyOptions {
+  signal?: AbortSignal;
+  /** Sequential calls timed for p50/p99 (default 1,500). */
+  calls?: number;
+  /** Repetitions of each throughput run (default 3). */
+  repeats?: number;
+}
+
+const ARGS = { text: "hello" };
+
+async function latencies(target: Connected, tool: string, calls: number, signal?: AbortSignal): Promise<number[]> {
+  for (let i = 0; i < 200; i++) await target.call(tool, ARGS, signal);
+  const out: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const start = nowMs();
+    await target.call(tool, ARGS, signal);
+    out.push(nowMs() - start);
+  }
+  return out;
+}
+
+/** Calls per second with `concurrency` callers sharing `total` calls over one connection. */
+async function throughput(target: Connected, tool: string, concurrency: number, total: number, signal?: AbortSignal): Promise<number> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < total) {
+      next += 1;
+      await target.call(tool, ARGS, signal);
+    }
+  };
+  const start = nowMs();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return total / ((nowMs() - start) / 1000);
+}
+
+async function measure(
+  row: LatencyRow,
+  open: () => Promise<Connected>,
+  tool: string,
+  options: LatencyOptions,
+): Promise<LatencyRow> {
+  let target: Connected | undefined;
+  try {
+    target = await open();
+    const calls = options.calls ?? 1_500;
+    const times = await latencies(target, tool, calls, options.signal);
+    const tput: Record<string, number> = {};
+    for (const c of CONCURRENCY) {
+      const total = c === 1 ? 1_000 : c === 8 ? 2_000 : 4_000;
+      const runs: number[] = [];
+      for (let i = 0; i < (options.repeats ?? 3); i++) runs.push(await throughput(target, tool, c, total, options.signal));
+      tput[String(c)] = median(runs);
+    }
+    return { ...row, calls, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), throughput: tput };
+  } catch (err) {
+    options.signal?.throwIfAborted();
+    return { ...row, notAvailable: err instanceof Error ? err.message.split("\n")[0] ?? String(err) : String(err) };
+  } finally {
+    await target?.close();
+  }
+}
+
+/** The bridge as a library in this process, calling the stdio echo upstream. */
+async function openLibrary(configFile: string, cacheDir: string): Promise<Connected> {
+  const config = benchConfig(configToml([stdioServerToml("echo", ECHO_FIXTURE)], "compact"), configFile);
+  const bridge = await Bridge.open({ config, cacheFile: path.join(cacheDir, "library.jsonl"), env: {} });
+  try {
+    await bridge.start();
+  } catch (err) {
+    await bridge.close();
+    throw err;
+  }
+  return {
+    call: (tool, args, signal) => bridge.callTool(tool, args, signal ? { signal } : {}),
+    listTools: async () => bridge.list().length,
+    close: () => bridge.close(),
+  };
+}
+
+/** `mcp-proxy` (npm) wrapping the same stdio echo fixture, over streamable HTTP. */
+async function openMcpProxy(signal?: AbortSignal): Promise<Connected> {
+  const bin = path.join(REPO_ROOT, "node_modules", ".bin", "mcp-proxy");
+  if (!installed(bin)) throw new Error("not available: mcp-proxy is not installed (node_modules/.bin/mcp-proxy)");
+  const port = await freePort(signal);
+  const { command, args } = tsxCommand(ECHO_FIXTURE);
+  const child = spawnGroup(bin, ["--port", String(port), "--server", "stream", "--", command, ...args], REPO_ROOT);
+  child.stderr?.resume();
+  return connectHttp(`http://127.0.0.1:${port}/mcp`, {
+    onClose: () => killGroup(child),
+    ...(child.pid !== undefined ? { pid: child.pid } : {}),
+    ...(signal ? { signal } : {}),
+  });
+}
+
+/**
+ * Latency and throughput of one echo tool (`echo` of test/fixtures/echoServer.ts, a stdio SDK
+ * server) reached five ways: the SDK client directly over stdio; abridge as a library in this
+ * process; `abridge serve` over stdio; `abridge serve` over streamable HTTP; `mcp-proxy` from npm
+ * over streamable HTTP (peer reference); the daemon. One connection per path, p50/p99 of
+ * sequential calls after a warm-up, calls/s at concurrency 1, 8 and 64 (median of repeats).
+ */
+export async function runLatency(options: LatencyOptions = {}): Promise<LatencyResult> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-latency-"));
+  const rows: LatencyRow[] = [];
+  try {
+    const configFile = path.join(dir, "abridge.toml");
+    await writeFile(configFile, configToml([stdioServerToml("echo", ECHO_FIXTURE)], "compact"));
+    const serveMissing = await serveUnavailable(options.signal);
+    const serve = { config: configFile, cacheDir: dir, ...(options.signal ? { signal: options.signal } : {}) };
+    const echo = tsxCommand(ECHO_FIXTURE);
+    const signal = options.signal;
+
+    rows.push(await measure({ id: "direct", label: "(a) SDK client -> echo, stdio (baseline)" }, () => connectStdio(echo.command, echo.args, signal ? { signal } : {}), "echo", options));
+    rows.push(await measure({ id: "library", label: "Bridge library in-process -> echo, stdio" }, () => openLibrary(configFile, dir), "echo_echo", options));
+    const serveRow = async (id: string, label: string, open: () => Promise<Connected>): Promise<LatencyRow> =>
+      serveMissing !== undefined ? { id, label, notAvailable: serveMissing } : measure({ id, label }, open, "echo_echo", options);
+    rows.push(await serveRow("serveStdio", "(b) abridge serve, stdio", () => serveOverStdio(serve)));
+    rows.push(await serveRow("serveHttp", "(c) abridge serve, streamable HTTP", () => serveOverHttp(serve)));
+    rows.push(await measure({ id: "mcpProxy", label: "(c') mcp-proxy (npm), streamable HTTP [peer]" }, () => openMcpProxy(signal), "echo", options));
+    rows.push(await measure({ id: "daemon", label: "(d) abridge daemon client" }, () => connectDaemon({ config: configFile, cacheDir: dir, ...(signal ? { signal } : {}) }), "echo_echo", options));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const base = rows.find((r) => r.id === "direct");
+  for (const row of rows) {
+    if (row === base || base?.p50Ms === undefined || row.p50Ms === undefined) continue;
+    row.addedP50Ms = row.p50Ms - base.p50Ms;
+    if (row.p99Ms !== undefined && base.p99Ms !== undefined) row.addedP99Ms = row.p99Ms - base.p99Ms;
+  }
+  return {
+    upstream: "test/fixtures/echoServer.ts over stdio (a fast stdio echo, chosen over InMemoryTransport so every path reaches the same upstream process), serve in compact mode (arguments validated)",
+    method: "one connection per path; 200 warm-up calls; p50/p99 of sequential calls; throughput = median calls/s of 3 runs (1,000 calls at c=1, 2,000 at c=8, 4,000 at c=64)",
+    rows,
+  };
+}

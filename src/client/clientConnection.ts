@@ -1,0 +1,184 @@
+import { connect, type Socket } from "node:net";
+import { z } from "zod";
+import { MAX_LINE_BYTES, type DaemonAddress } from "../daemon/protocol.js";
+import { LineSplitter } from "../daemon/lineSplitter.js";
+import { AbridgeError, ErrorCode } from "../errors.js";
+
+/** Responses may be larger than requests (a big tool list); still bounded. */
+const MAX_RESPONSE_BYTES = 4 * MAX_LINE_BYTES;
+
+const errorSchema = z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() });
+const responseSchema = z.looseObject({
+  id: z.union([z.number(), z.string(), z.null()]).optional(),
+  ok: z.boolean(),
+  error: errorSchema.optional(),
+});
+
+/** A parsed answer line. */
+export type ClientResponse = z.infer<typeof responseSchema>;
+
+/** Options of one request. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Client-side bound on the wait for the answer. */
+  timeoutMs: number;
+}
+
+/** Thrown when the connection ended with requests unanswered: whether they ran is unknown. */
+export class ConnectionLostError extends AbridgeError {
+  constructor(message: string, cause?: unknown) {
+    super(ErrorCode.DAEMON_UNAVAILABLE, message, { retryable: true, ...(cause !== undefined ? { cause } : {}) });
+    this.name = "ConnectionLostError";
+  }
+}
+
+interface Pending {
+  resolve: (response: ClientResponse) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * One socket to the daemon. Requests are pipelined; each gets a numeric id, so an answer that
+ * arrives after its caller gave up (timeout, abort) is recognised and dropped.
+ */
+export class ClientConnection {
+  private readonly pending = new Map<number, Pending>();
+  private readonly splitter = new LineSplitter(MAX_RESPONSE_BYTES);
+  private nextId = 1;
+  private ended: Error | undefined;
+
+  private constructor(private readonly socket: Socket) {
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("error", (err) => this.finish(new ConnectionLostError(`connection to the daemon failed: ${err.message}`, err)));
+    socket.on("close", () => this.finish(new ConnectionLostError("the daemon closed the connection")));
+  }
+
+  /**
+   * Connects to `address`.
+   *
+   * @throws AbridgeError DAEMON_UNAVAILABLE (retryable) when nothing accepts the connection.
+   */
+  static connect(address: DaemonAddress, options: { signal?: AbortSignal; timeoutMs: number }): Promise<ClientConnection> {
+    return new Promise<ClientConnection>((resolve, reject) => {
+      if (options.signal?.aborted) {
+        reject(new AbridgeError(ErrorCode.CANCELLED, "cancelled", { cause: options.signal.reason }));
+        return;
+      }
+      const socket = address.kind === "unix" ? connect({ path: address.path }) : connect({ host: address.host, port: address.port });
+      const where = address.kind === "unix" ? address.path : `${address.host}:${address.port}`;
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        socket.off("error", onError);
+        options.signal?.removeEventListener("abort", onAbort);
+      };
+      const onError = (err: Error): void => {
+        cleanup();
+        socket.destroy();
+        reject(new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot connect to the daemon at ${where}: ${err.message}`, { retryable: true, cause: err }));
+      };
+      const onAbort = (): void => onError(new AbridgeError(ErrorCode.CANCELLED, "cancelled"));
+      const timer = setTimeout(() => onError(new Error(`no connection within ${options.timeoutMs} ms`)), options.timeoutMs);
+      socket.once("error", onError);
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      socket.once("connect", () => {
+        cleanup();
+        resolve(new ClientConnection(socket));
+      });
+    });
+  }
+
+  /** True once the socket is gone; a new request needs a new connection. */
+  get closed(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** Requests sent and not answered yet. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Sends `body` (with a fresh `id`) and resolves with the daemon's answer, `ok: false` included.
+   *
+   * @throws ConnectionLostError when the connection ends first; AbridgeError DAEMON_UNAVAILABLE
+   * on `timeoutMs`; CANCELLED when `signal` aborts.
+   */
+  request(body: Record<string, unknown>, options: RequestOptions): Promise<ClientResponse> {
+    if (this.ended) return Promise.reject(this.ended);
+    const id = this.nextId++;
+    return new Promise<ClientResponse>((resolve, reject) => {
+      const settle = (): void => {
+        clearTimeout(timer);
+        options.signal?.removeEventListener("abort", onAbort);
+        this.pending.delete(id);
+      };
+      const onAbort = (): void => {
+        settle();
+        reject(new AbridgeError(ErrorCode.CANCELLED, "request cancelled", { cause: options.signal?.reason }));
+      };
+      const timer = setTimeout(() => {
+        settle();
+        reject(new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no answer from the daemon within ${options.timeoutMs} ms`, { retryable: true }));
+      }, options.timeoutMs);
+      if (options.signal?.aborted) {
+        onAbort();
+        return;
+      }
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.pending.set(id, {
+        resolve: (response) => {
+          settle();
+          resolve(response);
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      });
+      this.socket.write(`${JSON.stringify({ ...body, id })}\n`);
+    });
+  }
+
+  /** Ends the connection; the daemon aborts whatever this connection still has running. */
+  close(): void {
+    this.finish(new ConnectionLostError("connection closed by the client"));
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    const { lines, error } = this.splitter.push(chunk);
+    for (const line of lines) {
+      if (line.trim() === "") continue;
+      let parsed: ClientResponse;
+      try {
+        parsed = responseSchema.parse(JSON.parse(line));
+      } catch (err) {
+        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `unreadable answer from the daemon: ${(err as Error).message}`, { cause: err }));
+        return;
+      }
+      const id = parsed.id;
+      const waiting = typeof id === "number" ? this.pending.get(id) : undefined;
+      if (waiting) {
+        waiting.resolve(parsed);
+      } else if (id === null && parsed.error) {
+        // The daemon gave up on the whole connection (a line it could not frame).
+        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, parsed.error.message));
+        return;
+      }
+      // Any other id belongs to a request whose caller gave up: dropped.
+    }
+    if (error) this.fail(error);
+  }
+
+  private fail(err: Error): void {
+    this.finish(err);
+    this.socket.destroy();
+  }
+
+  private finish(err: Error): void {
+    if (!this.ended) this.ended = err;
+    for (const waiting of [...this.pending.values()]) waiting.reject(err);
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,173 @@
+import { mkdir, open, readFile, stat, unlink } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import type { Config } from "../config/schema.js";
+import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
+import { currentPid, isPidAlive } from "../daemon/processInfo.js";
+import { parseAddress } from "../daemon/protocol.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { sleep } from "../summarize/sleep.js";
+import { ClientConnection } from "./clientConnection.js";
+import { spawnDaemon, type SpawnedDaemon } from "./spawnDaemon.js";
+
+/** Name of the marker one spawner holds while it starts a daemon. */
+const SPAWN_LOCK_NAME = "abridge.spawn.lock";
+/** How often the lockfile is looked at while waiting. */
+const POLL_MS = 50;
+
+/** Options of {@link ensureDaemon}. */
+export interface EnsureDaemonOptions {
+  /** The daemon's state directory (lockfile, log); created 0700 if missing. */
+  stateDir: string;
+  /** The config file the daemon loads: a path, or a loaded config (its `source` is used). */
+  config: string | Config;
+  signal?: AbortSignal;
+  /** How long to wait for a daemon to answer, spawn included (default 30 s). */
+  timeoutMs?: number;
+  /** Environment of a spawned daemon (default: this process's). */
+  env?: Record<string, string | undefined>;
+  /** `--log-level` of a spawned daemon (default `info`, written to `<stateDir>/daemon.log`). */
+  logLevel?: string;
+  /** More `abridge daemon` arguments for a spawned daemon (`--socket PATH`, `--heartbeat-ms N`). */
+  daemonArgs?: readonly string[];
+  logger?: Logger;
+}
+
+/** A daemon that answered. */
+export interface DaemonHandle {
+  /** The lockfile's content: pid, address, token, started, version, heartbeat. */
+  info: LockInfo;
+  /** Its `stats` answer to the ping. */
+  stats: Record<string, unknown>;
+  /** True when this call started it. */
+  spawned: boolean;
+}
+
+/** Sends `stats` with the lock's token: proves the daemon is alive and that the token is its own. */
+export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Record<string, unknown>> {
+  const address = parseAddress(info.address);
+  if (!address) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `lockfile has a malformed address "${info.address}"`);
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const connection = await ClientConnection.connect(address, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+  try {
+    const response = await connection.request({ op: "stats", token: info.token }, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+    if (!response.ok) {
+      const code = response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED ? ErrorCode.DAEMON_UNAUTHORIZED : ErrorCode.DAEMON_UNAVAILABLE;
+      throw new AbridgeError(code, `daemon refused the ping: ${response.error?.message ?? "no reason"}`);
+    }
+    const stats = response.stats;
+    return typeof stats === "object" && stats !== null ? (stats as Record<string, unknown>) : {};
+  } finally {
+    connection.close();
+  }
+}
+
+function configPathOf(config: string | Config): string {
+  if (typeof config === "string") return resolve(config);
+  if (config.source === "<built-in>" || config.source === "") {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, "ensureDaemon needs a config loaded from a file: the daemon loads it itself");
+  }
+  return config.source;
+}
+
+/**
+ * Takes the spawn marker: only its holder spawns, the others wait for the lockfile. It is an
+ * optimisation, not the guarantee (the daemon's own lock is): without it ten clients starting at
+ * once would start ten daemons, nine of which would find the lock taken and exit.
+ */
+async function takeSpawnLock(file: string, staleMs: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(file, "wx", 0o600);
+      await handle.writeFile(`${currentPid()}\n`);
+      await handle.close();
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    const [text, info] = await Promise.all([readFile(file, "utf8").catch(() => ""), stat(file).catch(() => undefined)]);
+    const pid = Number.parseInt(text, 10);
+    const abandoned = info !== undefined && (Date.now() - info.mtimeMs > staleMs || (Number.isInteger(pid) && !isPidAlive(pid)));
+    if (!abandoned) return false;
+    await unlink(file).catch(() => undefined);
+  }
+  return false;
+}
+
+async function logTail(file: string): Promise<string> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  return text.trim().split("\n").slice(-5).join("\n");
+}
+
+/**
+ * Makes sure a daemon serves `stateDir` and returns it: reads the lockfile, checks the pid and
+ * the token with a `stats` ping, spawns the daemon (detached) when none answers, and waits until
+ * one does. Safe when many clients, in one process or several, call it at the same moment: one
+ * of them spawns, the daemon's O_EXCL lock settles any remaining race, and everyone ends up
+ * talking to the same daemon.
+ *
+ * @throws AbridgeError DAEMON_UNAVAILABLE when no daemon answers within `timeoutMs` (with the
+ * tail of the daemon's log when it exited), CANCELLED when `signal` aborts.
+ */
+export async function ensureDaemon(options: EnsureDaemonOptions): Promise<DaemonHandle> {
+  const logger = options.logger ?? silentLogger;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  const stateDir = resolve(options.stateDir);
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const lockFile = lockFilePath(stateDir);
+  const spawnLock = join(stateDir, SPAWN_LOCK_NAME);
+  let spawned: SpawnedDaemon | undefined;
+  let holdsSpawnLock = false;
+  let lastError: unknown;
+  try {
+    for (;;) {
+      if (options.signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "ensureDaemon cancelled", { cause: options.signal.reason });
+      const seen = await readLock(lockFile);
+      if (seen.state === "ok" && !isLockStale(seen)) {
+        try {
+          const stats = await pingDaemon(seen.lock, {
+            timeoutMs: Math.max(500, Math.min(5_000, deadline - Date.now())),
+            ...(options.signal ? { signal: options.signal } : {}),
+          });
+          return { info: seen.lock, stats, spawned: spawned !== undefined };
+        } catch (err) {
+          if (isAbridgeError(err, ErrorCode.CANCELLED)) throw err;
+          // Starting up, shutting down, or the lock was just replaced: look again.
+          lastError = err;
+          logger.debug("daemon did not answer the ping", { error: err });
+        }
+      } else if (spawned === undefined || spawned.exitCode() === 0) {
+        // No daemon, or ours lost a race to one that has since gone: spawn (if we get the marker).
+        holdsSpawnLock ||= await takeSpawnLock(spawnLock, timeoutMs);
+        if (holdsSpawnLock) {
+          const configPath = configPathOf(options.config);
+          spawned = spawnDaemon({
+            stateDir,
+            configPath,
+            cwd: dirname(configPath),
+            ...(options.env ? { env: options.env } : {}),
+            ...(options.logLevel ? { logLevel: options.logLevel } : {}),
+            ...(options.daemonArgs ? { extraArgs: options.daemonArgs } : {}),
+          });
+          logger.info("daemon spawned", { pid: spawned.pid, stateDir });
+        }
+      } else if (spawned.exitCode() !== undefined) {
+        const tail = await logTail(spawned.logFile);
+        throw new AbridgeError(
+          ErrorCode.DAEMON_UNAVAILABLE,
+          `the daemon exited with code ${String(spawned.exitCode())} before answering (log ${spawned.logFile})${tail ? `:\n${tail}` : ""}`,
+        );
+      }
+      if (Date.now() >= deadline) {
+        throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no daemon answered within ${timeoutMs} ms (state dir ${stateDir})`, {
+          retryable: true,
+          ...(lastError !== undefined ? { cause: lastError } : {}),
+        });
+      }
+      await sleep(POLL_MS, options.signal);
+    }
+  } finally {
+    if (holdsSpawnLock) await unlink(spawnLock).catch(() => undefined);
+  }
+}

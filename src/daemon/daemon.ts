@@ -1,0 +1,397 @@
+import { mkdir, unlink } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { tokenReport } from "../catalog/renderTools.js";
+import type { Mode } from "../catalog/types.js";
+import type { Config } from "../config/schema.js";
+import { Bridge, type BridgeOptions } from "../core/bridge.js";
+import { AbridgeError, ErrorCode } from "../errors.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { toolUri } from "../upstream/naming.js";
+import { VERSION } from "../version.js";
+import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock, releaseLock, type LockInfo } from "./daemonLock.js";
+import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
+import { daemonTools } from "./daemonTools.js";
+import { currentPid } from "./processInfo.js";
+import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest } from "./protocol.js";
+
+/** Default heartbeat of the lockfile. */
+export const DEFAULT_HEARTBEAT_MS = 5_000;
+/** Default time `close` lets calls in flight finish before aborting them. */
+export const DEFAULT_GRACE_MS = 10_000;
+
+/** Options of {@link Daemon.start}. */
+export interface DaemonOptions {
+  config: Config;
+  /** Holds the lockfile; created (0700) if missing. */
+  stateDir: string;
+  /** Path of `summaries.jsonl`. */
+  cacheFile: string;
+  /** Environment for the summarizer's API key. */
+  env: Record<string, string | undefined>;
+  logger?: Logger;
+  /** Listen on this unix socket instead of a random loopback TCP port. */
+  socketPath?: string;
+  /** Exit after this long without a request or a call in flight (default: config `idle_timeout_minutes`). */
+  idleTimeoutMs?: number;
+  /** How often the lockfile's heartbeat is rewritten (default 5 s). */
+  heartbeatMs?: number;
+  /** Longest request line (default 16 MiB). */
+  maxLineBytes?: number;
+  /** Extra options of the {@link Bridge} (a summarizer, a shorter backoff in tests). */
+  bridge?: Omit<BridgeOptions, "config" | "cacheFile" | "env" | "logger">;
+  signal?: AbortSignal;
+}
+
+/** Outcome of {@link Daemon.start}: running now, or another daemon already holds the state dir. */
+export type DaemonStartResult = { status: "started"; daemon: Daemon } | { status: "running"; holder: LockInfo };
+
+/** Why a daemon stopped. */
+export type DaemonCloseReason = "idle" | "shutdown" | "signal" | "lost-lock" | "closed";
+
+/** Options of {@link Daemon.close}. */
+export interface DaemonCloseOptions {
+  /** How long calls in flight may take to finish before they are aborted (default 10 s). */
+  graceMs?: number;
+  reason?: DaemonCloseReason;
+}
+
+/** Counters the daemon keeps besides the bridge's. */
+interface DaemonCounters {
+  connections: number;
+  requests: number;
+  refused: number;
+  badRequests: number;
+}
+
+function listen(server: Server, target: { port: number; host: string } | { path: string }): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once("error", onError);
+    server.listen(target, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+async function unlinkQuietly(path: string): Promise<void> {
+  await unlink(path).catch(() => undefined);
+}
+
+/**
+ * The long-running local front end for host applications that are not MCP clients. A second
+ * front end over the same {@link Bridge} `serve` uses: it translates the line protocol of
+ * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats` and `refresh`.
+ *
+ * Start-up order makes "one daemon per state dir" cheap to enforce: bind the listener (so the
+ * address is known), take the lockfile, and only then open the bridge and spawn upstreams; a
+ * daemon that loses the lock race has started nothing.
+ */
+export class Daemon implements SessionHost {
+  readonly token: string;
+  readonly maxLineBytes: number;
+  readonly logger: Logger;
+  readonly lockFile: string;
+  readonly bridge: Bridge;
+  /** Settles with the reason once the daemon has fully stopped. */
+  readonly closed: Promise<DaemonCloseReason>;
+  private lock: LockInfo;
+  private readonly server: Server;
+  private readonly config: Config;
+  private readonly ready: Promise<unknown>;
+  private readonly sessions = new Set<DaemonSession>();
+  private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0 };
+  private readonly idleTimeoutMs: number;
+  private readonly socketPath: string | undefined;
+  private active = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private closePromise: Promise<void> | undefined;
+  private resolveClosed!: (reason: DaemonCloseReason) => void;
+  private tokens: { key: unknown; value: Record<string, unknown> } | undefined;
+  private tokensDirty = true;
+  private nextSession = 1;
+
+  private constructor(init: {
+    options: DaemonOptions;
+    server: Server;
+    lock: LockInfo;
+    lockFile: string;
+    bridge: Bridge;
+    logger: Logger;
+  }) {
+    const { options } = init;
+    this.token = init.lock.token;
+    this.lock = init.lock;
+    this.lockFile = init.lockFile;
+    this.server = init.server;
+    this.bridge = init.bridge;
+    this.logger = init.logger;
+    this.config = options.config;
+    this.maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? Math.round(options.config.idle_timeout_minutes * 60_000);
+    this.socketPath = options.socketPath;
+    this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
+    this.bridge.onListChanged(() => (this.tokensDirty = true));
+    this.ready = this.bridge.start(options.signal).catch((err: unknown) => {
+      this.logger.error("upstreams failed to start", { error: err });
+      throw err;
+    });
+    // Requests await `ready`; this keeps a start failure from being an unhandled rejection
+    // when no request comes.
+    this.ready.catch(() => undefined);
+    this.server.on("connection", (socket) => this.accept(socket));
+    const heartbeatMs = init.lock.heartbeatMs;
+    this.heartbeatTimer = setInterval(() => void this.beat(), heartbeatMs);
+    this.heartbeatTimer.unref();
+    this.armIdle();
+  }
+
+  /**
+   * Binds, takes the lock, opens the bridge and starts the upstreams (in the background; requests
+   * that need them wait). Resolves `{status: "running"}` without starting anything when a live
+   * daemon already holds the state dir.
+   */
+  static async start(options: DaemonOptions): Promise<DaemonStartResult> {
+    const logger = (options.logger ?? silentLogger).child({ component: "daemon" });
+    await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
+    const lockFile = lockFilePath(options.stateDir);
+    const server = createServer({ pauseOnConnect: false });
+    let address: DaemonAddress;
+    if (options.socketPath !== undefined) {
+      const socketPath = options.socketPath;
+      try {
+        await listen(server, { path: socketPath });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw bindError(socketPath, err);
+        // A socket file left by a daemon that died, or the live daemon's: the lock tells which.
+        const seen = await readLock(lockFile);
+        if (seen.state === "ok" && !isLockStale(seen)) return { status: "running", holder: seen.lock };
+        await unlinkQuietly(socketPath);
+        await listen(server, { path: socketPath }).catch((again: unknown) => {
+          throw bindError(socketPath, again);
+        });
+      }
+      address = { kind: "unix", path: socketPath };
+    } else {
+      await listen(server, { port: 0, host: "127.0.0.1" }).catch((err: unknown) => {
+        throw bindError("127.0.0.1:0", err);
+      });
+      const bound = server.address();
+      if (bound === null || typeof bound === "string") throw new AbridgeError(ErrorCode.INTERNAL, "listener has no TCP address");
+      address = { kind: "tcp", host: "127.0.0.1", port: bound.port };
+    }
+
+    const now = new Date().toISOString();
+    const lock: LockInfo = {
+      pid: currentPid(),
+      address: formatAddress(address),
+      token: newToken(),
+      started: now,
+      version: VERSION,
+      heartbeat: now,
+      heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    };
+    let acquired;
+    try {
+      acquired = await acquireLock(lockFile, lock, options.signal ? { signal: options.signal } : {});
+    } catch (err) {
+      await closeServer(server);
+      throw err;
+    }
+    if (!acquired.acquired) {
+      await closeServer(server);
+      logger.info("another daemon holds the state dir", { pid: acquired.holder.pid, address: acquired.holder.address });
+      return { status: "running", holder: acquired.holder };
+    }
+
+    let bridge: Bridge;
+    try {
+      bridge = await Bridge.open({
+        ...options.bridge,
+        config: options.config,
+        cacheFile: options.cacheFile,
+        env: options.env,
+        logger: options.logger ?? silentLogger,
+      });
+    } catch (err) {
+      await closeServer(server);
+      await releaseLock(lockFile, lock.token);
+      throw err;
+    }
+    const daemon = new Daemon({ options, server, lock, lockFile, bridge, logger });
+    logger.info("daemon listening", { address: lock.address, pid: lock.pid, lockfile: lockFile });
+    return { status: "started", daemon };
+  }
+
+  /** `127.0.0.1:<port>` or `unix:<path>`. */
+  get address(): string {
+    return this.lock.address;
+  }
+
+  /** The lockfile's content as this daemon wrote it. */
+  get info(): LockInfo {
+    return { ...this.lock };
+  }
+
+  /**
+   * Stops: no new connections, calls in flight get up to `graceMs` to finish (then are aborted
+   * and answered CANCELLED), connections are ended, the bridge closes (upstream children end),
+   * the lockfile is removed. Idempotent.
+   */
+  close(options: DaemonCloseOptions = {}): Promise<void> {
+    this.closePromise ??= this.shutdown(options.graceMs ?? DEFAULT_GRACE_MS, options.reason ?? "closed");
+    return this.closePromise;
+  }
+
+  begin(): void {
+    this.active += 1;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  end(): void {
+    this.active -= 1;
+    this.armIdle();
+  }
+
+  count(event: "request" | "refused" | "badRequest"): void {
+    if (event === "request") this.counters.requests += 1;
+    else if (event === "refused") this.counters.refused += 1;
+    else this.counters.badRequests += 1;
+  }
+
+  async execute(request: DaemonRequest, signal: AbortSignal): Promise<HandlerResult> {
+    switch (request.op) {
+      case "stats":
+        return { body: { stats: this.stats() } };
+      case "shutdown":
+        this.logger.info("shutdown requested");
+        return { body: {}, afterWrite: () => void this.close({ reason: "shutdown" }) };
+      case "list_tools":
+        await this.ready;
+        return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode) } };
+      case "get_schema":
+        await this.ready;
+        return { body: { schema: this.bridge.getSchema(toolUri(request.server, request.tool)) } };
+      case "refresh":
+        await this.ready;
+        return { body: { discovery: await this.bridge.refresh() } };
+      case "call_tool": {
+        await this.ready;
+        const result = await this.bridge.callServerTool(request.server, request.tool, request.args, {
+          signal,
+          mode: request.mode ?? this.config.mode,
+          ...(request.timeout_ms !== undefined ? { timeoutMs: request.timeout_ms } : {}),
+        });
+        return { body: { result } };
+      }
+    }
+  }
+
+  /** What the `stats` op answers. */
+  stats(): Record<string, unknown> {
+    const bridge = this.bridge.stats();
+    return {
+      ...bridge,
+      pid: this.lock.pid,
+      address: this.lock.address,
+      started: this.lock.started,
+      queueDepth: bridge.queue.queued + bridge.queue.running,
+      tokens: this.tokenStats(),
+      daemon: { ...this.counters, openConnections: this.sessions.size, activeRequests: this.active, idleTimeoutMs: this.idleTimeoutMs },
+      // Per-server call timeouts, so a client can wait a little longer than the daemon does and
+      // receive the daemon's own UPSTREAM_TIMEOUT instead of a bare client-side timeout.
+      timeoutsMs: Object.fromEntries(this.config.servers.map((s) => [s.name, s.timeout_ms])),
+    };
+  }
+
+  /** Tokens of the configured mode's list against full mode's; recounted only after a change. */
+  private tokenStats(): Record<string, unknown> {
+    const tools = this.bridge.catalog.tools();
+    if (this.tokens && !this.tokensDirty && this.tokens.key === tools) return this.tokens.value;
+    const mode: Mode = this.config.mode;
+    const report = tokenReport(tools, { separator: this.config.separator });
+    const full = report.full.openAiTokens;
+    const current = report[mode].openAiTokens;
+    const value = { mode, full, current, saved: Math.max(0, full - current), ratioOfFull: report[mode].ratioOfFull };
+    this.tokens = { key: tools, value };
+    this.tokensDirty = false;
+    return value;
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closePromise) {
+      socket.destroy();
+      return;
+    }
+    this.counters.connections += 1;
+    const session = new DaemonSession(socket, this, this.nextSession++);
+    this.sessions.add(session);
+    void session.done.then(() => this.sessions.delete(session));
+  }
+
+  private armIdle(): void {
+    if (this.active > 0 || this.closePromise) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.active > 0) return;
+      this.logger.info("idle timeout: exiting", { idleTimeoutMs: this.idleTimeoutMs });
+      void this.close({ reason: "idle" });
+    }, this.idleTimeoutMs);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.closePromise) return;
+    const next = { ...this.lock, heartbeat: new Date().toISOString() };
+    try {
+      if (await refreshLock(this.lockFile, next)) {
+        this.lock = next;
+        return;
+      }
+    } catch (err) {
+      // A transient I/O error: the next beat tries again; staleness needs several missed beats.
+      this.logger.warn("heartbeat failed", { error: err });
+      return;
+    }
+    this.logger.error("lockfile was taken over or removed: stopping", { lockfile: this.lockFile });
+    void this.close({ reason: "lost-lock" });
+  }
+
+  private async shutdown(graceMs: number, reason: DaemonCloseReason): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.idleTimer = undefined;
+    this.heartbeatTimer = undefined;
+    this.logger.info("daemon stopping", { reason, activeRequests: this.active });
+    const serverClosed = closeServer(this.server);
+    await waitUntil(() => this.active === 0, graceMs);
+    await Promise.allSettled([...this.sessions].map((s) => s.close()));
+    await serverClosed;
+    const results = await Promise.allSettled([this.bridge.close()]);
+    for (const result of results) {
+      if (result.status === "rejected") this.logger.warn("error while closing the bridge", { error: result.reason });
+    }
+    if (reason !== "lost-lock") await releaseLock(this.lockFile, this.token).catch(() => false);
+    // After a takeover the socket path may already be the new daemon's.
+    if (this.socketPath !== undefined && reason !== "lost-lock") await unlinkQuietly(this.socketPath);
+    this.logger.info("daemon stopped", { reason });
+    this.resolveClosed(reason);
+  }
+}
+
+/** Resolves once `done()` holds (checked every 20 ms) or after `timeoutMs`, whichever is first. */
+async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) {
+    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function bindError(where: string, err: unknown): AbridgeError {
+  return new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot listen on ${where}: ${(err as Error).message}`, { cause: err });
+}

@@ -1,0 +1,82 @@
+import { rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+
+type Text = { type: string; text: string };
+
+async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("hot reload of the config", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let marker: string;
+  let session: ServeSession | undefined;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `reload-${path.basename(dir)}`;
+  });
+  afterEach(async () => {
+    await session?.close();
+    session = undefined;
+    for (let i = 0; i < 100 && pidsWithMarker(marker).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(pidsWithMarker(marker)).toEqual([]);
+    await cleanup();
+  });
+
+  it("adds, removes and re-filters servers without a restart and without dropping a call in flight", async () => {
+    const base = `cache_dir = "cache"\nmode = "full"\n`;
+    const slow = fixtureServerToml("slow", "slowServer.ts", ["--name", marker]);
+    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]);
+    const config = await writeConfig(dir, base + slow + echo);
+    session = await serveOverStdio(config);
+    let changes = 0;
+    session.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changes += 1;
+    });
+    const before = (await session.client.listTools()).tools.map((t) => t.name);
+    expect(before).toContain("echo_echo");
+    const slowTool = before.find((n) => n.startsWith("slow_"))!;
+    expect(slowTool).toBeDefined();
+
+    // A call in flight to the unchanged slow server survives the reload.
+    const inFlight = session.client.callTool({ name: slowTool, arguments: { ms: 3000 } }, undefined, { timeout: 30_000 });
+
+    // Remove echo, add a second echo under another name with a deny filter; write by rename like editors do.
+    const next = base + slow + fixtureServerToml("echo2", "echoServer.ts", ["--tools", "1", "--name", marker], 'deny = ["tool_*"]');
+    await writeFile(path.join(dir, "abridge.toml.tmp"), next);
+    await rename(path.join(dir, "abridge.toml.tmp"), config);
+
+    const after = await until("the new tool list", async () => {
+      const names = (await session!.client.listTools()).tools.map((t) => t.name);
+      return names.includes("echo2_echo") && !names.includes("echo_echo") ? names : undefined;
+    });
+    expect(after).not.toContain("echo2_tool_001");
+    expect(after).toContain(slowTool);
+    const result = await inFlight;
+    expect(result.isError ?? false).toBe(false);
+    await until("a list_changed notification", () => (changes > 0 ? true : undefined));
+    const called = await session.client.callTool({ name: "echo2_echo", arguments: { text: "new server" } });
+    expect((called.content as Text[])[0]!.text).toBe("new server");
+  });
+
+  it("keeps the running config when an edit is invalid, and says why", async () => {
+    const config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]));
+    session = await serveOverStdio(config, ["--log-level", "info"]);
+    await writeFile(config, `cache_dir = "cache"\nmode = "tiny"\n`);
+    await until("the rejection in the log", () => (session!.stderr().includes("config edit rejected") ? true : undefined));
+    expect(session.stderr()).toContain("mode: expected");
+    const r = await session.client.callTool({ name: "echo_echo", arguments: { text: "still here" } });
+    expect((r.content as Text[])[0]!.text).toBe("still here");
+  });
+});

@@ -1,0 +1,71 @@
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { configFileSchema, type Config } from "../../src/config/schema.js";
+import { Bridge } from "../../src/core/bridge.js";
+import { createMcpFrontend } from "../../src/serve/mcpFrontend.js";
+import { pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { fixtureServer } from "../helpers/processes.js";
+
+describe("summaries arriving while serving", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let marker: string;
+  let llm: FakeOpenAi;
+  let bridge: Bridge | undefined;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `lc-${path.basename(dir)}`;
+    llm = await startFakeOpenAi();
+  });
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+    await llm.close();
+    expect(pidsWithMarker(marker)).toEqual([]);
+    await cleanup();
+  });
+
+  it("serves originals at once, then changes the list once with one debounced list_changed", async () => {
+    // The LLM answers slowly: discovery must not wait for it.
+    llm.setDefault({ kind: "ok", delayMs: 1500 });
+    const file = configFileSchema.parse({ summary: { summarizer: "openai", base_url: llm.baseUrl, batch_size: 50 } });
+    const config: Config = { ...file, source: path.join(dir, "abridge.toml"), servers: [fixtureServer("echo", "echoServer.ts", ["--tools", "3", "--name", marker])] };
+    bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {}, changeDebounceMs: 200 });
+    await bridge.start();
+
+    const frontend = createMcpFrontend(bridge, { mode: "summary" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await frontend.server.connect(serverSide);
+    const client = new Client({ name: "t", version: "1" });
+    let notifications = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      notifications += 1;
+    });
+    await client.connect(clientSide);
+
+    const before = await client.listTools();
+    const echoBefore = before.tools.find((t) => t.name === "echo_echo")!;
+    expect(echoBefore.description).toBe("Returns the text it is given.");
+
+    await bridge.queue.drain();
+    // Past the debounce: exactly one notification for the whole batch of five summaries.
+    await new Promise((r) => setTimeout(r, 600));
+    expect(notifications).toBe(1);
+    const after = await client.listTools();
+    expect(after.tools.find((t) => t.name === "echo_echo")!.description).not.toBe(echoBefore.description);
+    expect(llm.requests).toHaveLength(1);
+
+    // The same list again in a later process: every summary is a hit, no LLM request, same bytes.
+    const served = JSON.stringify(bridge.list("summary"));
+    await bridge.close();
+    bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {} });
+    await bridge.start();
+    expect(JSON.stringify(bridge.list("summary"))).toBe(served);
+    expect(llm.requests).toHaveLength(1);
+    await client.close();
+  });
+});
