@@ -74,7 +74,7 @@ async function writeSyntheticCache(file: string, count: number, corpus: readonly
       tokensAfter: 40 + (i % 30),
       createdAt: "2026-11-21T10:00:00.000Z",
     };
-    if (!out.write(`${JSON.stringify(entry)}\n`)) await new Promise((resolve) => out.once("drain", resolve));
+    if (!out.write(`${JSON.stringify(entry)}\n`)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
   }
   out.end();
   await finished(out);

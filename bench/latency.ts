@@ -38,7 +38,7 @@ export interface LatencyResult {
 /** Options of {@link runLatency}. */
 export interface LatencyOptions {
   signal?: AbortSignal;
-  /** Sequential calls timed for p50/p99 (default 1,500). */
+  /** Sequential calls timed for p50/p99 (default 1,000). */
   calls?: number;
   /** Repetitions of each throughput run (default 3). */
   repeats?: number;
@@ -80,11 +80,11 @@ async function measure(
   let target: Connected | undefined;
   try {
     target = await open();
-    const calls = options.calls ?? 1_500;
+    const calls = options.calls ?? 1_000;
     const times = await latencies(target, tool, calls, options.signal);
     const tput: Record<string, number> = {};
     for (const c of CONCURRENCY) {
-      const total = c === 1 ? 1_000 : c === 8 ? 2_000 : 4_000;
+      const total = c === 1 ? 500 : c === 8 ? 1_000 : 2_000;
       const runs: number[] = [];
       for (let i = 0; i < (options.repeats ?? 3); i++) runs.push(await throughput(target, tool, c, total, options.signal));
       tput[String(c)] = median(runs);
@@ -167,7 +167,7 @@ export async function runLatency(options: LatencyOptions = {}): Promise<LatencyR
   }
   return {
     upstream: "test/fixtures/echoServer.ts over stdio (a fast stdio echo, chosen over InMemoryTransport so every path reaches the same upstream process), serve in compact mode (arguments validated)",
-    method: "one connection per path; 200 warm-up calls; p50/p99 of sequential calls; throughput = median calls/s of 3 runs (1,000 calls at c=1, 2,000 at c=8, 4,000 at c=64)",
+    method: "one connection per path; 200 warm-up calls; p50/p99 of sequential calls; throughput = median calls/s of 3 runs (500 calls at c=1, 1,000 at c=8, 2,000 at c=64)",
     rows,
   };
 }

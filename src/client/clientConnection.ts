@@ -75,7 +75,13 @@ export class ClientConnection {
       const onError = (err: Error): void => {
         cleanup();
         socket.destroy();
-        reject(new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot connect to the daemon at ${where}: ${err.message}`, { retryable: true, cause: err }));
+        reject(
+          new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot connect to the daemon at ${where}: ${err.message}`, {
+            retryable: true,
+            cause: err,
+            details: { phase: "connect" },
+          }),
+        );
       };
       const onAbort = (): void => onError(new AbridgeError(ErrorCode.CANCELLED, "cancelled"));
       const timer = setTimeout(() => onError(new Error(`no connection within ${options.timeoutMs} ms`)), options.timeoutMs);

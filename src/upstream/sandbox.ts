@@ -1,4 +1,4 @@
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -73,6 +73,12 @@ export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, str
       ErrorCode.UPSTREAM_START_FAILED,
       `${config.name}: sandbox = "bwrap" but bwrap was not found on PATH; install bubblewrap (Debian: apt-get install bubblewrap) or set sandbox = "none"`,
     );
+  }
+  for (const dir of config.sandbox_write) {
+    // bwrap's own message ("Can't find source path") reaches only the stderr tail; say it plainly.
+    if (!existsSync(dir)) {
+      throw new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, `${config.name}: sandbox_write path ${dir} does not exist; create it first`);
+    }
   }
   // bwrap itself needs nothing from the environment; the sandbox's variables go in as --setenv.
   return { command: bwrap, args: bwrapArgs(config, baseEnv), env: { PATH: baseEnv.PATH ?? "" } };

@@ -1,6 +1,7 @@
 import type { CommandSpec } from "../command.js";
 import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
+import { daemonCommand, daemonStartCommand, daemonStatusCommand, daemonStopCommand } from "./daemonCommand.js";
 import { renderCommand } from "./renderCommand.js";
 import { serveCommand } from "./serveCommand.js";
 import { serversCommand } from "./serversCommand.js";
@@ -19,4 +20,5 @@ export const COMMANDS: readonly CommandSpec[] = [
   cacheVerifyCommand,
   cacheCompactCommand,
   cacheClearCommand,
+  daemonCommand, daemonStartCommand, daemonStopCommand, daemonStatusCommand,
 ];

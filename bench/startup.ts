@@ -1,0 +1,224 @@
+import { readFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { JsonlStore } from "../src/cache/jsonlStore.js";
+import { createToolHasher } from "../src/catalog/toolHash.js";
+import { ToolCatalog } from "../src/catalog/toolCatalog.js";
+import { Bridge } from "../src/core/bridge.js";
+import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
+import { SummarizeQueue } from "../src/summarize/summarizeQueue.js";
+import { benchConfig, configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
+import { exposeCorpus, type CorpusServer } from "./corpus.js";
+import { median, nowMs, sleep } from "./measure.js";
+import { targetPeakRss, type Connected } from "./mcpTarget.js";
+import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
+
+/** Time to the first `tools/list` answer with `upstreams` echo fixtures. */
+export interface StartupRow {
+  upstreams: number;
+  tools: number;
+  /** `abridge serve` over stdio when it is available, else the Bridge library in-process. */
+  via: string;
+  runs: number;
+  coldMsMedian: number;
+  warmMsMedian: number;
+  coldMsRuns: number[];
+  warmMsRuns: number[];
+  /** Cache entries present for the warm runs. */
+  warmEntries: number;
+}
+
+/** Result of {@link runStartup}. */
+export interface StartupResult {
+  method: string;
+  rows: StartupRow[];
+  listing: {
+    tools: number;
+    /** In-process: discovery against a warm cache plus rendering the compact list (median). */
+    discoverAndRenderMsMedian: number;
+    /** In-process: `ToolCatalog.list` once rendered (what a repeated tools/list costs). */
+    cachedListMsMedian: number;
+    /** Round trip of `tools/list` (compact) through `abridge serve` over stdio, warm (median). */
+    serveRoundTripMsMedian?: number;
+    notAvailable?: string;
+  };
+  memory: {
+    servers: number;
+    tools: number;
+    /** Peak RSS (VmHWM) of `abridge serve` after listing every corpus tool. */
+    servePeakRssMiB?: number;
+    notAvailable?: string;
+  };
+}
+
+/** Options of {@link runStartup}. */
+export interface StartupOptions {
+  corpus: readonly CorpusServer[];
+  signal?: AbortSignal;
+  /** Upstream counts (default 1, 10, 50). */
+  counts?: number[];
+}
+
+async function lineCount(file: string): Promise<number> {
+  try {
+    return (await readFile(file, "utf8")).split("\n").filter((l) => l.trim() !== "").length;
+  } catch {
+    return 0;
+  }
+}
+
+/** One time-to-first-list measurement: spawn or open, connect every upstream, answer tools/list. */
+async function firstList(configFile: string, cacheDir: string, useServe: boolean, signal?: AbortSignal): Promise<{ ms: number; tools: number }> {
+  const start = nowMs();
+  if (useServe) {
+    const target = await serveOverStdio({ config: configFile, cacheDir, ...(signal ? { signal } : {}) });
+    try {
+      const tools = await target.listTools(signal);
+      const ms = nowMs() - start;
+      // Let the background queue write the summaries the warm runs read.
+      await sleep(300, signal);
+      return { ms, tools };
+    } finally {
+      await target.close();
+    }
+  }
+  const config = benchConfig(await readFile(configFile, "utf8"), configFile);
+  const bridge = await Bridge.open({ config, cacheFile: path.join(cacheDir, "summaries.jsonl"), env: {} });
+  try {
+    await bridge.start(signal);
+    const tools = bridge.list().length;
+    const ms = nowMs() - start;
+    await bridge.queue.drain(signal);
+    return { ms, tools };
+  } finally {
+    await bridge.close();
+  }
+}
+
+async function startupRow(upstreams: number, dir: string, serveOk: boolean, signal?: AbortSignal): Promise<StartupRow> {
+  const configFile = path.join(dir, `startup-${upstreams}.toml`);
+  const servers = Array.from({ length: upstreams }, (_, i) => stdioServerToml(`s${String(i).padStart(2, "0")}`, ECHO_FIXTURE, ["--page-size", "100"]));
+  await writeFile(configFile, configToml(servers));
+  const runs = upstreams >= 50 ? 2 : 3;
+  const cold: number[] = [];
+  const warm: number[] = [];
+  let tools = 0;
+  let warmEntries = 0;
+  for (let i = 0; i < runs; i++) {
+    const cacheDir = path.join(dir, `cache-${upstreams}-${i}`);
+    const c = await firstList(configFile, cacheDir, serveOk, signal);
+    cold.push(c.ms);
+    tools = c.tools;
+    warmEntries = await lineCount(path.join(cacheDir, "summaries.jsonl"));
+    warm.push((await firstList(configFile, cacheDir, serveOk, signal)).ms);
+  }
+  return {
+    upstreams,
+    tools,
+    via: serveOk ? "abridge serve (stdio)" : "Bridge library (in-process)",
+    runs,
+    coldMsMedian: median(cold),
+    warmMsMedian: median(warm),
+    coldMsRuns: cold,
+    warmMsRuns: warm,
+    warmEntries,
+  };
+}
+
+/** 1,000 tools: the corpus repeated under three server names, cut to 1,000. */
+async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: boolean, serveWhy: string | undefined, signal?: AbortSignal): Promise<StartupResult["listing"]> {
+  const copies = [0, 1, 2].flatMap((k) => corpus.map((s) => ({ ...s, server: `${s.server}-${k}` })));
+  const exposed = exposeCorpus(copies).slice(0, 1_000);
+  const store = await JsonlStore.open({ file: path.join(dir, "listing.jsonl") });
+  const hasher = await createToolHasher();
+  const queue = new SummarizeQueue({ summarizer: new ExtractiveSummarizer(), sink: store });
+  const warmer = new ToolCatalog({ store, hasher, jobs: queue });
+  warmer.setTools(exposed);
+  await queue.drain(signal);
+  await queue.close();
+  const render: number[] = [];
+  const cached: number[] = [];
+  for (let i = 0; i < 21; i++) {
+    const catalog = new ToolCatalog({ store, hasher });
+    const start = nowMs();
+    catalog.setTools(exposed, { queue: false });
+    catalog.list("compact");
+    const mid = nowMs();
+    catalog.list("compact");
+    const end = nowMs();
+    if (i > 0) {
+      render.push(mid - start);
+      cached.push(end - mid);
+    }
+    catalog.close();
+  }
+  await store.close();
+  const out: StartupResult["listing"] = { tools: exposed.length, discoverAndRenderMsMedian: median(render), cachedListMsMedian: median(cached) };
+  if (!serveOk) return { ...out, notAvailable: serveWhy ?? "abridge serve is not available" };
+  const configFile = path.join(dir, "listing.toml");
+  await writeFile(configFile, configToml([stdioServerToml("echo", ECHO_FIXTURE, ["--tools", "998", "--page-size", "1000"])]));
+  let target: Connected | undefined;
+  try {
+    target = await serveOverStdio({ config: configFile, cacheDir: path.join(dir, "listing-cache"), ...(signal ? { signal } : {}) });
+    await target.listTools(signal);
+    await sleep(500, signal);
+    const times: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const start = nowMs();
+      await target.listTools(signal);
+      times.push(nowMs() - start);
+    }
+    return { ...out, serveRoundTripMsMedian: median(times) };
+  } catch (err) {
+    return { ...out, notAvailable: err instanceof Error ? err.message : String(err) };
+  } finally {
+    await target?.close();
+  }
+}
+
+async function memory(corpus: readonly CorpusServer[], dir: string, serveOk: boolean, serveWhy: string | undefined, signal?: AbortSignal): Promise<StartupResult["memory"]> {
+  const tools = corpus.reduce((n, s) => n + s.tools.length, 0);
+  const base = { servers: corpus.length, tools };
+  if (!serveOk) return { ...base, notAvailable: serveWhy ?? "abridge serve is not available" };
+  const configFile = path.join(dir, "corpus.toml");
+  await writeFile(configFile, configToml(corpus.map((s) => stdioServerToml(s.server, CORPUS_FIXTURE, ["--file", s.file]))));
+  let target: Connected | undefined;
+  try {
+    target = await serveOverStdio({ config: configFile, cacheDir: path.join(dir, "corpus-cache"), ...(signal ? { signal } : {}) });
+    const listed = await target.listTools(signal);
+    // Let every summary be written and the catalog re-rendered, then list once more.
+    await sleep(1_500, signal);
+    await target.listTools(signal);
+    const peak = targetPeakRss(target);
+    return { ...base, tools: listed, ...(peak !== undefined ? { servePeakRssMiB: peak } : { notAvailable: "no /proc status for the serve process" }) };
+  } catch (err) {
+    return { ...base, notAvailable: err instanceof Error ? err.message : String(err) };
+  } finally {
+    await target?.close();
+  }
+}
+
+/**
+ * Start-up and scale: time to the first `tools/list` with 1, 10 and 50 echo upstreams (cold cache
+ * and warm cache, medians), listing 1,000 tools warm, and the peak memory of `abridge serve` with
+ * every corpus catalog loaded.
+ */
+export async function runStartup(options: StartupOptions): Promise<StartupResult> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-startup-"));
+  try {
+    const why = await serveUnavailable(options.signal);
+    const serveOk = why === undefined;
+    const rows: StartupRow[] = [];
+    for (const n of options.counts ?? [1, 10, 50]) rows.push(await startupRow(n, dir, serveOk, options.signal));
+    return {
+      method:
+        "wall time from spawning `abridge serve` (stdio) to the first complete tools/list answer, every upstream a tsx-run echo fixture (7 tools); " +
+        "cold = empty cache dir, warm = the cache the cold run wrote; medians (3 runs, 2 for 50 upstreams). Upstream start-up (tsx) dominates.",
+      rows,
+      listing: await listing(options.corpus, dir, serveOk, why, options.signal),
+      memory: await memory(options.corpus, dir, serveOk, why, options.signal),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

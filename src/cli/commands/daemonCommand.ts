@@ -1,0 +1,227 @@
+import path from "node:path";
+import { resolveStateDir } from "../../cache/cachePaths.js";
+import { DaemonClient } from "../../client/daemonClient.js";
+import { ensureDaemon } from "../../client/ensureDaemon.js";
+import type { Config } from "../../config/schema.js";
+import { Daemon, DEFAULT_GRACE_MS } from "../../daemon/daemon.js";
+import { isLockStale, lockFilePath, readLock, releaseLock } from "../../daemon/daemonLock.js";
+import { isPidAlive } from "../../daemon/processInfo.js";
+import { isAbridgeError, ErrorCode } from "../../errors.js";
+import { sleep } from "../../summarize/sleep.js";
+import type { ServerStatus } from "../../upstream/types.js";
+import { writeLine } from "../cliIo.js";
+import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
+import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
+import { usageError } from "../usageError.js";
+
+const STATE_DIR_OPTION: Record<string, OptionSpec> = {
+  "state-dir": { type: "string", value: "DIR", description: "Directory of the daemon's lockfile and log (overrides config and $ABRIDGE_STATE_DIR)" },
+};
+
+function positiveInt(ctx: CommandContext, name: string): number | undefined {
+  const text = ctx.values[name];
+  if (typeof text !== "string") return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value <= 0) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
+  return value;
+}
+
+/** The state dir: `--state-dir`, `$ABRIDGE_STATE_DIR`, config `state_dir` (relative to the config file), default. */
+function stateDirFor(ctx: CommandContext, config: Config | undefined): string {
+  const configDir = config?.state_dir;
+  return resolveStateDir({
+    ...(typeof ctx.values["state-dir"] === "string" ? { flag: ctx.values["state-dir"] } : {}),
+    env: ctx.io.env,
+    ...(configDir !== undefined && config ? { configStateDir: path.resolve(path.dirname(config.source), configDir) } : {}),
+    cwd: ctx.io.cwd,
+  });
+}
+
+/**
+ * The config, when one is named or found. `status` and `stop` only need it for `state_dir`, so
+ * they work without one (state dir from the flag, the environment or the default).
+ */
+async function optionalConfig(ctx: CommandContext): Promise<Config | undefined> {
+  try {
+    return await ctx.loadConfig();
+  } catch (err) {
+    if (ctx.values.config === undefined && isAbridgeError(err, ErrorCode.CONFIG_NOT_FOUND)) return undefined;
+    throw err;
+  }
+}
+
+function formatUptime(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return h > 0 ? `${h}h${String(m).padStart(2, "0")}m` : m > 0 ? `${m}m${String(s % 60).padStart(2, "0")}s` : `${s}s`;
+}
+
+/** `abridge daemon`: run the daemon in the foreground until idle, `shutdown`, or a signal. */
+export const daemonCommand: CommandSpec = {
+  path: ["daemon"],
+  summary: "Run the local daemon for host applications in the foreground (JSON lines over loopback TCP)",
+  details: [
+    "Listens on 127.0.0.1 on a random port (or --socket PATH), writes <state dir>/abridge.lock (0600) with",
+    "its pid, address and token, and exits after idle_timeout_minutes without requests.",
+    "Subcommands: `daemon start` (detached), `daemon stop`, `daemon status`.",
+  ].join("\n"),
+  options: {
+    ...STATE_DIR_OPTION,
+    socket: { type: "string", value: "PATH", description: "Listen on this unix socket instead of loopback TCP" },
+    "heartbeat-ms": { type: "string", value: "MS", description: "Lockfile heartbeat interval (default 5000)" },
+    "grace-ms": { type: "string", value: "MS", description: `On SIGTERM, time calls in flight get to finish (default ${DEFAULT_GRACE_MS})` },
+    ...CACHE_DIR_OPTION,
+  },
+  async run(ctx) {
+    const heartbeatMs = positiveInt(ctx, "heartbeat-ms");
+    const graceMs = positiveInt(ctx, "grace-ms");
+    const socket = ctx.values.socket;
+    const config = await ctx.loadConfig();
+    const stateDir = stateDirFor(ctx, config);
+    const result = await Daemon.start({
+      config,
+      stateDir,
+      cacheFile: cacheFileFor(ctx, config),
+      env: ctx.io.env,
+      logger: ctx.logger,
+      ...(typeof socket === "string" ? { socketPath: path.resolve(ctx.io.cwd, socket) } : {}),
+      ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+      signal: ctx.io.signal,
+    });
+    if (result.status === "running") {
+      // Lost a start-up race, or started by hand beside a running one: not an error.
+      writeLine(ctx.io.stderr, `abridge daemon: already running (pid ${result.holder.pid}, ${result.holder.address})`);
+      return ExitCode.OK;
+    }
+    const daemon = result.daemon;
+    ctx.secrets.add(daemon.token);
+    writeLine(ctx.io.stderr, `abridge daemon: listening on ${daemon.address} (pid ${daemon.info.pid}, lockfile ${daemon.lockFile})`);
+    const onSignal = (): void => void daemon.close({ reason: "signal", ...(graceMs !== undefined ? { graceMs } : {}) });
+    if (ctx.io.signal.aborted) onSignal();
+    else ctx.io.signal.addEventListener("abort", onSignal, { once: true });
+    const reason = await daemon.closed;
+    ctx.io.signal.removeEventListener("abort", onSignal);
+    writeLine(ctx.io.stderr, `abridge daemon: stopped (${reason})`);
+    return reason === "lost-lock" ? ExitCode.FAILURE : ExitCode.OK;
+  },
+};
+
+/** `abridge daemon start`: make sure a daemon runs (detached), print its pid and address. */
+export const daemonStartCommand: CommandSpec = {
+  path: ["daemon", "start"],
+  summary: "Start the daemon in the background unless one is running; print its pid and address",
+  options: {
+    ...STATE_DIR_OPTION,
+    "timeout-ms": { type: "string", value: "MS", description: "How long to wait for it to answer (default 30000)" },
+  },
+  async run(ctx) {
+    const timeoutMs = positiveInt(ctx, "timeout-ms");
+    const config = await ctx.loadConfig();
+    const stateDir = stateDirFor(ctx, config);
+    const level = ctx.values["log-level"];
+    const handle = await ensureDaemon({
+      stateDir,
+      config,
+      env: ctx.io.env,
+      signal: ctx.io.signal,
+      logger: ctx.logger,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(typeof level === "string" ? { logLevel: level } : {}),
+    });
+    writeLine(
+      ctx.io.stdout,
+      `abridge daemon ${handle.spawned ? "started" : "already running"}: pid ${handle.info.pid}, address ${handle.info.address}, state dir ${stateDir}`,
+    );
+    return ExitCode.OK;
+  },
+};
+
+/** `abridge daemon stop`: ask the daemon to shut down and wait for its process to end. */
+export const daemonStopCommand: CommandSpec = {
+  path: ["daemon", "stop"],
+  summary: "Stop the running daemon (calls in flight finish first)",
+  options: {
+    ...STATE_DIR_OPTION,
+    "timeout-ms": { type: "string", value: "MS", description: "How long to wait for it to exit (default 30000)" },
+  },
+  async run(ctx) {
+    const timeoutMs = positiveInt(ctx, "timeout-ms") ?? 30_000;
+    const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
+    const lockFile = lockFilePath(stateDir);
+    const seen = await readLock(lockFile);
+    if (seen.state !== "ok" || isLockStale(seen)) {
+      // A stale lock left by a daemon that died: clear it so the next start need not take it over.
+      if (seen.state === "ok") await releaseLock(lockFile, seen.lock.token);
+      writeLine(ctx.io.stdout, `abridge daemon: not running (state dir ${stateDir})`);
+      return ExitCode.OK;
+    }
+    const client = new DaemonClient({ stateDir, logger: ctx.logger });
+    try {
+      await client.shutdown({ signal: ctx.io.signal });
+    } finally {
+      client.close();
+    }
+    const deadline = Date.now() + timeoutMs;
+    while (isPidAlive(seen.lock.pid)) {
+      if (Date.now() >= deadline) {
+        writeLine(ctx.io.stderr, `abridge daemon: pid ${seen.lock.pid} still running after ${timeoutMs} ms`);
+        return ExitCode.FAILURE;
+      }
+      await sleep(50, ctx.io.signal);
+    }
+    writeLine(ctx.io.stdout, `abridge daemon: stopped pid ${seen.lock.pid}`);
+    return ExitCode.OK;
+  },
+};
+
+/** `abridge daemon status`: pid, address, uptime and upstreams of the running daemon (exit 1 when none). */
+export const daemonStatusCommand: CommandSpec = {
+  path: ["daemon", "status"],
+  summary: "Show the running daemon's pid, address, uptime and upstreams (exit 1 when none runs)",
+  options: {
+    ...STATE_DIR_OPTION,
+    json: { type: "boolean", description: "Print the daemon's stats as JSON" },
+  },
+  async run(ctx) {
+    const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
+    const seen = await readLock(lockFilePath(stateDir));
+    if (seen.state !== "ok" || isLockStale(seen)) {
+      writeLine(ctx.io.stderr, `abridge daemon: not running (state dir ${stateDir})`);
+      return ExitCode.FAILURE;
+    }
+    const client = new DaemonClient({ stateDir, logger: ctx.logger });
+    let stats: Record<string, unknown>;
+    try {
+      stats = await client.stats({ signal: ctx.io.signal });
+    } catch (err) {
+      if (isAbridgeError(err, ErrorCode.DAEMON_UNAVAILABLE)) {
+        writeLine(ctx.io.stderr, `abridge daemon: pid ${seen.lock.pid} does not answer (${err.message})`);
+        return ExitCode.FAILURE;
+      }
+      throw err;
+    } finally {
+      client.close();
+    }
+    if (ctx.values.json === true) {
+      writeLine(ctx.io.stdout, JSON.stringify(stats, null, 2));
+      return ExitCode.OK;
+    }
+    const catalog = stats.catalog as { tools: number; hits: number; misses: number } | undefined;
+    const tokens = stats.tokens as { mode: string; full: number; current: number; saved: number } | undefined;
+    const lines = [
+      `pid       ${String(stats.pid)}`,
+      `address   ${String(stats.address)}`,
+      `version   ${String(stats.version)}`,
+      `uptime    ${formatUptime(Number(stats.uptimeMs ?? 0))}`,
+      `tools     ${catalog?.tools ?? 0} (cache hits ${catalog?.hits ?? 0}, misses ${catalog?.misses ?? 0}, queue ${String(stats.queueDepth ?? 0)})`,
+      ...(tokens ? [`tokens    ${tokens.current} in ${tokens.mode} mode vs ${tokens.full} full (${tokens.saved} saved)`] : []),
+      "upstreams",
+      ...((stats.upstreams as ServerStatus[] | undefined) ?? []).map(
+        (s) => `  ${s.name.padEnd(20)} ${s.state.padEnd(10)} ${String(s.toolCount).padStart(4)} tools${s.error ? `  ${s.error.message}` : ""}`,
+      ),
+    ];
+    writeLine(ctx.io.stdout, lines.join("\n"));
+    return ExitCode.OK;
+  },
+};

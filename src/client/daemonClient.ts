@@ -1,0 +1,278 @@
+import type { SchemaResult } from "../catalog/metaTools.js";
+import type { Mode } from "../config/schema.js";
+import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
+import { parseAddress, type DaemonTool } from "../daemon/protocol.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { silentLogger, type Logger } from "../log/logger.js";
+import type { CallToolResult, JsonObject } from "../upstream/types.js";
+import { parseToolUri } from "../upstream/naming.js";
+import { ClientConnection, ConnectionLostError, type ClientResponse } from "./clientConnection.js";
+import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
+
+/** Options of a {@link DaemonClient}. */
+export interface DaemonClientOptions {
+  /** The daemon's state directory (where its lockfile is). */
+  stateDir: string;
+  /**
+   * Start the daemon when none answers ({@link ensureDaemon} with these options). Without it the
+   * client only talks to a daemon that is already running.
+   */
+  autoStart?: Omit<EnsureDaemonOptions, "stateDir" | "signal">;
+  /** Client-side bound of every request but `call_tool` (default 60 s: `list_tools` waits for upstreams to start). */
+  requestTimeoutMs?: number;
+  /** How much longer than the daemon's call timeout the client waits (default 5 s). */
+  timeoutMarginMs?: number;
+  /** The call timeout assumed when the daemon did not report a server's (default 30 s, the config default). */
+  defaultCallTimeoutMs?: number;
+  /** Bound of connecting (default 5 s). */
+  connectTimeoutMs?: number;
+  logger?: Logger;
+}
+
+/** Options of {@link DaemonClient.callTool}. */
+export interface DaemonCallOptions {
+  signal?: AbortSignal;
+  /** The daemon's call timeout for this call (overrides the server's `timeout_ms`). */
+  timeoutMs?: number;
+  /** Validation mode (default the daemon's config `mode`). */
+  mode?: Mode;
+}
+
+/** A tool as a host application keeps it next to its own: `path` is `mcp://server/tool`. */
+export interface HostTool extends DaemonTool {
+  path: string;
+}
+
+/** Options of the read-only requests. */
+export interface DaemonRequestOptions {
+  signal?: AbortSignal;
+}
+
+/** Whether `path` is one of abridge's tool paths (`mcp://server/tool`). */
+export function isMcpPath(path: string): boolean {
+  return parseToolUri(path) !== undefined;
+}
+
+function knownCode(code: string): ErrorCode {
+  return (Object.values(ErrorCode) as string[]).includes(code) ? (code as ErrorCode) : ErrorCode.INTERNAL;
+}
+
+/** Turns an `ok: false` answer into the typed error the daemon meant. */
+function daemonError(response: ClientResponse): AbridgeError {
+  const error = response.error;
+  if (!error) return new AbridgeError(ErrorCode.INTERNAL, "the daemon answered ok: false without an error");
+  return new AbridgeError(knownCode(error.code), error.message, {
+    retryable: error.retryable === true,
+    ...(knownCode(error.code) !== error.code ? { details: { daemonCode: error.code } } : {}),
+  });
+}
+
+/**
+ * A host application's handle on the daemon. Reads the lockfile (or starts the daemon, with
+ * `autoStart`), sends every request with the token, and turns `ok: false` answers into
+ * {@link AbridgeError}s carrying the daemon's codes.
+ *
+ * Read-only requests share one pipelined connection. Each `callTool` has a connection of its own,
+ * so cancelling it (signal, timeout) can close that connection, which is what makes the daemon
+ * abort the upstream call, without disturbing other requests.
+ *
+ * When the daemon has restarted (connection refused, connection lost, token refused), the client
+ * finds the new one (starting it with `autoStart`) and retries once, but never a `call_tool` that
+ * may already have reached the daemon: a tool call is not assumed to be idempotent.
+ */
+export class DaemonClient {
+  private readonly options: DaemonClientOptions;
+  private readonly logger: Logger;
+  private info: LockInfo | undefined;
+  private timeoutsMs: Record<string, number> = {};
+  private timeoutsLearned = false;
+  private shared: ClientConnection | undefined;
+  private readonly calls = new Set<ClientConnection>();
+  private closed = false;
+
+  constructor(options: DaemonClientOptions) {
+    this.options = options;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Finds (or starts) the daemon and returns its lockfile content. */
+  async connect(options: DaemonRequestOptions = {}): Promise<LockInfo> {
+    return this.locate(false, options.signal);
+  }
+
+  /** The tool list (`mode` default: the daemon's config mode). */
+  async listTools(options: DaemonRequestOptions & { mode?: Mode } = {}): Promise<DaemonTool[]> {
+    const response = await this.send({ op: "list_tools", ...(options.mode ? { mode: options.mode } : {}) }, options.signal);
+    return response.tools as DaemonTool[];
+  }
+
+  /**
+   * Calls `tool` of `server`. A tool that reports an error is a result with `isError: true`; an
+   * error the daemon raised (unknown tool, upstream timeout, upstream gone) is thrown with its code.
+   */
+  async callTool(server: string, tool: string, args: JsonObject = {}, options: DaemonCallOptions = {}): Promise<CallToolResult> {
+    const body = {
+      op: "call_tool",
+      server,
+      tool,
+      args,
+      ...(options.timeoutMs !== undefined ? { timeout_ms: options.timeoutMs } : {}),
+      ...(options.mode ? { mode: options.mode } : {}),
+    };
+    if (options.timeoutMs === undefined && !this.timeoutsLearned) {
+      // The server's own timeout is what the daemon will wait; learn it once from `stats`.
+      await this.stats(options.signal ? { signal: options.signal } : {}).catch(() => undefined);
+    }
+    const daemonTimeoutMs = options.timeoutMs ?? this.timeoutsMs[server] ?? this.options.defaultCallTimeoutMs ?? 30_000;
+    // Wait longer than the daemon does, so its UPSTREAM_TIMEOUT (with the server named) arrives
+    // before this side gives up with a bare "no answer".
+    const clientTimeoutMs = daemonTimeoutMs + (this.options.timeoutMarginMs ?? 5_000);
+    for (let attempt = 0; ; attempt++) {
+      const info = await this.locate(attempt > 0, options.signal);
+      let connection: ClientConnection;
+      try {
+        connection = await this.open(info, options.signal);
+      } catch (err) {
+        if (attempt === 0 && this.isRestartSign(err)) continue;
+        throw err;
+      }
+      this.calls.add(connection);
+      try {
+        const response = await connection.request({ ...body, token: info.token }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+        if (!response.ok) {
+          // A refused token means nothing ran: a new daemon now holds the address.
+          if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
+          throw daemonError(response);
+        }
+        return response.result as CallToolResult;
+      } finally {
+        this.calls.delete(connection);
+        connection.close();
+      }
+    }
+  }
+
+  /** The full, original schema and description of a tool. */
+  async getSchema(server: string, tool: string, options: DaemonRequestOptions = {}): Promise<SchemaResult> {
+    const response = await this.send({ op: "get_schema", server, tool }, options.signal);
+    return response.schema as SchemaResult;
+  }
+
+  /** The daemon's counters: uptime, upstream states, cache hits and misses, queue depth, tokens saved. */
+  async stats(options: DaemonRequestOptions = {}): Promise<Record<string, unknown>> {
+    const response = await this.send({ op: "stats" }, options.signal);
+    const stats = response.stats as Record<string, unknown>;
+    this.learnTimeouts(stats);
+    return stats;
+  }
+
+  /** Re-lists every upstream; returns per-server discovery counts. */
+  async refresh(options: DaemonRequestOptions = {}): Promise<unknown[]> {
+    const response = await this.send({ op: "refresh" }, options.signal);
+    return response.discovery as unknown[];
+  }
+
+  /** Asks the daemon to stop (it finishes calls in flight first). */
+  async shutdown(options: DaemonRequestOptions = {}): Promise<void> {
+    await this.send({ op: "shutdown" }, options.signal, false);
+  }
+
+  /**
+   * The daemon's tools as a host keeps them next to its own: each with `path: "mcp://server/tool"`,
+   * which {@link executeTool} routes back here.
+   */
+  async loadTools(options: DaemonRequestOptions & { mode?: Mode } = {}): Promise<HostTool[]> {
+    const tools = await this.listTools(options);
+    return tools.map((tool) => ({ ...tool, path: tool.uri }));
+  }
+
+  /**
+   * Runs a tool loaded by {@link loadTools} (or given by its `mcp://server/tool` path).
+   *
+   * @throws AbridgeError TOOL_NOT_FOUND when the path is not an `mcp://` path: a host routes only
+   * those here and runs its own tools itself.
+   */
+  async executeTool(tool: { path: string } | string, args: JsonObject = {}, options: DaemonCallOptions = {}): Promise<CallToolResult> {
+    const path = typeof tool === "string" ? tool : tool.path;
+    const target = parseToolUri(path);
+    if (!target) throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `not an abridge tool path: "${path}" (expected mcp://<server>/<tool>)`);
+    return this.callTool(target.server, target.tool, args, options);
+  }
+
+  /** Closes the client's connections (calls still running are aborted by the daemon). Idempotent. */
+  close(): void {
+    this.closed = true;
+    this.shared?.close();
+    this.shared = undefined;
+    for (const connection of this.calls) connection.close();
+    this.calls.clear();
+  }
+
+  /** Sends a request on the shared connection, retrying once on a restarted daemon. */
+  private async send(body: Record<string, unknown>, signal: AbortSignal | undefined, retryLost = true): Promise<ClientResponse> {
+    const timeoutMs = this.options.requestTimeoutMs ?? 60_000;
+    for (let attempt = 0; ; attempt++) {
+      const info = await this.locate(attempt > 0, signal);
+      let response: ClientResponse;
+      try {
+        if (!this.shared || this.shared.closed) this.shared = await this.open(info, signal);
+        response = await this.shared.request({ ...body, token: info.token }, { timeoutMs, ...(signal ? { signal } : {}) });
+      } catch (err) {
+        // These requests only read (or, for refresh, re-read), so repeating one is harmless.
+        if (attempt === 0 && retryLost && this.isRestartSign(err)) continue;
+        throw err;
+      }
+      if (!response.ok) {
+        if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
+        throw daemonError(response);
+      }
+      return response;
+    }
+  }
+
+  private isRestartSign(err: unknown): boolean {
+    // A lost connection or a refused connect, not a slow answer: waiting again would only double it.
+    return err instanceof ConnectionLostError || (isAbridgeError(err, ErrorCode.DAEMON_UNAVAILABLE) && err.details?.phase === "connect");
+  }
+
+  private async open(info: LockInfo, signal: AbortSignal | undefined): Promise<ClientConnection> {
+    if (this.closed) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, "the client is closed");
+    const address = parseAddress(info.address);
+    if (!address) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `lockfile has a malformed address "${info.address}"`);
+    return ClientConnection.connect(address, { timeoutMs: this.options.connectTimeoutMs ?? 5_000, ...(signal ? { signal } : {}) });
+  }
+
+  /** The daemon to talk to: the one known, or (when `fresh`) the lockfile's or a new one. */
+  private async locate(fresh: boolean, signal: AbortSignal | undefined): Promise<LockInfo> {
+    if (this.info && !fresh) return this.info;
+    if (fresh) {
+      this.shared?.close();
+      this.shared = undefined;
+    }
+    if (this.options.autoStart) {
+      const handle = await ensureDaemon({ ...this.options.autoStart, stateDir: this.options.stateDir, ...(signal ? { signal } : {}) });
+      this.learnTimeouts(handle.stats);
+      if (handle.spawned) this.logger.info("started the daemon", { pid: handle.info.pid });
+      this.info = handle.info;
+      return handle.info;
+    }
+    const seen = await readLock(lockFilePath(this.options.stateDir));
+    if (seen.state !== "ok" || isLockStale(seen)) {
+      this.info = undefined;
+      throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no daemon is running for ${this.options.stateDir} (start one with \`abridge daemon start\`)`, {
+        retryable: true,
+      });
+    }
+    this.info = seen.lock;
+    return seen.lock;
+  }
+
+  private learnTimeouts(stats: Record<string, unknown>): void {
+    const timeouts = stats.timeoutsMs;
+    if (typeof timeouts !== "object" || timeouts === null) return;
+    this.timeoutsLearned = true;
+    for (const [server, value] of Object.entries(timeouts)) {
+      if (typeof value === "number" && value > 0) this.timeoutsMs[server] = value;
+    }
+  }
+}

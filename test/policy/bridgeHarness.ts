@@ -1,0 +1,92 @@
+/**
+ * Builds real Bridges from TOML for the policy and reliability tests: a temp dir per bridge (cache,
+ * state, audit log), a logger that keeps its lines, and after each test every bridge closed and
+ * every child pid it ever had checked gone.
+ */
+import path from "node:path";
+import { afterEach, expect } from "vitest";
+import { parseConfigText } from "../../src/config/parseConfigText.js";
+import type { Config } from "../../src/config/schema.js";
+import { Bridge } from "../../src/core/bridge.js";
+import type { BridgeOptions } from "../../src/core/bridge.js";
+import { createLogger, SecretSet } from "../../src/log/logger.js";
+import { tempDir } from "../helpers/cliHarness.js";
+import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
+
+/** A bridge under test with its temp dir and log. */
+export interface TestBridge {
+  bridge: Bridge;
+  config: Config;
+  dir: string;
+  lines: string[];
+  /** Current child pids, remembered for the after-test check. */
+  pids(): number[];
+}
+
+const open: { bridge: Bridge; cleanup: () => Promise<void> }[] = [];
+const seenPids = new Set<number>();
+
+/** TOML of a stdio server running a fixture with tsx, `extra` lines appended. */
+export function fixtureToml(name: string, file: string, args: readonly string[] = [], extra: readonly string[] = []): string {
+  const { command, args: argv } = fixtureCommand(file, args);
+  return [`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, ...extra, ""].join("\n");
+}
+
+/**
+ * Parses `toml` (relative paths resolve in the temp dir; `{dir}` is replaced by it), opens and
+ * starts a Bridge with fast restarts.
+ */
+export async function startBridge(
+  toml: string,
+  options: Partial<Omit<BridgeOptions, "config" | "cacheFile">> & {
+    env?: Record<string, string>;
+    secrets?: SecretSet;
+    /** Runs in the temp dir before the bridge opens (create folders the config names). */
+    prepare?: (dir: string) => Promise<void>;
+  } = {},
+): Promise<TestBridge> {
+  const { dir, cleanup } = await tempDir("abridge-policy-");
+  const { prepare, secrets: _secrets, env: _env, ...bridgeOptions } = options;
+  await prepare?.(dir);
+  const lines: string[] = [];
+  const secrets = options.secrets ?? new SecretSet();
+  const logger = createLogger({ level: "debug", sink: (line) => lines.push(line), secrets });
+  const env = options.env ?? {};
+  const config = parseConfigText(toml.replaceAll("{dir}", dir), { file: path.join(dir, "abridge.toml"), env, secrets });
+  const bridge = await Bridge.open({
+    changeDebounceMs: 10,
+    backoff: { baseMs: 50, factor: 2, capMs: 500, resetAfterMs: 30_000 },
+    stateDir: path.join(dir, "state"),
+    ...bridgeOptions,
+    config,
+    cacheFile: path.join(dir, "cache", "summaries.jsonl"),
+    env,
+    logger,
+  });
+  open.push({ bridge, cleanup });
+  const pids = (): number[] => {
+    const now = bridge.pool.pids();
+    for (const pid of now) seenPids.add(pid);
+    return now;
+  };
+  bridge.pool.on("statusChanged", () => pids());
+  await bridge.start();
+  pids();
+  return { bridge, config, dir, lines, pids };
+}
+
+afterEach(async () => {
+  const closing = open.splice(0);
+  for (const { bridge } of closing) for (const pid of bridge.pool.pids()) seenPids.add(pid);
+  await Promise.all(closing.map(({ bridge }) => bridge.close()));
+  await Promise.all(closing.map(({ cleanup }) => cleanup()));
+  const alive = alivePids([...seenPids]);
+  seenPids.clear();
+  killAll(alive);
+  expect(alive, "child processes left behind after close()").toEqual([]);
+});
+
+/** The text of a result's content blocks, joined. */
+export function resultText(result: { content?: unknown[] }): string {
+  return (result.content ?? []).map((b) => ((b as { text?: unknown }).text as string | undefined) ?? "").join("\n");
+}

@@ -1,0 +1,108 @@
+import { mkdir, readFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import type { AddressInfo, Server } from "node:net";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { bwrapArgs, findExecutable } from "../../src/upstream/sandbox.js";
+import { serverConfig } from "../helpers/processes.js";
+import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+async function listen(): Promise<number> {
+  const server = createServer((socket) => socket.end());
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+describe("bwrap arguments", () => {
+  it("read-only root, private /dev /proc /tmp, no network, named writable paths and env only", () => {
+    const args = bwrapArgs(
+      serverConfig({ name: "s", command: "node", args: ["server.js"], env: { TOKEN: "t0k3n" }, sandbox_write: ["/data"], cwd: "/work" }),
+      { PATH: "/usr/bin", HOME: "/home/u", OTHER: "leak" },
+    );
+    const joined = args.join(" ");
+    expect(joined).toContain("--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all");
+    expect(args).not.toContain("--share-net");
+    expect(joined).toContain("--bind /data /data");
+    expect(joined).toContain("--clearenv --setenv PATH /usr/bin --setenv HOME /home/u --setenv TOKEN t0k3n");
+    expect(joined).not.toContain("leak");
+    expect(joined.endsWith("--chdir /work -- node server.js")).toBe(true);
+    expect(bwrapArgs(serverConfig({ name: "s", command: "x", sandbox_network: true }), {})).toContain("--share-net");
+    expect(findExecutable("definitely-not-a-program", "/usr/bin:/bin")).toBeUndefined();
+  });
+});
+
+describe("sandboxed stdio servers (needs bubblewrap)", () => {
+  it("runs under bwrap: own environment, writes only to sandbox_write, no network", async () => {
+    const port = await listen();
+    const toml =
+      'mode = "full"\n' +
+      fixtureToml("box", "annotatedServer.ts", [], [
+        'sandbox = "bwrap"',
+        'sandbox_write = ["{dir}/writable"]',
+        'env = { NAMED = "yes" }',
+      ]) +
+      fixtureToml("net", "annotatedServer.ts", [], ['sandbox = "bwrap"', "sandbox_network = true"]);
+    const started = await startBridge(toml, { prepare: (dir) => mkdir(path.join(dir, "writable")).then(() => undefined) });
+    const { bridge } = started;
+    expect(bridge.servers().map((s) => [s.name, s.state, s.error?.message])).toEqual([
+      ["box", "ready", undefined],
+      ["net", "ready", undefined],
+    ]);
+    const env = JSON.parse(resultText(await bridge.callTool("box_env", {}))) as Record<string, string>;
+    expect(Object.keys(env).sort()).toEqual(["HOME", "NAMED", "PATH"]);
+
+    const inside = path.join(started.dir, "writable", "ok.txt");
+    expect(resultText(await bridge.callTool("box_write_path", { path: inside }))).toBe("written");
+    expect(await readFile(inside, "utf8")).toBe("written");
+    const outside = await bridge.callTool("box_write_path", { path: path.join(started.dir, "outside.txt") });
+    expect(resultText(outside)).toMatch(/cannot write: (EROFS|EACCES)/);
+    // Private /tmp: writable, but not the host's.
+    expect(resultText(await bridge.callTool("box_write_path", { path: "/tmp/inside-sandbox.txt" }))).toBe("written");
+    await expect(readFile("/tmp/inside-sandbox.txt", "utf8")).rejects.toMatchObject({ code: "ENOENT" });
+
+    const denied = await bridge.callTool("box_connect", { port });
+    expect(resultText(denied)).toMatch(/cannot connect/);
+    expect(resultText(await bridge.callTool("net_connect", { port }))).toBe("connected");
+  });
+
+  it("a missing bwrap is a clear start error for that server only, never an unsandboxed run", async () => {
+    const toml =
+      'mode = "full"\n' +
+      fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"', 'env = { PATH = "/nonexistent" }']) +
+      fixtureToml("plain", "annotatedServer.ts");
+    const { bridge, lines } = await startBridge(toml);
+    const box = bridge.servers().find((s) => s.name === "box");
+    expect(box).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
+    expect(box?.error?.message).toMatch(/bwrap was not found on PATH.*bubblewrap/);
+    expect(bridge.servers().find((s) => s.name === "plain")?.state).toBe("ready");
+    expect(lines.some((l) => l.includes("annotated fixture ready") && l.includes("server=box"))).toBe(false);
+  });
+
+  it("a sandbox_write path that does not exist is a clear start error", async () => {
+    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"', 'sandbox_write = ["{dir}/missing"]']);
+    const { bridge } = await startBridge(toml);
+    expect(bridge.servers()[0]).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
+    expect(bridge.servers()[0]?.error?.message).toMatch(/sandbox_write path .*missing does not exist/);
+  });
+});
+
+describe("lifecycle = per_call", () => {
+  it("starts a fresh process for every call and leaves none running between calls", async () => {
+    const toml = 'mode = "full"\n' + fixtureToml("once", "annotatedServer.ts", [], ['lifecycle = "per_call"']);
+    const { bridge, pids } = await startBridge(toml);
+    const first = Number(resultText(await bridge.callTool("once_pid", {})));
+    const second = Number(resultText(await bridge.callTool("once_pid", {})));
+    expect(first).not.toBe(second);
+    // Each process saw exactly one call.
+    expect(resultText(await bridge.callTool("once_count", {}))).toBe("1");
+    const [a, b] = await Promise.all([bridge.callTool("once_pid", {}), bridge.callTool("once_pid", {})]);
+    expect(resultText(a)).not.toBe(resultText(b));
+    pids();
+  });
+});
