@@ -1,4 +1,6 @@
+import { createRequire } from "node:module";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseConfigText } from "../src/config/parseConfigText.js";
 import type { Config } from "../src/config/schema.js";
 import { REPO_ROOT } from "./corpus.js";
@@ -10,9 +12,15 @@ export const CORPUS_FIXTURE = path.join(REPO_ROOT, "bench", "fixtures", "corpusS
 /** The CLI entry, run as `node --import tsx`. */
 export const CLI_BIN = path.join(REPO_ROOT, "src", "cli", "bin.ts");
 
+/**
+ * The tsx loader as an absolute file URL: a bare `--import tsx` resolves from the child's working
+ * directory, and the daemon runs detached from elsewhere, where it would not be found.
+ */
+const TSX_LOADER = pathToFileURL(createRequire(path.join(REPO_ROOT, "package.json")).resolve("tsx")).href;
+
 /** Command and args that run a TypeScript file with tsx under this Node (no npx start-up cost). */
 export function tsxCommand(file: string, args: readonly string[] = []): { command: string; args: string[] } {
-  return { command: process.execPath, args: ["--import", "tsx", file, ...args] };
+  return { command: process.execPath, args: ["--import", TSX_LOADER, file, ...args] };
 }
 
 /** TOML of one stdio server running `file` with tsx. */

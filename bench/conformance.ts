@@ -39,7 +39,7 @@ const KNOWN_REASONS: Record<string, string> = {
   "compact:json-schema-2020-12-$schema":
     "compact mode serves a minimal schema (property names, types, required, enums) by design; the full schema, $schema included, is one get_schema call away and calls are validated against it",
   "compact:json-schema-2020-12-$defs":
-    "compact mode inlines or drops $defs by design (minimal schema); get_schema returns the original with $defs",
+    "compact mode resolves each $ref inline and drops $defs by design (minimal schema, no dangling refs); get_schema returns the original with $defs",
   "compact:json-schema-2020-12-additionalProperties":
     "compact mode drops additionalProperties from the minimal schema by design; arguments are still validated against the full schema before forwarding",
   "*:server-sse-priming-event":

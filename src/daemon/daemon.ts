@@ -310,7 +310,11 @@ export class Daemon implements SessionHost {
     };
   }
 
-  /** Tokens of the configured mode's list against full mode's; recounted only after a change. */
+  /**
+   * Tokens of the configured mode's list against full mode's; recounted only after a change.
+   * `saved` is not clamped: on a handful of tiny tools compact's `get_schema` costs more than it
+   * saves, and stats should say so.
+   */
   private tokenStats(): Record<string, unknown> {
     const tools = this.bridge.catalog.tools();
     if (this.tokens && !this.tokensDirty && this.tokens.key === tools) return this.tokens.value;
@@ -318,7 +322,7 @@ export class Daemon implements SessionHost {
     const report = tokenReport(tools, { separator: this.config.separator });
     const full = report.full.openAiTokens;
     const current = report[mode].openAiTokens;
-    const value = { mode, full, current, saved: Math.max(0, full - current), ratioOfFull: report[mode].ratioOfFull };
+    const value = { mode, full, current, saved: full - current, ratioOfFull: report[mode].ratioOfFull };
     this.tokens = { key: tools, value };
     this.tokensDirty = false;
     return value;

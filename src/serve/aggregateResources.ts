@@ -17,7 +17,7 @@ export interface Origin {
  */
 export class ResourceAggregator {
   private readonly uriOwner = new Map<string, string>();
-  private templates: { server: string; pattern: RegExp }[] = [];
+  private templates: { server: string; template: string; pattern: RegExp }[] = [];
   private readonly promptOrigin = new Map<string, Origin>();
 
   constructor(
@@ -55,7 +55,7 @@ export class ResourceAggregator {
   /** Every upstream's resource templates; names prefixed, templates kept. */
   async listTemplates(signal?: AbortSignal): Promise<JsonObject[]> {
     const out: JsonObject[] = [];
-    const templates: { server: string; pattern: RegExp }[] = [];
+    const templates: { server: string; template: string; pattern: RegExp }[] = [];
     const lists = await Promise.allSettled(
       this.servers("resources").map(async (s) => ({
         server: s.name,
@@ -66,7 +66,7 @@ export class ResourceAggregator {
       if (list.status !== "fulfilled") continue;
       for (const item of list.value.items) {
         if (typeof item.uriTemplate !== "string") continue;
-        templates.push({ server: list.value.server, pattern: templatePattern(item.uriTemplate) });
+        templates.push({ server: list.value.server, template: item.uriTemplate, pattern: templatePattern(item.uriTemplate) });
         out.push({ ...item, name: this.exposed(list.value.server, String(item.name ?? item.uriTemplate)) });
       }
     }
@@ -86,6 +86,16 @@ export class ResourceAggregator {
     if (found !== undefined) return found;
     const candidates = this.servers("resources");
     return candidates.length === 1 ? candidates[0]!.name : undefined;
+  }
+
+  /**
+   * The server that lists the resource template `uriTemplate` (a `ref/resource` of
+   * `completion/complete` names a template, not a resource); falls back to {@link ownerOf}.
+   */
+  async templateOwnerOf(uriTemplate: string, signal?: AbortSignal): Promise<string | undefined> {
+    const listed = (): string | undefined => this.templates.find((t) => t.template === uriTemplate)?.server;
+    if (listed() === undefined) await this.listTemplates(signal).catch(() => undefined);
+    return listed() ?? this.ownerOf(uriTemplate, signal);
   }
 
   /** Every upstream's prompts under exposed names. */

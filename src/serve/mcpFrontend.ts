@@ -1,20 +1,33 @@
+import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode as RpcCode,
   GetPromptRequestSchema,
+  LoggingLevelSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type LoggingLevel,
+  type ServerNotification,
+  type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { JsonObject } from "../upstream/types.js";
+import type { CallRelay, UpstreamNotification } from "../upstream/upstreamConnection.js";
 import { VERSION } from "../version.js";
 import { ResourceAggregator } from "./aggregateResources.js";
 
@@ -86,6 +99,52 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
   }
 }
 
+/** Any result object of a relayed request, kept as the client sent it (the upstream validates it). */
+const looseResult = z.looseObject({});
+
+/** What a request handler gets besides the request. */
+type HandlerExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** An SDK request schema: a zod object whose `method` is a literal. */
+type RequestSchema = z.ZodObject<{ method: z.ZodLiteral<string> } & z.core.$ZodShape>;
+
+/**
+ * Registers `handler` for the method of `schema`, answering params that do not fit the schema
+ * with -32602. The SDK parses them itself and lets the ZodError become -32603 (internal error),
+ * which tells a client that abridge broke rather than that the request was wrong.
+ */
+function handle<S extends RequestSchema>(server: Server, schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void {
+  const method = schema.shape.method.value;
+  server.setRequestHandler(z.looseObject({ method: z.literal(method) }), async (request, extra) => {
+    const parsed = schema.safeParse(request);
+    if (!parsed.success) throw new McpError(RpcCode.InvalidParams, `invalid params of ${method}: ${z.prettifyError(parsed.error)}`);
+    return (await handler(parsed.data, extra)) as never;
+  });
+}
+
+/**
+ * Over stdio the SDK reports a line that is not JSON, or not a JSON-RPC message, only to
+ * `onerror` and answers nothing, so the client waits forever. JSON-RPC asks for -32700 and -32600
+ * with a null id (the id cannot be read); abridge sends them and keeps serving.
+ */
+function answerUnreadableMessage(server: Server, error: Error, logger: Logger): void {
+  const transport = server.transport;
+  if (!(transport instanceof StdioServerTransport)) return;
+  const code = error instanceof SyntaxError ? RpcCode.ParseError : error.name === "ZodError" ? RpcCode.InvalidRequest : undefined;
+  if (code === undefined) return;
+  const message = code === RpcCode.ParseError ? `Parse error: ${error.message}` : "Invalid Request: not a JSON-RPC 2.0 message";
+  transport.send({ jsonrpc: "2.0", id: null, error: { code, message } } as never).catch((err: unknown) => logger.debug("error response not delivered", { error: String(err) }));
+}
+
+/** Severity rank of a log level (`debug` lowest). */
+function severity(level: unknown): number {
+  return LoggingLevelSchema.options.indexOf(level as LoggingLevel);
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** MCP requires `inputSchema.type === "object"`; some servers omit it (gitlab's), which makes SDK clients reject the whole list. */
 function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool: T): T {
   return tool.inputSchema.type === "object" ? tool : { ...tool, inputSchema: { type: "object", ...tool.inputSchema } };
@@ -95,6 +154,15 @@ function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool
  * Builds an SDK low-level `Server` over a {@link Bridge}: every upstream's tools (in the chosen
  * mode), resources and prompts, with calls, cancellation and progress passed through. One is made
  * per client connection; they all share the bridge.
+ *
+ * What upstreams send back is routed to the right client: progress by token; sampling and
+ * elicitation requests and log lines made during a tool call go to the client whose call it is
+ * (while only one client has calls in flight on that upstream: with overlapping calls of two
+ * clients a request is refused and a log line goes to every client, since stdio carries nothing
+ * that ties an upstream's message to one call); `resources/updated` goes to the clients that
+ * subscribed; list_changed to everyone. `logging/setLevel` is kept per client and filters what it
+ * is sent; it is not forwarded, because the upstreams are shared and one client's level must not
+ * silence another's. Capabilities are declared from what the upstreams offer at connect time.
  */
 export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = {}): McpFrontend {
   const mode = options.mode ?? bridge.config.mode;
@@ -102,6 +170,14 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const pageSize = options.pageSize ?? 500;
   const servers = new Map(bridge.config.servers.map((s) => [s.name, s]));
   const resources = new ResourceAggregator(bridge.pool, bridge.config.separator, (s) => servers.get(s)?.prefix !== false);
+  const clientId = `${options.client ?? "client"}:${randomUUID()}`;
+  const capabilityOf = (server: string, key: string): JsonObject | undefined => {
+    const value = bridge.pool.status(server)?.capabilities?.[key];
+    return isObject(value) ? value : undefined;
+  };
+  const upstreamCapabilities = bridge.pool.servers().map((s) => s.capabilities ?? {});
+  const canSubscribe = upstreamCapabilities.some((c) => isObject(c.resources) && c.resources.subscribe === true);
+  const canComplete = upstreamCapabilities.some((c) => isObject(c.completions));
 
   const instructions = [
     `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
@@ -114,22 +190,56 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const server = new Server(
     { name: "abridge", version: VERSION },
     {
-      capabilities: { tools: { listChanged: true }, resources: {}, prompts: {} },
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { listChanged: true, ...(canSubscribe ? { subscribe: true } : {}) },
+        prompts: { listChanged: true },
+        // abridge answers logging/setLevel itself and filters the upstreams' log lines per client.
+        logging: {},
+        ...(canComplete ? { completions: {} } : {}),
+      },
       instructions,
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, (request) => {
+  handle(server, ListToolsRequestSchema, (request) => {
     const all = bridge.list(mode);
     const offset = decodeCursor(request.params?.cursor);
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
     return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.onerror = (error) => {
+    logger.debug("MCP front end error", { error: error.message });
+    answerUnreadableMessage(server, error, logger);
+  };
+
+  let logLevel: LoggingLevel | undefined;
+  handle(server, SetLevelRequestSchema, (request) => {
+    logLevel = request.params.level;
+    return {};
+  });
+  const wantsLog = (params: JsonObject): boolean => logLevel === undefined || severity(params.level) >= severity(logLevel);
+  const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
+
+  handle(server, CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
+    const relay: CallRelay = {
+      client: clientId,
+      async request(method, params, signal) {
+        const capabilities = server.getClientCapabilities();
+        const supported = method === "sampling/createMessage" ? capabilities?.sampling : method === "elicitation/create" ? capabilities?.elicitation : undefined;
+        if (supported === undefined) throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
+        // extra.sendRequest ties the request to this call: over HTTP it travels on the call's stream.
+        return extra.sendRequest({ method, params } as never, looseResult, { signal });
+      },
+      notify(method, params) {
+        if (method === "notifications/message" && !wantsLog(params)) return;
+        extra.sendNotification({ method, params } as never).catch(notDelivered(method));
+      },
+    };
     try {
-      return await bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
+      return await bridge.pool.withRelay(relay, () => bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
         signal: extra.signal,
         mode,
         ...(progressToken !== undefined
@@ -141,7 +251,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
               },
             }
           : {}),
-      });
+      }));
     } catch (err) {
       const outcome = toWireOutcome(err);
       if ("error" in outcome) throw outcome.error;
@@ -149,30 +259,102 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
   });
 
+  const wireError = (err: unknown): McpError => {
+    const outcome = toWireOutcome(err);
+    return "error" in outcome ? outcome.error : new McpError(RpcCode.InternalError, toAbridgeError(err).message);
+  };
   const forward = async (server: string | undefined, method: string, params: JsonObject, signal: AbortSignal, what: string): Promise<JsonObject> => {
     if (server === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
     try {
       return await bridge.pool.request(server, method, params, { signal });
     } catch (err) {
-      const outcome = toWireOutcome(err);
-      if ("error" in outcome) throw outcome.error;
-      throw new McpError(RpcCode.InternalError, toAbridgeError(err).message);
+      throw wireError(err);
     }
   };
 
-  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({ resources: await resources.listResources(extra.signal) }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async (_request, extra) => ({
+  handle(server, ListResourcesRequestSchema, async (_request, extra) => ({ resources: await resources.listResources(extra.signal) }));
+  handle(server, ListResourceTemplatesRequestSchema, async (_request, extra) => ({
     resourceTemplates: await resources.listTemplates(extra.signal),
   }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+  handle(server, ReadResourceRequestSchema, async (request, extra) => {
     const owner = await resources.ownerOf(request.params.uri, extra.signal);
     return forward(owner, "resources/read", request.params as JsonObject, extra.signal, `resource "${request.params.uri}"`) as never;
   });
-  server.setRequestHandler(ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await resources.listPrompts(extra.signal) }));
-  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+  handle(server, ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await resources.listPrompts(extra.signal) }));
+  handle(server, GetPromptRequestSchema, async (request, extra) => {
     const origin = await resources.promptOriginOf(request.params.name, extra.signal);
     return forward(origin?.server, "prompts/get", { ...request.params, name: origin?.original ?? request.params.name } as JsonObject, extra.signal, `prompt "${request.params.name}"`) as never;
   });
+
+  // Subscriptions of this client, uri -> owning server; released when the client goes.
+  const subscribed = new Map<string, string>();
+  if (canSubscribe) {
+    handle(server, SubscribeRequestSchema, async (request, extra) => {
+      const uri = request.params.uri;
+      if (subscribed.has(uri)) return {};
+      const owner = await resources.ownerOf(uri, extra.signal);
+      if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown resource "${uri}"`);
+      if (capabilityOf(owner, "resources")?.subscribe !== true) throw new McpError(RpcCode.MethodNotFound, `server "${owner}" does not support resource subscriptions`);
+      subscribed.set(uri, owner);
+      try {
+        await bridge.pool.subscribeResource(owner, uri, { signal: extra.signal });
+      } catch (err) {
+        subscribed.delete(uri);
+        throw wireError(err);
+      }
+      return {};
+    });
+    handle(server, UnsubscribeRequestSchema, async (request, extra) => {
+      const owner = subscribed.get(request.params.uri);
+      if (owner === undefined) return {};
+      subscribed.delete(request.params.uri);
+      try {
+        await bridge.pool.unsubscribeResource(owner, request.params.uri, { signal: extra.signal });
+      } catch (err) {
+        throw wireError(err);
+      }
+      return {};
+    });
+  }
+
+  if (canComplete) {
+    handle(server, CompleteRequestSchema, async (request, extra) => {
+      const ref = request.params.ref;
+      let owner: string | undefined;
+      let params = request.params as JsonObject;
+      if (ref.type === "ref/prompt") {
+        const origin = await resources.promptOriginOf(ref.name, extra.signal);
+        owner = origin?.server;
+        if (origin) params = { ...params, ref: { ...ref, name: origin.original } };
+      } else {
+        owner = await resources.templateOwnerOf(ref.uri, extra.signal);
+      }
+      const what = ref.type === "ref/prompt" ? `prompt "${ref.name}"` : `resource template "${ref.uri}"`;
+      if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
+      // An owner without completions has none to offer; that is an empty answer, not an error.
+      if (capabilityOf(owner, "completions") === undefined) return { completion: { values: [], hasMore: false } };
+      return forward(owner, "completion/complete", params, extra.signal, what) as never;
+    });
+  }
+
+  const onUpstreamNotification = (origin: string, notification: UpstreamNotification): void => {
+    const { method, params } = notification;
+    switch (method) {
+      case "notifications/message":
+        if (wantsLog(params)) server.notification({ method, params } as never).catch(notDelivered(method));
+        return;
+      case "notifications/resources/updated":
+        if (subscribed.get(String(params.uri)) === origin) server.sendResourceUpdated(params as never).catch(notDelivered(method));
+        return;
+      case "notifications/resources/list_changed":
+        server.sendResourceListChanged().catch(notDelivered(method));
+        return;
+      case "notifications/prompts/list_changed":
+        server.sendPromptListChanged().catch(notDelivered(method));
+        return;
+    }
+  };
+  bridge.pool.on("notification", onUpstreamNotification);
 
   // One list_changed per real change: summaries that land in a mode that does not show them
   // (full) change nothing the client sees, and a client's prompt cache should not be broken for it.
@@ -184,6 +366,16 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     server.sendToolListChanged().catch((err: unknown) => logger.debug("list_changed not delivered", { error: String(err) }));
   });
 
-  return { server, dispose: unsubscribe };
+  return {
+    server,
+    dispose() {
+      unsubscribe();
+      bridge.pool.off("notification", onUpstreamNotification);
+      for (const [uri, owner] of subscribed) {
+        bridge.pool.unsubscribeResource(owner, uri).catch(notDelivered("resources/unsubscribe"));
+      }
+      subscribed.clear();
+    },
+  };
 }
 

@@ -4,11 +4,22 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode as RpcErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode as RpcErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ProgressNotificationSchema,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
-import { silentLogger } from "../log/logger.js";
+import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
@@ -18,7 +29,7 @@ import { compareStrings } from "./naming.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
-import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerState, ServerStatus } from "./types.js";
+import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate, RawTool, ServerState, ServerStatus } from "./types.js";
 
 /** Name and version abridge introduces itself with in `initialize`. */
 export interface ClientInfo {
@@ -28,6 +39,26 @@ export interface ClientInfo {
 
 /** Default `clientInfo`. */
 export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "abridge", version: "0.1.0" };
+
+/**
+ * The client a forwarded call came from, as far as the upstream needs it: where to send the
+ * requests (`sampling/createMessage`, `elicitation/create`) and log lines the upstream makes while
+ * the call runs. A front end sets one per call (see `UpstreamPool.withRelay`).
+ */
+export interface CallRelay {
+  /** Identifies the downstream client (one per session): calls of one client may share answers. */
+  client: string;
+  /** Sends a request to that client, related to the call, and resolves with its answer. */
+  request(method: string, params: JsonObject, signal: AbortSignal): Promise<JsonObject>;
+  /** Sends a notification to that client, related to the call. */
+  notify(method: string, params: JsonObject): void;
+}
+
+/** A notification from an upstream that no single call owns (resources/updated, list_changed, logs). */
+export interface UpstreamNotification {
+  method: string;
+  params: JsonObject;
+}
 
 /** Options of an {@link UpstreamConnection}. */
 export interface UpstreamConnectionOptions {
@@ -45,7 +76,17 @@ export interface UpstreamConnectionOptions {
   onStatusChanged?: (status: ServerStatus) => void;
   /** Called when the (filtered) tool list changed after the first discovery. */
   onToolsChanged?: () => void;
+  /** The relay of the call being forwarded now, if its caller set one (read when a call starts). */
+  currentRelay?: () => CallRelay | undefined;
+  /** Notifications no call took: resources/updated, list_changed, log lines outside a call. */
+  onNotification?: (notification: UpstreamNotification) => void;
 }
+
+/** Stands in for the caller of a call that came without a relay (CLI, daemon). */
+const NO_RELAY_CLIENT = "\0no-relay";
+
+/** setTimeout's ceiling: a call with `resetTimeoutOnProgress` and no total cap runs on its idle timer. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** `tools/list` result, loose: unknown keys of the result and of each tool are kept as sent. */
 const listToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
@@ -110,6 +151,8 @@ export class UpstreamConnection {
   private readonly filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
+  private readonly currentRelay: (() => CallRelay | undefined) | undefined;
+  private readonly onNotification: ((notification: UpstreamNotification) => void) | undefined;
 
   private state: ServerState;
   private error: { code: ErrorCode; message: string } | undefined;
@@ -128,6 +171,12 @@ export class UpstreamConnection {
   private generation = 0;
   private readonly transports = new Set<Transport>();
   private readonly stderrTail: string[] = [];
+  /**
+   * This server's `env` and `headers` values: a server that prints its token (on stderr, in an
+   * error) must not have it copied into status, errors or logs. Literal values count too, not only
+   * `${VAR}` ones: a token written into the config is just as secret.
+   */
+  private readonly secrets = new SecretSet();
   private readonly lifetime = new AbortController();
   private startPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
@@ -135,6 +184,15 @@ export class UpstreamConnection {
   private relistTimer: NodeJS.Timeout | undefined;
   private relisting: Promise<void> | undefined;
   private relistAgain = false;
+  /**
+   * tools/call requests in flight, in start order, with who made them: an upstream's request or
+   * log line carries no reference to the call it belongs to (stdio has no such field), so it is
+   * routed by elimination (see {@link relayTarget}).
+   */
+  private readonly inFlight = new Map<number, { client: string; relay: CallRelay | undefined }>();
+  private nextCallId = 0;
+  /** Our own progress tokens -> the caller's callback (see {@link forward} for why not the SDK's). */
+  private readonly progressHandlers = new Map<string, (update: ProgressUpdate) => void>();
 
   constructor(config: ServerConfig, options: UpstreamConnectionOptions = {}) {
     this.config = config;
@@ -145,8 +203,15 @@ export class UpstreamConnection {
     this.stderrLogLevel = options.stderrLogLevel ?? "debug";
     this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
     this.filter = createToolFilter(config.allow, config.deny);
+    for (const value of [...Object.values(config.env), ...Object.values(config.headers)]) {
+      this.secrets.add(value);
+      // "Bearer <token>": the token alone may show up too.
+      for (const word of value.split(/\s+/)) if (word.length >= 8) this.secrets.add(word);
+    }
     this.onStatusChanged = options.onStatusChanged;
     this.onToolsChanged = options.onToolsChanged;
+    this.currentRelay = options.currentRelay;
+    this.onNotification = options.onNotification;
     this.state = config.enabled ? "connecting" : "disabled";
   }
 
@@ -216,7 +281,7 @@ export class UpstreamConnection {
     if (signal?.aborted) return new AbridgeError(ErrorCode.CANCELLED, "start was cancelled", { cause: err });
     if (isAbridgeError(err)) return err;
     const tail = this.stderrTail.slice(-3).join(" | ");
-    const message = `${this.config.name}: ${messageOf(err)}${tail ? ` (stderr: ${tail})` : ""}`;
+    const message = this.secrets.redact(`${this.config.name}: ${messageOf(err)}${tail ? ` (stderr: ${tail})` : ""}`);
     return new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, message, {
       cause: err,
       retryable: true,
@@ -233,10 +298,10 @@ export class UpstreamConnection {
     this.stderrTail.length = 0;
     const transport = this.createTransport();
     this.transports.add(transport);
-    const client = new Client(this.clientInfo, { capabilities: {} });
+    const client = this.newClient();
     client.onerror = (err) => {
       // Parse errors of garbage on stdout land here; they are survivable, so only logged.
-      if (generation === this.generation) this.logger.debug("upstream transport error", { error: messageOf(err) });
+      if (generation === this.generation) this.logger.debug("upstream transport error", { error: this.secrets.redact(messageOf(err)) });
     };
     client.onclose = () => this.handleClosed(generation, transport);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -302,6 +367,64 @@ export class UpstreamConnection {
     }
   }
 
+  /**
+   * A client that can take what an upstream sends back during a call: sampling and elicitation
+   * requests (relayed to the calling client, so they are declared as capabilities), progress,
+   * log lines and resource notifications.
+   */
+  private newClient(): Client {
+    const client = new Client(this.clientInfo, { capabilities: { sampling: {}, elicitation: {} } });
+    client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+      const { progressToken, progress, total, message } = n.params;
+      this.progressHandlers.get(String(progressToken))?.({
+        progress,
+        ...(total !== undefined ? { total } : {}),
+        ...(message !== undefined ? { message } : {}),
+      });
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const target = this.relayTarget();
+      // A log line during one client's calls belongs to that client; anything else is server-wide.
+      if (typeof target === "object" && target.relay) target.relay.notify(n.method, n.params as JsonObject);
+      else this.onNotification?.({ method: n.method, params: n.params as JsonObject });
+    });
+    for (const schema of [ResourceUpdatedNotificationSchema, ResourceListChangedNotificationSchema, PromptListChangedNotificationSchema]) {
+      client.setNotificationHandler(schema, (n) => this.onNotification?.({ method: n.method, params: (n.params ?? {}) as JsonObject }));
+    }
+    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => this.relayRequest(request.method, request.params as JsonObject, extra.signal) as never);
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => this.relayRequest(request.method, request.params as JsonObject, extra.signal) as never);
+    return client;
+  }
+
+  /**
+   * Whom an upstream request or log line made now belongs to: the most recent call when every
+   * call in flight comes from the same client; `ambiguous` when calls of several clients overlap
+   * (guessing could show one user's prompt to another); `none` with no call in flight.
+   */
+  private relayTarget(): { client: string; relay: CallRelay | undefined } | "none" | "ambiguous" {
+    const calls = [...this.inFlight.values()];
+    const last = calls.at(-1);
+    if (last === undefined) return "none";
+    return calls.every((c) => c.client === last.client) ? last : "ambiguous";
+  }
+
+  /** Relays a server->client request of the upstream to the client whose call it is part of. */
+  private async relayRequest(method: string, params: JsonObject, signal: AbortSignal): Promise<JsonObject> {
+    const target = this.relayTarget();
+    const name = this.config.name;
+    if (target === "ambiguous") {
+      this.logger.warn("refused an upstream request: calls of several clients are in flight", { method });
+      throw new McpError(
+        RpcErrorCode.InvalidRequest,
+        `abridge: ${method} from ${name} arrived while calls of several clients were in flight; abridge cannot tell which client to ask, so it refuses rather than ask the wrong one`,
+      );
+    }
+    if (target === "none" || target.relay === undefined) {
+      throw new McpError(RpcErrorCode.InvalidRequest, `abridge: ${method} from ${name} arrived outside any tool call of a client that can answer it`);
+    }
+    return target.relay.request(method, params, signal);
+  }
+
   private createTransport(): Transport {
     const config = this.config;
     if (config.transport === "stdio") {
@@ -321,6 +444,7 @@ export class UpstreamConnection {
         // With `stderr: "pipe"` the SDK hands out a PassThrough (typed as a bare Stream).
         const lines = createInterface({ input: stderr as Readable, crlfDelay: Infinity });
         lines.on("line", (line) => {
+          line = this.secrets.redact(line);
           this.stderrTail.push(line);
           if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
           this.logger[this.stderrLogLevel]("upstream stderr", { line });
@@ -535,8 +659,8 @@ export class UpstreamConnection {
     if (this.state !== "ready") this.readyClient();
     const transport = this.createTransport();
     this.transports.add(transport);
-    const client = new Client(this.clientInfo, { capabilities: {} });
-    client.onerror = (err) => this.logger.debug("per-call transport error", { error: messageOf(err) });
+    const client = this.newClient();
+    client.onerror = (err) => this.logger.debug("per-call transport error", { error: this.secrets.redact(messageOf(err)) });
     const timeoutMs = this.config.connect_timeout_ms;
     try {
       const signals = [this.lifetime.signal];
@@ -609,26 +733,44 @@ export class UpstreamConnection {
     callerSignal?.addEventListener("abort", onAbort, { once: true });
     const timeoutMs = options.timeoutMs ?? this.config.timeout_ms;
     const onProgress = options.onProgress;
+    const callId = ++this.nextCallId;
+    // Progress goes through our own token, not the SDK's `onprogress`: the SDK drops its progress
+    // handler as soon as the response arrives, and a notification read from the same chunk just
+    // before the response is delivered a microtask later, so the last update (often "100 of 100")
+    // was lost. Ours is removed only after the response has been awaited.
+    const progressToken = onProgress || options.resetTimeoutOnProgress ? `abridge-${callId}` : undefined;
+    let idleTimer: NodeJS.Timeout | undefined;
+    const armIdleTimer = (): void => {
+      if (!options.resetTimeoutOnProgress) return;
+      if (idleTimer) clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => perCall.abort(new McpError(RpcErrorCode.RequestTimeout, `no progress for ${timeoutMs} ms`)), timeoutMs);
+      idleTimer.unref();
+    };
+    if (progressToken !== undefined) {
+      this.progressHandlers.set(progressToken, (update) => {
+        armIdleTimer();
+        onProgress?.(update);
+      });
+    }
+    armIdleTimer();
+    if (method === "tools/call") {
+      const relay = this.currentRelay?.();
+      this.inFlight.set(callId, { client: relay?.client ?? NO_RELAY_CLIENT, relay });
+    }
+    const meta = isObject(params._meta) ? params._meta : {};
+    const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {
-      return await client.request({ method, params }, schema, {
+      return await client.request({ method, params: sent }, schema, {
         signal: perCall.signal,
-        timeout: timeoutMs,
-        ...(onProgress
-          ? {
-              onprogress: (p: { progress: number; total?: number; message?: string }) =>
-                onProgress({
-                  progress: p.progress,
-                  ...(p.total !== undefined ? { total: p.total } : {}),
-                  ...(p.message !== undefined ? { message: p.message } : {}),
-                }),
-            }
-          : {}),
-        ...(options.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
-        ...(options.maxTotalTimeoutMs !== undefined ? { maxTotalTimeout: options.maxTotalTimeoutMs } : {}),
+        // With resetTimeoutOnProgress the idle timer above is the timeout; the SDK's is the cap.
+        timeout: options.resetTimeoutOnProgress ? (options.maxTotalTimeoutMs ?? MAX_TIMER_MS) : timeoutMs,
       });
     } catch (err) {
       throw this.callError(err, method, timeoutMs, callerSignal);
     } finally {
+      if (idleTimer) clearTimeout(idleTimer);
+      if (progressToken !== undefined) this.progressHandlers.delete(progressToken);
+      this.inFlight.delete(callId);
       callerSignal?.removeEventListener("abort", onAbort);
     }
   }
@@ -650,7 +792,7 @@ export class UpstreamConnection {
           retryable: true,
         });
       }
-      return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: ${err.message}`, { cause: err, details: { rpcCode: err.code } });
+      return new AbridgeError(ErrorCode.UPSTREAM_ERROR, this.secrets.redact(`${name}: ${err.message}`), { cause: err, details: { rpcCode: err.code } });
     }
     if (err instanceof z.ZodError) {
       return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: malformed ${method} result`, { cause: err });
@@ -662,7 +804,7 @@ export class UpstreamConnection {
       this.logger.warn("upstream unreachable; reconnecting", { error: messageOf(err) });
       void this.client?.close().catch(() => undefined);
     }
-    return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name}: ${messageOf(err)}`, { cause: err, retryable: true });
+    return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, this.secrets.redact(`${name}: ${messageOf(err)}`), { cause: err, retryable: true });
   }
 
   /**

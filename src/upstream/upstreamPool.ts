@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { EventEmitter } from "node:events";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -7,7 +8,7 @@ import type { BackoffOptions } from "./backoff.js";
 import { assignNames, compareStrings } from "./naming.js";
 import type { AssignedName } from "./naming.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
-import type { ClientInfo } from "./upstreamConnection.js";
+import type { CallRelay, ClientInfo, UpstreamNotification } from "./upstreamConnection.js";
 import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "./types.js";
 
 /** Events of an {@link UpstreamPool}. */
@@ -16,6 +17,8 @@ export interface UpstreamPoolEvents {
   toolsChanged: [server: string];
   /** A server's status changed (state, error, tool count). */
   statusChanged: [status: ServerStatus];
+  /** A notification of a server that no call took (resources/updated, list_changed, logs outside calls). */
+  notification: [server: string, notification: UpstreamNotification];
 }
 
 /** Options of an {@link UpstreamPool}. */
@@ -50,9 +53,15 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private byOrigin = new Map<string, AssignedName>();
   private startPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
+  /** The relay of the call being made in this async context (set by {@link withRelay}). */
+  private readonly relays = new AsyncLocalStorage<CallRelay>();
+  /** Resource subscriptions per `server\0uri`, counted: clients share one upstream subscription. */
+  private readonly subscriptions = new Map<string, number>();
 
   constructor(options: UpstreamPoolOptions) {
     super();
+    // Every serve session listens for notifications; dozens of sessions are normal, not a leak.
+    this.setMaxListeners(0);
     this.options = options;
     this.separator = options.separator;
     this.logger = options.logger ?? silentLogger;
@@ -75,6 +84,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
       ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
       onStatusChanged: (status) => this.emit("statusChanged", status),
       onToolsChanged: () => this.handleToolsChanged(config.name),
+      currentRelay: () => this.relays.getStore(),
+      onNotification: (notification) => this.emit("notification", config.name, notification),
     });
   }
 
@@ -241,6 +252,48 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    */
   async listAll(server: string, method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
     return this.connection(server).listAll(method, key, options);
+  }
+
+  /**
+   * Runs `fn` so that every tool call it forwards carries `relay`: sampling and elicitation
+   * requests and log lines an upstream sends during such a call go to that client. Carried by
+   * async context, so the layers in between (bridge, guard) need not pass it on.
+   */
+  withRelay<T>(relay: CallRelay, fn: () => Promise<T>): Promise<T> {
+    return this.relays.run(relay, fn);
+  }
+
+  /**
+   * Subscribes to updates of `uri` on `server`; the upstream is asked once however many clients
+   * subscribe. Pair every call with {@link unsubscribeResource}.
+   */
+  async subscribeResource(server: string, uri: string, options: ForwardOptions = {}): Promise<void> {
+    const key = `${server}\0${uri}`;
+    const count = this.subscriptions.get(key) ?? 0;
+    this.subscriptions.set(key, count + 1);
+    if (count > 0) return;
+    try {
+      await this.connection(server).request("resources/subscribe", { uri }, options);
+    } catch (err) {
+      this.releaseSubscription(key);
+      throw err;
+    }
+  }
+
+  /** Drops one subscription to `uri`; the upstream is told when the last one goes. */
+  async unsubscribeResource(server: string, uri: string, options: ForwardOptions = {}): Promise<void> {
+    const key = `${server}\0${uri}`;
+    if (!this.subscriptions.has(key)) return;
+    if (this.releaseSubscription(key) > 0) return;
+    await this.connection(server).request("resources/unsubscribe", { uri }, options);
+  }
+
+  /** Decrements a subscription count and returns what is left. */
+  private releaseSubscription(key: string): number {
+    const left = (this.subscriptions.get(key) ?? 1) - 1;
+    if (left > 0) this.subscriptions.set(key, left);
+    else this.subscriptions.delete(key);
+    return left;
   }
 
   /** Closes every connection and ends every child process; idempotent, resolves when all are gone. */

@@ -16,8 +16,10 @@ import { alivePids, killAll } from "../helpers/processes.js";
 const daemons: Daemon[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 const childPids = new Set<number>();
+const rawClients: RawClient[] = [];
 
 afterEach(async () => {
+  for (const client of rawClients.splice(0)) client.close();
   await Promise.allSettled(daemons.splice(0).map((d) => d.close({ graceMs: 2_000 })));
   const left = alivePids([...childPids]);
   killAll(left);
@@ -114,7 +116,9 @@ export class RawClient {
       socket.once("error", reject);
       socket.once("connect", () => {
         socket.off("error", reject);
-        resolve(new RawClient(socket));
+        const client = new RawClient(socket);
+        rawClients.push(client);
+        resolve(client);
       });
     });
   }

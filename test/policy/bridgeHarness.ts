@@ -38,7 +38,7 @@ export function fixtureToml(name: string, file: string, args: readonly string[] 
  */
 export async function startBridge(
   toml: string,
-  options: Partial<Omit<BridgeOptions, "config" | "cacheFile">> & {
+  options: Partial<Omit<BridgeOptions, "config">> & {
     env?: Record<string, string>;
     secrets?: SecretSet;
     /** Runs in the temp dir before the bridge opens (create folders the config names). */
@@ -59,7 +59,7 @@ export async function startBridge(
     stateDir: path.join(dir, "state"),
     ...bridgeOptions,
     config,
-    cacheFile: path.join(dir, "cache", "summaries.jsonl"),
+    cacheFile: options.cacheFile ?? path.join(dir, "cache", "summaries.jsonl"),
     env,
     logger,
   });

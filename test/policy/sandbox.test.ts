@@ -1,4 +1,4 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import type { AddressInfo, Server } from "node:net";
 import path from "node:path";
@@ -55,13 +55,20 @@ describe("sandboxed stdio servers (needs bubblewrap)", () => {
       ["net", "ready", undefined],
     ]);
     const env = JSON.parse(resultText(await bridge.callTool("box_env", {}))) as Record<string, string>;
-    expect(Object.keys(env).sort()).toEqual(["HOME", "NAMED", "PATH"]);
+    // bwrap sets PWD itself after changing directory; nothing else from abridge's environment.
+    expect(Object.keys(env).filter((k) => k !== "PWD").sort()).toEqual(["HOME", "NAMED", "PATH"]);
 
     const inside = path.join(started.dir, "writable", "ok.txt");
     expect(resultText(await bridge.callTool("box_write_path", { path: inside }))).toBe("written");
     expect(await readFile(inside, "utf8")).toBe("written");
-    const outside = await bridge.callTool("box_write_path", { path: path.join(started.dir, "outside.txt") });
+    // Outside /tmp (which is private) the root is read-only, even for root.
+    const hostFile = `/var/tmp/abridge-sandbox-${process.pid}-${Date.now()}.txt`;
+    const outside = await bridge.callTool("box_write_path", { path: hostFile });
+    await rm(hostFile, { force: true });
     expect(resultText(outside)).toMatch(/cannot write: (EROFS|EACCES)/);
+    // The temp dir is under /tmp: the write lands in the sandbox's own /tmp, not on the host.
+    expect(resultText(await bridge.callTool("box_write_path", { path: path.join(started.dir, "outside.txt") }))).toBe("written");
+    await expect(readFile(path.join(started.dir, "outside.txt"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
     // Private /tmp: writable, but not the host's.
     expect(resultText(await bridge.callTool("box_write_path", { path: "/tmp/inside-sandbox.txt" }))).toBe("written");
     await expect(readFile("/tmp/inside-sandbox.txt", "utf8")).rejects.toMatchObject({ code: "ENOENT" });
@@ -104,5 +111,10 @@ describe("lifecycle = per_call", () => {
     const [a, b] = await Promise.all([bridge.callTool("once_pid", {}), bridge.callTool("once_pid", {})]);
     expect(resultText(a)).not.toBe(resultText(b));
     pids();
+    // Each call's process is ended after it (polled: the end is not instant, only certain).
+    for (let waitedMs = 0; bridge.pool.pids().length > 0; waitedMs += 25) {
+      if (waitedMs > 20_000) throw new Error(`per-call processes still running: ${bridge.pool.pids().join(", ")}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
   });
 });

@@ -1,0 +1,267 @@
+/**
+ * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`),
+ * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg. Figures
+ * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
+ * whether targets are met or missed (a failed benchmark module exits 1).
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { runCache, type CacheResult } from "./cache.js";
+import { loadCorpus, loadQueries, REPO_ROOT, summarizedCatalog } from "./corpus.js";
+import { runFidelity, type FidelityResult } from "./fidelity.js";
+import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
+import { markdownTable, pct } from "./markdownTable.js";
+import { round } from "./measure.js";
+import { runStartup, type StartupResult } from "./startup.js";
+import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
+import { tokensSvg } from "./tokensChart.js";
+import { MODES } from "../src/config/schema.js";
+import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
+
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup"] as const;
+type BenchName = (typeof BENCHES)[number];
+
+/** One target with its verdict. */
+interface TargetCheck {
+  target: string;
+  figure: string;
+  status: "met" | "missed" | "not measured";
+}
+
+interface Results {
+  startedAt: string;
+  totalRuntimeMs?: number;
+  machine: { cpus: number; node: string; platform: string };
+  tokens?: TokensResult;
+  fidelity?: FidelityResult;
+  cache?: CacheResult;
+  latency?: LatencyResult;
+  startup?: StartupResult;
+  failures: { bench: string; error: string }[];
+  targets: TargetCheck[];
+}
+
+function parseOnly(argv: readonly string[]): BenchName[] {
+  const i = argv.indexOf("--only");
+  const inline = argv.find((a) => a.startsWith("--only="));
+  const value = inline !== undefined ? inline.slice("--only=".length) : i === -1 ? undefined : argv[i + 1];
+  if (value === undefined) return [...BENCHES];
+  const names = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const unknown = names.filter((n) => !(BENCHES as readonly string[]).includes(n));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new Error(`--only: expected a comma-separated list of ${BENCHES.join(", ")}, got "${value}"`);
+  }
+  return BENCHES.filter((b) => names.includes(b));
+}
+
+const ms = (v: number | undefined, digits = 2): number | undefined => (v === undefined ? undefined : round(v, digits));
+
+function tokensMarkdown(r: TokensResult): string {
+  const out: string[] = [`## Token budget\n\nUnit: ${r.unit}.`];
+  for (const s of r.summarizers) {
+    out.push(`\n### Summarizer \`${s.summarizer}\`${s.fallbacks > 0 ? ` (${s.fallbacks} extractive fallbacks)` : ""}\n`);
+    const headers = ["server", "tools>", ...MODES.map((m) => `${m}>`), "compact/full>", "names only>", "1st sentence>", "1st sentence + schema>"];
+    const rows = [...s.perServer, s.total].map((row) => [
+      row.server === "total" ? "**total**" : row.server,
+      row.tools,
+      ...MODES.map((m) => row.modes[m]),
+      pct(row.modes.compact / row.modes.full),
+      row.references.namesOnly,
+      row.references.firstSentence,
+      row.references.firstSentenceSchema,
+    ]);
+    out.push(markdownTable(headers, rows));
+    out.push(
+      "\nShare of full over the pooled corpus list:\n\n" +
+        markdownTable(
+          ["view", "tokens>", "share of full>", "MCP tools/list tokens>"],
+          [
+            ...MODES.map((m) => [m, s.total.modes[m], pct(s.shareOfFull[m]), s.mcpTotal[m]]),
+            ...REFERENCES.map((ref) => [`ref: ${REFERENCE_LABELS[ref]}`, s.total.references[ref], pct(s.shareOfFull[ref]), undefined]),
+          ],
+        ),
+    );
+  }
+  for (const n of r.notAvailable) out.push(`\nSummarizer ${n.summarizer}: not available: ${n.reason}`);
+  return out.join("\n");
+}
+
+function fidelityMarkdown(r: FidelityResult): string {
+  const s = r.structural;
+  return [
+    `## Selection fidelity\n\n${r.queries} labelled queries, ${r.tools} corpus tools pooled. ${r.note}\n`,
+    markdownTable(
+      ["mode", "top-1>", "top-5>", "top-1 hits>", "top-5 hits>"],
+      r.modes.map((m) => [m.mode, pct(m.top1), pct(m.top5), m.top1Hits, m.top5Hits]),
+    ),
+    `\ncompact/full: top-1 ${pct(r.compactOverFull.top1)}, top-5 ${pct(r.compactOverFull.top5)}.\n`,
+    `### Structural fidelity (compact view)\n`,
+    markdownTable(
+      ["check", "kept>", "checked>", "share>"],
+      [
+        ["required parameter names", s.requiredKept.kept, s.requiredKept.checked, pct(s.requiredKept.kept / (s.requiredKept.checked || 1))],
+        ["enums with <= 10 values", s.shortEnumsKept.kept, s.shortEnumsKept.checked, pct(s.shortEnumsKept.kept / (s.shortEnumsKept.checked || 1))],
+        ["destructiveHint", s.destructiveHintKept.kept, s.destructiveHintKept.checked, pct(s.destructiveHintKept.kept / (s.destructiveHintKept.checked || 1))],
+        ["**tools passing every check**", undefined, s.tools, pct(s.share)],
+      ],
+    ),
+    ...(s.failures.length > 0 ? ["\nLost in compact view:\n", ...s.failures.map((f) => `- ${f.tool}: ${f.lost.join("; ")}`)] : []),
+  ].join("\n");
+}
+
+function cacheMarkdown(r: CacheResult): string {
+  return [
+    "## Cache\n",
+    markdownTable(
+      ["entries>", "file MiB>", "load ms (median)>", "runs>", "heap MiB>", "RSS MiB>"],
+      r.load.map((l) => [l.entries, round(l.fileMiB, 1), ms(l.loadMsMedian, 1), l.runs, round(l.heapMiBMedian, 1), round(l.rssMiBMedian, 1)]),
+    ),
+    `\nEach load runs in a fresh process (\`JsonlStore.open\`, read-only). Hashing (canonical JSON + xxhash64): ${round(r.hashing.msPer1000Median, 2)} ms per 1,000 corpus tools (median of ${r.hashing.rounds} rounds of ${r.hashing.toolsPerRound}).`,
+  ].join("\n");
+}
+
+function latencyMarkdown(r: LatencyResult): string {
+  return [
+    `## Latency and throughput\n\nUpstream: ${r.upstream}. Method: ${r.method}.\n`,
+    markdownTable(
+      ["path", "p50 ms>", "p99 ms>", "added p50 ms>", "added p99 ms>", ...CONCURRENCY.map((c) => `calls/s c=${c}>`)],
+      r.rows.map((row) =>
+        row.notAvailable !== undefined
+          ? [row.label, `not available: ${row.notAvailable.replace(/^not available: /, "")}`]
+          : [row.label, ms(row.p50Ms, 3), ms(row.p99Ms, 3), ms(row.addedP50Ms, 3), ms(row.addedP99Ms, 3), ...CONCURRENCY.map((c) => Math.round(row.throughput?.[String(c)] ?? Number.NaN))],
+      ),
+    ),
+  ].join("\n");
+}
+
+function startupMarkdown(r: StartupResult): string {
+  const l = r.listing;
+  const m = r.memory;
+  return [
+    `## Start-up and scale\n\n${r.method}\n`,
+    markdownTable(
+      ["upstreams>", "tools>", "via", "runs>", "cold ms (median)>", "warm ms (median)>", "warm cache entries>"],
+      r.rows.map((row) => [row.upstreams, row.tools, row.via, row.runs, ms(row.coldMsMedian, 0), ms(row.warmMsMedian, 0), row.warmEntries]),
+    ),
+    `\nListing ${l.tools} tools (compact, warm cache): discovery + render in-process ${ms(l.discoverAndRenderMsMedian, 2)} ms; repeated list (memoized) ${ms(l.cachedListMsMedian, 4)} ms; ` +
+      (l.serveRoundTripMsMedian !== undefined ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians).` : `through serve: not available: ${l.notAvailable}.`),
+    `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact): ` +
+      (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
+  ].join("\n");
+}
+
+function checkTargets(r: Results): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const add = (target: string, value: number | undefined, ok: (v: number) => boolean, show: (v: number) => string, why?: string): void => {
+    if (value === undefined || !Number.isFinite(value)) checks.push({ target, figure: why ?? "not measured", status: "not measured" });
+    else checks.push({ target, figure: show(value), status: ok(value) ? "met" : "missed" });
+  };
+  const share = r.tokens?.summarizers[0]?.shareOfFull;
+  add("compact <= 10% of full tokens (corpus, extractive)", share?.compact, (v) => v <= 0.1, (v) => pct(v) ?? "");
+  add("lazy <= 2% of full tokens", share?.lazy, (v) => v <= 0.02, (v) => pct(v) ?? "");
+  add("summary <= 45% of full tokens", share?.summary, (v) => v <= 0.45, (v) => pct(v) ?? "");
+  add("compact top-5 fidelity >= 97% of full's", r.fidelity?.compactOverFull.top5, (v) => v >= 0.97, (v) => `${pct(v)} (compact ${pct(r.fidelity?.modes.find((m) => m.mode === "compact")?.top5)} vs full ${pct(r.fidelity?.modes.find((m) => m.mode === "full")?.top5)})`);
+  add("structural fidelity 100%", r.fidelity?.structural.share, (v) => v >= 1, (v) => pct(v) ?? "");
+  const serveStdio = r.latency?.rows.find((x) => x.id === "serveStdio");
+  add("serve (stdio) added p50 <= 0.5 ms over direct", serveStdio?.addedP50Ms, (v) => v <= 0.5, (v) => `${v.toFixed(3)} ms`, serveStdio?.notAvailable);
+  const daemon = r.latency?.rows.find((x) => x.id === "daemon");
+  add("daemon throughput >= 5,000 calls/s at c=64 (stdio echo upstream)", daemon?.throughput?.["64"], (v) => v >= 5_000, (v) => `${Math.round(v)} calls/s`, daemon?.notAvailable);
+  const big = r.cache?.load.find((l) => l.entries === 100_000);
+  add("100k-entry cache loads in <= 300 ms", big?.loadMsMedian, (v) => v <= 300, (v) => `${v.toFixed(0)} ms`);
+  const listing = r.startup?.listing;
+  const listMs = listing?.serveRoundTripMsMedian;
+  add(
+    "warm tools/list of 1,000 tools <= 5 ms (round trip through serve)",
+    listMs,
+    (v) => v <= 5,
+    (v) => `${v.toFixed(2)} ms (in-process discovery + render ${listing?.discoverAndRenderMsMedian.toFixed(1)} ms)`,
+    listing?.notAvailable,
+  );
+  return checks;
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const only = parseOnly(process.argv.slice(2));
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort(new Error("interrupted")));
+  const signal = controller.signal;
+  const results: Results = {
+    startedAt: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    failures: [],
+    targets: [],
+  };
+  const sections: string[] = [];
+  const print = (text: string): void => {
+    sections.push(text);
+    process.stdout.write(`${text}\n\n`);
+  };
+  const corpus = loadCorpus();
+  let svg: string | undefined;
+
+  const step = async (name: BenchName, fn: () => Promise<void>): Promise<void> => {
+    if (!only.includes(name)) return;
+    const t0 = performance.now();
+    process.stderr.write(`bench: ${name}...\n`);
+    try {
+      await fn();
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      results.failures.push({ bench: name, error: message });
+      print(`## ${name}\n\nfailed: ${message}`);
+    }
+    process.stderr.write(`bench: ${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  };
+
+  await step("tokens", async () => {
+    results.tokens = await runTokens({ corpus, env: process.env, signal });
+    print(tokensMarkdown(results.tokens));
+    const first = results.tokens.summarizers[0];
+    if (first) svg = tokensSvg([...first.perServer, first.total], `abridge: o200k tokens per mode (${first.summarizer})`);
+  });
+  await step("fidelity", async () => {
+    const { tools } = await summarizedCatalog(corpus, new ExtractiveSummarizer(), { signal });
+    results.fidelity = runFidelity({ tools, queries: loadQueries() });
+    print(fidelityMarkdown(results.fidelity));
+  });
+  await step("cache", async () => {
+    results.cache = await runCache({ corpus, signal });
+    print(cacheMarkdown(results.cache));
+  });
+  await step("latency", async () => {
+    results.latency = await runLatency({ signal });
+    print(latencyMarkdown(results.latency));
+  });
+  await step("startup", async () => {
+    results.startup = await runStartup({ corpus, signal });
+    print(startupMarkdown(results.startup));
+  });
+
+  results.targets = checkTargets(results);
+  results.totalRuntimeMs = performance.now() - started;
+  print(
+    "## Targets\n\n" +
+      markdownTable(["target", "figure", "status"], results.targets.map((t) => [t.target, t.figure, t.status])) +
+      `\n\nTotal runtime: ${(results.totalRuntimeMs / 1000).toFixed(1)} s on ${results.machine.cpus} CPUs (${results.machine.node}). Benchmarks run: ${only.join(", ")}.`,
+  );
+
+  const dir = path.join(REPO_ROOT, "bench", "results");
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(path.join(dir, "latest.md"), `# abridge benchmarks\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`);
+  if (svg !== undefined) await writeFile(path.join(dir, "tokens.svg"), svg);
+  return results.failures.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,117 @@
+import { spawnSync } from "node:child_process";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  acquireLock,
+  isLockStale,
+  lockFilePath,
+  newToken,
+  readLock,
+  refreshLock,
+  releaseLock,
+  type LockInfo,
+} from "../../src/daemon/daemonLock.js";
+import { tempDir } from "../helpers/cliHarness.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+async function lockDir(): Promise<string> {
+  const { dir, cleanup } = await tempDir("abridge-lock-");
+  cleanups.push(cleanup);
+  return lockFilePath(dir);
+}
+
+function lockFor(pid: number, heartbeat = new Date()): LockInfo {
+  return {
+    pid,
+    address: "127.0.0.1:1",
+    token: newToken(),
+    started: heartbeat.toISOString(),
+    version: "test",
+    heartbeat: heartbeat.toISOString(),
+    heartbeatMs: 1_000,
+  };
+}
+
+/** A pid that existed and has exited (a child we waited for). */
+function deadPid(): number {
+  const result = spawnSync(process.execPath, ["-e", ""]);
+  return result.pid;
+}
+
+describe("daemon lockfile", () => {
+  it("creates the lock 0600 with its whole content", async () => {
+    const file = await lockDir();
+    const lock = lockFor(process.pid);
+    expect(await acquireLock(file, lock)).toEqual({ acquired: true });
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual(lock);
+    // No temp or takeover files are left beside it.
+    const { readdir } = await import("node:fs/promises");
+    expect(await readdir(path.dirname(file))).toEqual(["abridge.lock"]);
+  });
+
+  it("lets exactly one of ten simultaneous takers win", async () => {
+    const file = await lockDir();
+    const locks = Array.from({ length: 10 }, () => lockFor(process.pid));
+    const results = await Promise.all(locks.map((lock) => acquireLock(file, lock)));
+    const winners = results.filter((r) => r.acquired);
+    expect(winners).toHaveLength(1);
+    const held = await readLock(file);
+    if (held.state !== "ok") throw new Error("no lock");
+    for (const result of results) if (!result.acquired) expect(result.holder.token).toBe(held.lock.token);
+  });
+
+  it("takes over a lock whose pid is dead, and only one of ten takers wins it", async () => {
+    const file = await lockDir();
+    const dead = lockFor(deadPid());
+    await writeFile(file, JSON.stringify(dead), { mode: 0o600 });
+    expect(isLockStale(await readLock(file))).toBe(true);
+    const locks = Array.from({ length: 10 }, () => lockFor(process.pid));
+    const results = await Promise.all(locks.map((lock) => acquireLock(file, lock)));
+    expect(results.filter((r) => r.acquired)).toHaveLength(1);
+    const held = await readLock(file);
+    expect(held.state === "ok" && held.lock.token !== dead.token).toBe(true);
+  });
+
+  it("takes over a live pid's lock only when its heartbeat is old", async () => {
+    const file = await lockDir();
+    const fresh = lockFor(process.pid);
+    await writeFile(file, JSON.stringify(fresh), { mode: 0o600 });
+    const first = await acquireLock(file, lockFor(process.pid));
+    expect(first).toEqual({ acquired: false, holder: fresh });
+
+    const old = lockFor(process.pid, new Date(Date.now() - 60_000));
+    await writeFile(file, JSON.stringify(old));
+    expect(await acquireLock(file, lockFor(process.pid))).toEqual({ acquired: true });
+  });
+
+  it("treats an unreadable lock as stale", async () => {
+    const file = await lockDir();
+    await writeFile(file, "{not json");
+    expect(isLockStale(await readLock(file))).toBe(true);
+    expect((await acquireLock(file, lockFor(process.pid))).acquired).toBe(true);
+  });
+
+  it("refreshes only its own lock and releases only its own lock", async () => {
+    const file = await lockDir();
+    const mine = lockFor(process.pid);
+    await acquireLock(file, mine);
+    const beat = { ...mine, heartbeat: new Date(Date.now() + 1_000).toISOString() };
+    expect(await refreshLock(file, beat)).toBe(true);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual(beat);
+
+    const other = lockFor(process.pid);
+    await writeFile(file, JSON.stringify(other));
+    expect(await refreshLock(file, beat)).toBe(false);
+    expect(await releaseLock(file, mine.token)).toBe(false);
+    expect((await readLock(file)).state).toBe("ok");
+    expect(await releaseLock(file, other.token)).toBe(true);
+    expect((await readLock(file)).state).toBe("missing");
+  });
+});

@@ -1,0 +1,145 @@
+import { readFile } from "node:fs/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { DaemonClient } from "../../src/client/daemonClient.js";
+import { ensureDaemon, type EnsureDaemonOptions } from "../../src/client/ensureDaemon.js";
+import { spawnDaemon } from "../../src/client/spawnDaemon.js";
+import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge } from "../helpers/cliHarness.js";
+import { isAlive, killAll } from "../helpers/processes.js";
+import { testSetup } from "./daemonHarness.js";
+
+/** Temp dirs of this file's tests: every process whose command line names one is ours. */
+const markers: string[] = [];
+const clients: DaemonClient[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  const dirs = markers.splice(0);
+  // Daemons are meant to outlive their spawner: stop them the way a user would (SIGTERM), which
+  // must also end their upstream children.
+  for (const dir of dirs) for (const pid of pidsWithMarker(`${dir}/state`)) process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 15_000;
+  let left = dirs.flatMap((dir) => pidsWithMarker(dir));
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = dirs.flatMap((dir) => pidsWithMarker(dir));
+  }
+  killAll(left);
+  expect(left).toEqual([]);
+});
+
+async function e2eSetup(extra = ""): Promise<Awaited<ReturnType<typeof testSetup>> & { ensure: EnsureDaemonOptions }> {
+  // The daemon runs in the config's folder; the fixture's `--import tsx` needs the repo's.
+  const server = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--marker", "MARKER"], `cwd = ${JSON.stringify(process.cwd())}`);
+  const setup = await testSetup(server, extra);
+  // The fixture's marker is the test dir, so afterEach finds the upstream children too.
+  const { writeFile } = await import("node:fs/promises");
+  const text = (await readFile(setup.configFile, "utf8")).replace("MARKER", setup.dir);
+  await writeFile(setup.configFile, text);
+  markers.push(setup.dir);
+  return {
+    ...setup,
+    ensure: { stateDir: setup.stateDir, config: setup.configFile, env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeoutMs: 45_000 },
+  };
+}
+
+async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error("condition not reached");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("ensureDaemon", () => {
+  it("starts exactly one daemon for ten concurrent callers", async () => {
+    const setup = await e2eSetup();
+    const handles = await Promise.all(Array.from({ length: 10 }, () => ensureDaemon(setup.ensure)));
+    const pids = new Set(handles.map((h) => h.info.pid));
+    expect(pids.size).toBe(1);
+    expect(handles.filter((h) => h.spawned)).toHaveLength(1);
+    expect(pidsWithMarker(setup.stateDir)).toEqual([...pids]);
+    // A later caller finds it without spawning.
+    const again = await ensureDaemon(setup.ensure);
+    expect(again).toMatchObject({ spawned: false, info: { pid: [...pids][0] } });
+    const log = await readFile(`${setup.stateDir}/daemon.log`, "utf8");
+    expect(log).toContain("listening on 127.0.0.1:");
+    expect(log).not.toContain(again.info.token);
+  });
+
+  it("lets one of several daemon processes started at once win the lock; the others exit quietly", async () => {
+    const setup = await e2eSetup();
+    const { mkdir } = await import("node:fs/promises");
+    await mkdir(setup.stateDir, { recursive: true });
+    // Straight to the daemon, past ensureDaemon's spawn marker: the lockfile alone must decide.
+    const spawned = Array.from({ length: 4 }, () =>
+      spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {} }),
+    );
+    await waitFor(() => spawned.filter((d) => d.exitCode() === undefined).length === 1);
+    expect(spawned.filter((d) => d.exitCode() === 0)).toHaveLength(3);
+    const winner = spawned.find((d) => d.exitCode() === undefined)!;
+    const handle = await ensureDaemon(setup.ensure);
+    expect(handle).toMatchObject({ spawned: false, info: { pid: winner.pid } });
+    expect(await readFile(`${setup.stateDir}/daemon.log`, "utf8")).toContain("already running");
+  });
+
+  it("replaces a daemon killed with SIGKILL on the next call (stale lock taken over)", async () => {
+    const setup = await e2eSetup();
+    const c = new DaemonClient({ stateDir: setup.stateDir, autoStart: setup.ensure });
+    clients.push(c);
+    expect(await c.callTool("echo", "echo", { text: "one" })).toMatchObject({ content: [{ text: "one" }] });
+    const first = await c.connect();
+    process.kill(first.pid, "SIGKILL");
+    await waitFor(() => !isAlive(first.pid));
+    const stale = await readLock(lockFilePath(setup.stateDir));
+    expect(stale.state === "ok" && stale.lock.pid === first.pid).toBe(true);
+
+    expect(await c.callTool("echo", "echo", { text: "two" })).toMatchObject({ content: [{ text: "two" }] });
+    const second = await c.connect();
+    expect(second.pid).not.toBe(first.pid);
+    expect(second.token).not.toBe(first.token);
+    expect(pidsWithMarker(setup.stateDir)).toEqual([second.pid]);
+  });
+
+  it("lets the daemon exit after its idle timeout, removing the lockfile", async () => {
+    const setup = await e2eSetup("idle_timeout_minutes = 0.02");
+    const handle = await ensureDaemon(setup.ensure);
+    expect(handle.spawned).toBe(true);
+    await waitFor(() => !isAlive(handle.info.pid));
+    expect((await readLock(lockFilePath(setup.stateDir))).state).toBe("missing");
+    expect(await readFile(`${setup.stateDir}/daemon.log`, "utf8")).toContain("stopped (idle)");
+  });
+
+  it("daemon start | status | stop from the CLI", async () => {
+    const setup = await e2eSetup();
+    const env = { ABRIDGE_STATE_DIR: setup.stateDir };
+    const none = await runAbridge(["daemon", "status", "--config", setup.configFile], { env });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("not running");
+
+    const started = await runAbridge(["daemon", "start", "--config", setup.configFile], { env });
+    expect(started.code, started.stderr).toBe(0);
+    expect(started.stdout).toMatch(/daemon started: pid \d+, address 127\.0\.0\.1:\d+/);
+    const again = await runAbridge(["daemon", "start", "--config", setup.configFile], { env });
+    expect(again.stdout).toContain("already running");
+
+    // `start` returns once the daemon answers; its upstreams may still be connecting.
+    const c = new DaemonClient({ stateDir: setup.stateDir });
+    clients.push(c);
+    expect(await c.listTools()).toHaveLength(3);
+    const status = await runAbridge(["daemon", "status", "--state-dir", setup.stateDir]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/pid\s+\d+/);
+    expect(status.stdout).toMatch(/echo\s+ready\s+3 tools/);
+    const json = await runAbridge(["daemon", "status", "--json", "--state-dir", setup.stateDir]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ catalog: { tools: 3 } });
+
+    const lock = await readLock(lockFilePath(setup.stateDir));
+    if (lock.state !== "ok") throw new Error("no lock");
+    const stopped = await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(isAlive(lock.lock.pid)).toBe(false);
+    expect((await runAbridge(["daemon", "status", "--state-dir", setup.stateDir])).code).toBe(1);
+    expect((await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir])).stdout).toContain("not running");
+  });
+});
