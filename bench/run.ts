@@ -39,6 +39,8 @@ interface Results {
   latency?: LatencyResult;
   startup?: StartupResult;
   failures: { bench: string; error: string }[];
+  /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
+  listenerWarnings?: number;
   targets: TargetCheck[];
 }
 
@@ -184,6 +186,15 @@ function checkTargets(r: Results): TargetCheck[] {
 async function main(): Promise<number> {
   const started = performance.now();
   const only = parseOnly(process.argv.slice(2));
+  // The SDK's streamable HTTP client issues every POST with one connection-wide AbortSignal, and
+  // undici leaves a listener on it per request: thousands of calls print thousands of
+  // MaxListenersExceededWarning lines. They are counted and reported once; other warnings print.
+  let listenerWarnings = 0;
+  process.removeAllListeners("warning");
+  process.on("warning", (warning) => {
+    if (warning.name === "MaxListenersExceededWarning") listenerWarnings += 1;
+    else process.stderr.write(`${warning.name}: ${warning.message}\n`);
+  });
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort(new Error("interrupted")));
   const signal = controller.signal;
@@ -240,6 +251,8 @@ async function main(): Promise<number> {
     print(startupMarkdown(results.startup));
   });
 
+  results.listenerWarnings = listenerWarnings;
+  if (listenerWarnings > 0) process.stderr.write(`bench: ${listenerWarnings} MaxListenersExceededWarning(s) during HTTP client calls (SDK client side, see run.ts)\n`);
   results.targets = checkTargets(results);
   results.totalRuntimeMs = performance.now() - started;
   print(

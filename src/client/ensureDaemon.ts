@@ -6,7 +6,7 @@ import { currentPid, isPidAlive } from "../daemon/processInfo.js";
 import { parseAddress } from "../daemon/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import { sleep } from "../summarize/sleep.js";
+import { delay } from "../daemon/delay.js";
 import { ClientConnection } from "./clientConnection.js";
 import { spawnDaemon, type SpawnedDaemon } from "./spawnDaemon.js";
 
@@ -165,7 +165,7 @@ export async function ensureDaemon(options: EnsureDaemonOptions): Promise<Daemon
           ...(lastError !== undefined ? { cause: lastError } : {}),
         });
       }
-      await sleep(POLL_MS, options.signal);
+      await delay(POLL_MS, options.signal);
     }
   } finally {
     if (holdsSpawnLock) await unlink(spawnLock).catch(() => undefined);

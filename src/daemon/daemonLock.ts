@@ -3,7 +3,7 @@ import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../errors.js";
-import { sleep } from "../summarize/sleep.js";
+import { delay } from "./delay.js";
 import { isPidAlive } from "./processInfo.js";
 
 /** Name of the lockfile inside the state directory. */
@@ -156,7 +156,7 @@ export async function acquireLock(file: string, lock: LockInfo, options: Acquire
         // Another taker is at work; a marker that stays around belongs to one that died.
         const info = await stat(takeover).catch(() => undefined);
         if (info && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await removeQuietly(takeover);
-        await sleep(10 + Math.floor(Math.random() * 40), options.signal);
+        await delay(10 + Math.floor(Math.random() * 40), options.signal);
         continue;
       }
       try {

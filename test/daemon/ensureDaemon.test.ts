@@ -51,7 +51,8 @@ async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 
   }
 }
 
-describe("ensureDaemon", () => {
+// Each test starts real detached daemons (Node + tsx + an upstream): generous on a loaded 2-core box.
+describe("ensureDaemon", { timeout: 120_000 }, () => {
   it("starts exactly one daemon for ten concurrent callers", async () => {
     const setup = await e2eSetup();
     const handles = await Promise.all(Array.from({ length: 10 }, () => ensureDaemon(setup.ensure)));
@@ -99,6 +100,19 @@ describe("ensureDaemon", () => {
     expect(second.pid).not.toBe(first.pid);
     expect(second.token).not.toBe(first.token);
     expect(pidsWithMarker(setup.stateDir)).toEqual([second.pid]);
+  });
+
+  it("serves a plain script that only awaits the client (no timer lets its process exit early)", async () => {
+    const setup = await e2eSetup();
+    const { execFile } = await import("node:child_process");
+    const { fixtureCommand } = await import("../helpers/processes.js");
+    const { command, args } = fixtureCommand("../daemon/hostScript.ts", [setup.stateDir, setup.configFile]);
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(command, args, { timeout: 90_000 }, (err, out, errText) => (err ? reject(new Error(`${err.message}\n${errText}`)) : resolve(out))),
+    );
+    const printed = JSON.parse(stdout) as { pid: number; result: unknown };
+    expect(printed.result).toMatchObject({ content: [{ text: "from a script" }] });
+    expect(pidsWithMarker(setup.stateDir)).toEqual([printed.pid]);
   });
 
   it("lets the daemon exit after its idle timeout, removing the lockfile", async () => {

@@ -63,9 +63,9 @@ describe("upstream faults", () => {
   });
 
   it("garbage and partial JSON on stdout: skipped; a call answered only with garbage times out; no restart", async () => {
-    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("junk", "garbageServer.ts", [], ["timeout_ms = 1000"]));
+    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("junk", "garbageServer.ts"));
     expect(resultText(await bridge.callTool("junk_partial", {}))).toBe("partial survived");
-    await expect(bridge.callTool("junk_junk", {})).rejects.toMatchObject({ code: "UPSTREAM_TIMEOUT" });
+    await expect(bridge.callTool("junk_junk", {}, { timeoutMs: 1000 })).rejects.toMatchObject({ code: "UPSTREAM_TIMEOUT" });
     expect(resultText(await bridge.callTool("junk_echo", { text: "still here" }))).toBe("still here");
     expect(bridge.servers()[0]).toMatchObject({ state: "ready", restarts: 0 });
     expect(lines.some((l) => l.includes("upstream transport error"))).toBe(true);

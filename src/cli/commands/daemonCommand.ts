@@ -7,7 +7,7 @@ import { Daemon, DEFAULT_GRACE_MS } from "../../daemon/daemon.js";
 import { isLockStale, lockFilePath, readLock, releaseLock } from "../../daemon/daemonLock.js";
 import { isPidAlive } from "../../daemon/processInfo.js";
 import { isAbridgeError, ErrorCode } from "../../errors.js";
-import { sleep } from "../../summarize/sleep.js";
+import { delay } from "../../daemon/delay.js";
 import type { ServerStatus } from "../../upstream/types.js";
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
@@ -168,7 +168,7 @@ export const daemonStopCommand: CommandSpec = {
         writeLine(ctx.io.stderr, `abridge daemon: pid ${seen.lock.pid} still running after ${timeoutMs} ms`);
         return ExitCode.FAILURE;
       }
-      await sleep(50, ctx.io.signal);
+      await delay(50, ctx.io.signal);
     }
     writeLine(ctx.io.stdout, `abridge daemon: stopped pid ${seen.lock.pid}`);
     return ExitCode.OK;

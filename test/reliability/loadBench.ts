@@ -1,0 +1,194 @@
+/**
+ * Load check (a bench script, not a test): N calls at concurrency C through `abridge serve --http`
+ * and through the daemon to the echo fixture. Every answer must come back, to the call that
+ * asked; the abridge process's RSS is sampled to show memory stays flat.
+ *
+ *   npx tsx test/reliability/loadBench.ts [--calls 20000] [--concurrency 64] [--only http|daemon]
+ *
+ * Prints one JSON line per front end: calls, lost, mismatched, seconds, calls/s, RSS (MiB) after
+ * warm-up and after each tenth of the calls. Exits 1 when anything was lost or mismatched.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { connect } from "node:net";
+import type { Socket } from "node:net";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
+import { parseAddress } from "../../src/daemon/protocol.js";
+import { numberArg, stringArg } from "../fixtures/fixtureArgs.js";
+import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { BIN } from "../helpers/serveHarness.js";
+
+const CALLS = numberArg("calls", 20_000);
+const CONCURRENCY = numberArg("concurrency", 64);
+const ONLY = stringArg("only", "");
+
+interface Outcome {
+  frontEnd: string;
+  calls: number;
+  lost: number;
+  mismatched: number;
+  seconds: number;
+  callsPerSecond: number;
+  /** RSS of the abridge process after warm-up and after each tenth of the calls. */
+  rssMiB: number[];
+  pid: number;
+  firstError?: string;
+}
+
+function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Math.round(Number(match[1]) / 1024) : Number.NaN;
+}
+
+async function waitForStderr(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  let stderr = "";
+  return new Promise((resolve, reject) => {
+    child.stderr!.on("data", (b: Buffer) => {
+      stderr += b.toString("utf8");
+      const match = pattern.exec(stderr);
+      if (match) resolve(match);
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code}:\n${stderr}`)));
+  });
+}
+
+/** Runs `CALLS` calls of `call(i)` at `CONCURRENCY`, checking each answer is the text sent. */
+async function drive(frontEnd: string, pid: number, call: (i: number) => Promise<string>): Promise<Outcome> {
+  const warmup = 500;
+  for (let i = 0; i < warmup; i += CONCURRENCY) await Promise.all(Array.from({ length: CONCURRENCY }, (_, k) => call(-(i + k) - 1)));
+  const rss = [rssMiB(pid)];
+  const tenth = Math.max(1, Math.floor(CALLS / 10));
+  let next = 0;
+  let lost = 0;
+  let mismatched = 0;
+  let firstError: string | undefined;
+  const started = performance.now();
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const i = next++;
+      if (i >= CALLS) return;
+      if (i > 0 && i % tenth === 0) rss.push(rssMiB(pid));
+      try {
+        const text = await call(i);
+        if (text !== `call-${i}`) mismatched++;
+      } catch (err) {
+        lost++;
+        firstError ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  rss.push(rssMiB(pid));
+  return {
+    frontEnd,
+    calls: CALLS,
+    lost,
+    mismatched,
+    seconds: Math.round(seconds * 10) / 10,
+    callsPerSecond: Math.round(CALLS / seconds),
+    rssMiB: rss,
+    pid,
+    ...(firstError !== undefined ? { firstError } : {}),
+  };
+}
+
+async function benchHttp(config: string): Promise<Outcome> {
+  const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--http", "127.0.0.1:0", "--log-level", "warn"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  try {
+    const [, url] = await waitForStderr(child, /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/);
+    const client = new Client({ name: "load", version: "1" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url!)));
+    const outcome = await drive("serve --http", child.pid!, async (i) => {
+      const result = await client.callTool({ name: "echo_echo", arguments: { text: `call-${i}` } });
+      return (result.content as { text: string }[])[0]!.text;
+    });
+    await client.close();
+    return outcome;
+  } finally {
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
+
+/** One daemon connection per worker, requests answered in order on each. */
+class LineConnection {
+  private buffer = "";
+  private readonly waiting: ((line: string) => void)[] = [];
+  constructor(private readonly socket: Socket) {
+    socket.setEncoding("utf8");
+    socket.on("data", (text: string) => {
+      this.buffer += text;
+      let newline;
+      while ((newline = this.buffer.indexOf("\n")) !== -1) {
+        const line = this.buffer.slice(0, newline);
+        this.buffer = this.buffer.slice(newline + 1);
+        this.waiting.shift()?.(line);
+      }
+    });
+  }
+  request(body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.waiting.push((line) => resolve(JSON.parse(line) as Record<string, unknown>));
+      this.socket.write(`${JSON.stringify(body)}\n`);
+    });
+  }
+}
+
+async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
+  const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--log-level", "warn"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  try {
+    await waitForStderr(child, /listening on/);
+    const lock = await readLock(lockFilePath(stateDir));
+    if (lock.state !== "ok") throw new Error("no lockfile");
+    const address = parseAddress(lock.lock.address);
+    if (address?.kind !== "tcp") throw new Error(`unexpected address ${lock.lock.address}`);
+    const sockets: Socket[] = [];
+    const pool: LineConnection[] = [];
+    for (let i = 0; i < CONCURRENCY; i++) {
+      const socket = connect({ host: address.host, port: address.port });
+      await once(socket, "connect");
+      sockets.push(socket);
+      pool.push(new LineConnection(socket));
+    }
+    let turn = 0;
+    const outcome = await drive("daemon", child.pid!, async (i) => {
+      const connection = pool[turn++ % pool.length]!;
+      const answer = (await connection.request({ op: "call_tool", server: "echo", tool: "echo", args: { text: `call-${i}` }, id: i, token: lock.lock.token })) as {
+        ok: boolean;
+        id?: number;
+        result?: { content: { text: string }[] };
+        error?: { message: string };
+      };
+      if (!answer.ok) throw new Error(answer.error?.message ?? "error");
+      if (answer.id !== i) return `id ${answer.id} for call ${i}`;
+      return answer.result!.content[0]!.text;
+    });
+    for (const socket of sockets) socket.destroy();
+    return outcome;
+  } finally {
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
+
+const { dir, cleanup } = await tempDir("abridge-load-");
+try {
+  const config = await writeConfig(dir, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts")}`);
+  const outcomes: Outcome[] = [];
+  if (ONLY !== "daemon") outcomes.push(await benchHttp(config));
+  if (ONLY !== "http") outcomes.push(await benchDaemon(config, path.join(dir, "state")));
+  for (const outcome of outcomes) process.stdout.write(`${JSON.stringify(outcome)}\n`);
+  process.exitCode = outcomes.some((o) => o.lost > 0 || o.mismatched > 0) ? 1 : 0;
+} finally {
+  await cleanup();
+}
