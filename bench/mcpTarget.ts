@@ -5,6 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AbridgeError, ErrorCode } from "../src/errors.js";
 import { peakRssMiB, sleep } from "./measure.js";
+import { isPidAlive } from "../src/upstream/childStdioTransport.js";
 
 /** Something the bench calls tools on: a connected SDK client and how to end it. */
 export interface Connected {
@@ -40,14 +41,7 @@ function wrap(client: Client, close: () => Promise<void>, pid?: number): Connect
 }
 
 /** True while `pid` exists. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-}
+export const isAlive = isPidAlive;
 
 /** Waits up to `ms` for `pid` to exit, then SIGKILLs it: no bench run leaves a child behind. */
 async function reap(pid: number | undefined, ms = 5_000): Promise<void> {

@@ -48,3 +48,10 @@ export { serveStdio } from "./serve/serveStdio.js";
 export { startHttpServer } from "./serve/httpServer.js";
 export type { HttpFrontend, HttpServerOptions } from "./serve/httpServer.js";
 export { VERSION } from "./version.js";
+
+export { DaemonClient, isMcpPath } from "./client/daemonClient.js";
+export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, HostTool } from "./client/daemonClient.js";
+export { ensureDaemon, pingDaemon } from "./client/ensureDaemon.js";
+export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js";
+export type { DaemonTool } from "./daemon/protocol.js";
+export type { LockInfo } from "./daemon/daemonLock.js";

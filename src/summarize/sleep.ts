@@ -2,8 +2,9 @@ import { AbridgeError, ErrorCode } from "../errors.js";
 
 /**
  * Waits `ms` milliseconds; rejects with `CANCELLED` as soon as `signal` aborts, so a closing queue
- * never waits out a long backoff. The timer is unref'd: a pending retry must not keep the process
- * alive on its own.
+ * never waits out a long backoff. The timer keeps the process alive: a script whose only work is
+ * `await queue.drain()` must not exit in the middle of a retry's backoff (an unref'd timer would
+ * let Node end the process with the await unsettled); closing the queue aborts the wait instead.
  */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -21,7 +22,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, Math.max(0, ms));
-    timer.unref?.();
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -80,3 +80,13 @@ export function pidsWithMarker(marker: string): number[] {
   }
   return pids;
 }
+
+/**
+ * Waits until no process carries `marker` (a served child ends its upstreams after its stdin
+ * closes, which takes a moment), then returns what is still alive: `[]` when all are gone.
+ */
+export async function waitForNoMarkedPids(marker: string, timeoutMs = 10_000): Promise<number[]> {
+  const end = Date.now() + timeoutMs;
+  while (pidsWithMarker(marker).length > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+  return pidsWithMarker(marker);
+}

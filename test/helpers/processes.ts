@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { ServerConfig } from "../../src/config/schema.js";
+import { isPidAlive } from "../../src/upstream/childStdioTransport.js";
 
 const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 
@@ -59,14 +60,7 @@ export function spawnFixture(file: string, args: readonly string[] = []): ChildP
 }
 
 /** True while `pid` exists (`kill(pid, 0)` probes; ESRCH means gone). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-}
+export const isAlive = isPidAlive;
 
 /** The pids of `pids` that still exist. */
 export function alivePids(pids: readonly number[]): number[] {

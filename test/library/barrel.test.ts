@@ -22,6 +22,9 @@ describe("library entry", () => {
   it("never pulls in the CLI", () => {
     const graph = [...importGraph(path.resolve("src/index.ts"))].map((f) => path.relative(path.resolve("src"), f));
     expect(graph.filter((f) => f.startsWith("cli/"))).toEqual([]);
+    // The host client shares the protocol and lockfile code with the daemon, never the daemon itself.
+    expect(graph.filter((f) => ["daemon/daemon.ts", "daemon/daemonSession.ts", "daemon/daemonTools.ts"].includes(f))).toEqual([]);
+    expect(graph).toContain("client/daemonClient.ts");
     expect(graph).toContain("core/bridge.ts");
   });
 

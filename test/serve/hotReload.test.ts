@@ -2,7 +2,7 @@ import { rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 
 type Text = { type: string; text: string };
@@ -29,8 +29,7 @@ describe("hot reload of the config", () => {
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    for (let i = 0; i < 100 && pidsWithMarker(marker).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(pidsWithMarker(marker)).toEqual([]);
+    expect(await waitForNoMarkedPids(marker)).toEqual([]);
     await cleanup();
   });
 

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { createRequire } from "node:module";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 
 const require = createRequire(import.meta.url);
@@ -32,9 +32,7 @@ describe("abridge serve over stdio, every mode", () => {
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    // The serve process ends its children when stdin closes; give it a moment to finish.
-    for (let i = 0; i < 100 && pidsWithMarker(marker).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(pidsWithMarker(marker)).toEqual([]);
+    expect(await waitForNoMarkedPids(marker)).toEqual([]);
     await cleanup();
   });
 
