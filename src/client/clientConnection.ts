@@ -146,6 +146,15 @@ export class ClientConnection {
     });
   }
 
+  /**
+   * Marks the connection idle (kept for reuse) or busy. An idle socket does not keep the host's
+   * process alive: a script that finished its calls and forgot `close()` still exits.
+   */
+  setIdle(idle: boolean): void {
+    if (idle) this.socket.unref();
+    else this.socket.ref();
+  }
+
   /** Ends the connection; the daemon aborts whatever this connection still has running. */
   close(): void {
     this.finish(new ConnectionLostError("connection closed by the client"));

@@ -80,6 +80,12 @@ function daemonError(response: ClientResponse): AbridgeError {
  * finds the new one (starting it with `autoStart`) and retries once, but never a `call_tool` that
  * may already have reached the daemon: a tool call is not assumed to be idempotent.
  */
+/**
+ * Idle call connections kept per client. Each call takes a connection of its own (cancelling a
+ * call closes just that connection), so without reuse every call would pay a TCP connect.
+ */
+const MAX_IDLE_CONNECTIONS = 64;
+
 export class DaemonClient {
   private readonly options: DaemonClientOptions;
   private readonly logger: Logger;
@@ -88,6 +94,8 @@ export class DaemonClient {
   private timeoutsLearned = false;
   private shared: ClientConnection | undefined;
   private readonly calls = new Set<ClientConnection>();
+  /** Call connections that finished cleanly, kept for the next call (of the same daemon). */
+  private idle: ClientConnection[] = [];
   private closed = false;
 
   constructor(options: DaemonClientOptions) {
@@ -131,23 +139,36 @@ export class DaemonClient {
       const info = await this.locate(attempt > 0, options.signal);
       let connection: ClientConnection;
       try {
-        connection = await this.open(info, options.signal);
+        connection = this.takeIdle() ?? (await this.open(info, options.signal));
       } catch (err) {
         if (attempt === 0 && this.isRestartSign(err)) continue;
         throw err;
       }
       this.calls.add(connection);
+      let reusable = false;
       try {
         const response = await connection.request({ ...body, token: info.token }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+        // Answered, whatever the answer: the connection is in a clean state for the next call.
+        reusable = true;
         if (!response.ok) {
           // A refused token means nothing ran: a new daemon now holds the address.
-          if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
+          if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) {
+            reusable = false;
+            continue;
+          }
           throw daemonError(response);
         }
         return response.result as CallToolResult;
       } finally {
         this.calls.delete(connection);
-        connection.close();
+        // A call that was aborted or timed out closes its connection (that is how the daemon
+        // learns to cancel it); one that was answered goes back to the idle set.
+        if (reusable && !connection.closed && !this.closed && this.idle.length < MAX_IDLE_CONNECTIONS) {
+          connection.setIdle(true);
+          this.idle.push(connection);
+        } else {
+          connection.close();
+        }
       }
     }
   }
@@ -199,9 +220,26 @@ export class DaemonClient {
     return this.callTool(target.server, target.tool, args, options);
   }
 
+  /** An idle call connection that is still open, if any. */
+  private takeIdle(): ClientConnection | undefined {
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
+      if (!connection.closed) {
+        connection.setIdle(false);
+        return connection;
+      }
+    }
+    return undefined;
+  }
+
+  private dropIdle(): void {
+    for (const connection of this.idle) connection.close();
+    this.idle = [];
+  }
+
   /** Closes the client's connections (calls still running are aborted by the daemon). Idempotent. */
   close(): void {
     this.closed = true;
+    this.dropIdle();
     this.shared?.close();
     this.shared = undefined;
     for (const connection of this.calls) connection.close();
@@ -248,6 +286,7 @@ export class DaemonClient {
     if (fresh) {
       this.shared?.close();
       this.shared = undefined;
+      this.dropIdle();
     }
     if (this.options.autoStart) {
       const handle = await ensureDaemon({ ...this.options.autoStart, stateDir: this.options.stateDir, ...(signal ? { signal } : {}) });

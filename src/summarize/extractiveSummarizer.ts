@@ -1,4 +1,5 @@
 import type { RawTool } from "../upstream/types.js";
+import { guardSummary } from "./guard.js";
 import { plainTextBlocks } from "./plainTextBlocks.js";
 import type { TextBlock } from "./plainTextBlocks.js";
 import { splitSentences } from "./splitSentences.js";
@@ -8,6 +9,14 @@ import type { SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "
 export const DEFAULT_WORD_BUDGET = 24;
 /** Default word budget of a parameter description. */
 export const DEFAULT_PARAM_WORD_BUDGET = 10;
+/**
+ * Default largest number of words of detail phrases a tool summary adds to its lead sentence
+ * (within the word budget). The lead sentence says what a tool does in general terms ("Read the
+ * contents of a file"); what tells it apart from its neighbours often sits further down ("first N
+ * lines", "multiple sources", "production data"), and a few such words cost far less than a
+ * second sentence.
+ */
+export const DEFAULT_DETAIL_WORDS = 8;
 
 /**
  * Openers that say nothing about the tool ("This tool allows you to", "Use this tool to", "A
@@ -52,8 +61,17 @@ const DANGLING = new Set([
 
 /** Options of {@link extractSummary}. */
 export interface ExtractOptions {
-  /** Largest number of words kept. */
+  /** Largest number of words kept, detail phrases included. */
   wordBudget: number;
+  /**
+   * Largest number of words of key phrases from the rest of the description appended to the lead
+   * sentence (default 0: the lead sentence alone, as parameter descriptions get).
+   */
+  detailWords?: number;
+  /** Words the reader sees anyway (tool name, parameter names): never spent on detail phrases. */
+  knownWords?: readonly string[];
+  /** More text to draw detail phrases from after the description (parameter descriptions), weighted lower. */
+  extraText?: readonly string[];
 }
 
 function words(text: string): string[] {
