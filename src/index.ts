@@ -38,6 +38,10 @@ export { ArgumentValidator } from "./catalog/argumentValidator.js";
 export type { CatalogTool, ListedTool } from "./catalog/types.js";
 export { countTokens } from "./tokens/countTokens.js";
 
+export { ToolPolicy } from "./policy/toolPolicy.js";
+export { AuditLog } from "./policy/auditLog.js";
+export { limitOutput, markUntrusted } from "./policy/outputLimit.js";
+export { bwrapArgs, sandboxCommand } from "./upstream/sandbox.js";
 export { Bridge } from "./core/bridge.js";
 export type { BridgeOptions, BridgeCallOptions, BridgeStats } from "./core/bridge.js";
 export { ConfigWatcher } from "./core/configWatcher.js";

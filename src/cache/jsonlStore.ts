@@ -73,7 +73,15 @@ export class JsonlStore {
   readonly readOnly: boolean;
   private readonly logger: Logger;
 
-  private readonly byKey = new Map<string, CacheEntry>();
+  /**
+   * Newest entry per key. A line read from the file is kept as its text until first asked for: it
+   * was fully validated when read, and turned into an object on first access. Holding 100,000
+   * parsed entries (objects, parameter maps and a dozen strings each) made the garbage collector
+   * copy them between generations during the load, which took longer than parsing them; the text
+   * of a line is a view on the chunk it was read in. A bridge asks for the few hundred tools it
+   * serves, so almost all of that work would be for entries nobody reads.
+   */
+  private readonly byKey = new Map<string, CacheEntry | string>();
   /**
    * Entries by server, built on the first {@link forServer} call and kept up to date after that.
    * Not built during a load: a second map insert per line costs a fifth of the load time, and
@@ -132,7 +140,8 @@ export class JsonlStore {
 
   /** The newest entry for `key` (`server:tool:hash`), if any. */
   get(key: string): CacheEntry | undefined {
-    return this.byKey.get(key);
+    const value = this.byKey.get(key);
+    return typeof value === "string" ? this.materialize(key, value) : value;
   }
 
   /** Whether an entry exists for `key`. */
@@ -142,7 +151,7 @@ export class JsonlStore {
 
   /** Every live entry (the newest per key). */
   entries(): IterableIterator<CacheEntry> {
-    return this.byKey.values();
+    return this.liveEntries();
   }
 
   /** Live entries of one server, any tool and hash (old hashes included until compaction). */
@@ -235,10 +244,44 @@ export class JsonlStore {
     if (this.byServer !== undefined) addToIndex(this.byServer, entry);
   }
 
+  /**
+   * Serves a line read from the file if it is a valid entry, kept as text for {@link materialize}
+   * (the parsed object is dropped while it is still young, which costs the collector nothing). The
+   * by-server view, once built, holds objects, so it gets the parsed one.
+   */
+  private applyLine(text: string): boolean {
+    const parsed = parseCacheLine(text);
+    if (!parsed.ok) return false;
+    if (this.byServer === undefined) this.byKey.set(parsed.entry.key, text);
+    else this.set(parsed.entry);
+    return true;
+  }
+
+  /** Parses a line kept by {@link setLine} again and keeps the object for later lookups. */
+  private materialize(key: string, text: string): CacheEntry | undefined {
+    const parsed = parseCacheLine(text);
+    if (!parsed.ok || parsed.entry.key !== key) {
+      // Unreachable: the same text passed the same check when it was read.
+      this.logger.error("a validated cache line no longer parses; dropping it", { key });
+      this.byKey.delete(key);
+      return undefined;
+    }
+    this.byKey.set(key, parsed.entry);
+    return parsed.entry;
+  }
+
+  private *liveEntries(): IterableIterator<CacheEntry> {
+    // Replacing the value of an existing key does not disturb a Map iteration.
+    for (const [key, value] of this.byKey) {
+      const entry = typeof value === "string" ? this.materialize(key, value) : value;
+      if (entry !== undefined) yield entry;
+    }
+  }
+
   private serverIndex(): Map<string, Map<string, CacheEntry>> {
     if (this.byServer === undefined) {
       const index = new Map<string, Map<string, CacheEntry>>();
-      for (const entry of this.byKey.values()) addToIndex(index, entry);
+      for (const entry of this.liveEntries()) addToIndex(index, entry);
       this.byServer = index;
     }
     return this.byServer;
@@ -333,10 +376,8 @@ export class JsonlStore {
       }
       this.countedTail = undefined;
     }
-    const parsed = text === undefined ? undefined : parseCacheLine(text);
-    const valid = parsed?.ok === true;
-    if (parsed?.ok === true) {
-      this.set(parsed.entry);
+    const valid = text !== undefined && this.applyLine(text);
+    if (valid) {
       this.entriesRead += 1;
     } else {
       this.invalidLines += 1;

@@ -35,7 +35,8 @@ export function fastCheckCacheEntry(value: unknown): CacheEntry | undefined {
     typeof tool !== "string" ||
     tool.length < 1 ||
     typeof hash !== "string" ||
-    !isLowerHex16(hash) ||
+    hash.length !== 16 ||
+    !isLowerHex16(hash, 0) ||
     typeof summary !== "string" ||
     typeof summarizer !== "string" ||
     summarizer.length < 1 ||
@@ -77,10 +78,9 @@ export function fastCheckCacheEntry(value: unknown): CacheEntry | undefined {
   return value as CacheEntry;
 }
 
-/** `^[0-9a-f]{16}$` without the regex machinery. */
-function isLowerHex16(text: string): boolean {
-  if (text.length !== 16) return false;
-  for (let i = 0; i < 16; i++) {
+/** Whether the 16 characters of `text` at `at` match `[0-9a-f]` (the caller checks the length). */
+function isLowerHex16(text: string, at: number): boolean {
+  for (let i = at; i < at + 16; i++) {
     const c = text.charCodeAt(i);
     if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
   }

@@ -129,7 +129,7 @@ export async function readLines(handle: FileHandle, options: ReadLinesOptions): 
       // Lines from..last, each terminated in this chunk.
       const base = position + from;
       lineNumber = isAscii(view.subarray(from, last))
-        ? asciiLines(view.latin1Slice(from, last), base, lineNumber, maxLineBytes, onLine, onOversized)
+        ? asciiLines(view.toString("latin1", from, last), base, lineNumber, maxLineBytes, onLine, onOversized)
         : utf8Lines(view, from, last, base, lineNumber, maxLineBytes, onLine, onOversized);
       from = last + 1;
       lineStart = position + from;

@@ -25,6 +25,7 @@ export interface RenderOptions {
  * sentence, word boundary) in `summary` mode. Long enough for "Repository owner (user or org)",
  * short enough that a 2,000-character option essay does not survive the summary.
  */
+export const RTUNE = { top: 60, nested: 40 };
 const SUMMARY_PROPERTY_CHARS = 60;
 /** Cap of property descriptions below the top level in `summary` mode. */
 const NESTED_PROPERTY_CHARS = 40;
@@ -70,15 +71,15 @@ function compareStrings(a: string, b: string): number {
  * `description` is a schema, not prose, and data keywords (`enum`, `const`, `default`, `examples`,
  * `required`) are copied untouched, so the copy validates exactly the instances the original does.
  */
-function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = SUMMARY_PROPERTY_CHARS): unknown {
+function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = RTUNE.top): unknown {
   if (!isObject(node)) return node;
   const out: JsonObject = {};
   // Below the top-level properties prose gets the tighter cap: the model fills those parts only
   // once it has picked the tool, and get_schema has the full text.
-  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, NESTED_PROPERTY_CHARS);
+  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, RTUNE.nested);
   for (const [key, value] of Object.entries(node)) {
     if (key === "description" && typeof value === "string") {
-      const short = briefDescription(value, maxChars);
+      const short = maxChars <= 0 ? "" : briefDescription(value, maxChars);
       if (short !== "") out[key] = short;
     } else if (SCHEMA_MAP_KEYWORDS.has(key) && isObject(value)) {
       const map: JsonObject = {};
@@ -238,7 +239,9 @@ function compactAnnotations(tool: CatalogTool): JsonObject | undefined {
  */
 export function compactDescription(tool: CatalogTool, always = false): string {
   const summary = summaryText(tool, (d) => briefDescription(d, UNSUMMARIZED_CHARS)) ?? "";
-  const params = parameterList(tool.tool.inputSchema);
+  // Beside the compact schema the list leaves out what that schema says (types, short enums);
+  // sent alone (`always`) it is the only statement of the parameters, so it keeps everything.
+  const params = parameterList(tool.tool.inputSchema, { schemaAlongside: !always });
   const signature = params === "()" && !always ? "" : params;
   if (signature === "") return summary;
   return summary === "" ? signature : `${summary}\n${signature}`;

@@ -56,8 +56,18 @@ function orderParams(props: PropertyShape[]): PropertyShape[] {
   return [...props.filter((p) => p.required), ...props.filter((p) => !p.required)];
 }
 
-function paramText(param: PropertyShape, depth: number): string {
-  const label = shapeLabel(param.shape, depth, true);
+/**
+ * True when `label` says something the compact schema does not: the keys of a nested object
+ * (`{x, y?: number}`) or the first values of an enum too long to inline (`a|b|c|...`). Types and
+ * short enums are in the compact schema already.
+ */
+function beyondCompactSchema(label: string): boolean {
+  return /\{(?!\.\.\.\})/.test(label) || label.includes("|...");
+}
+
+function paramText(param: PropertyShape, depth: number, schemaAlongside = false): string {
+  const full = shapeLabel(param.shape, depth, true);
+  const label = schemaAlongside && !beyondCompactSchema(full) ? "" : full;
   const name = /^[A-Za-z_$][\w$-]*$/.test(param.name) ? param.name : JSON.stringify(param.name);
   return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}`;
 }
@@ -71,13 +81,23 @@ function paramText(param: PropertyShape, depth: number): string {
  * anything (`array` when the items are unknown). A schema that declares no properties and no `type` (gitlab's, as shipped) or only a
  * map of extra properties gives `(...)`: the arguments are unknown, not absent.
  */
-export function parameterList(inputSchema: unknown): string {
+export function parameterList(inputSchema: unknown, options: ParameterListOptions = {}): string {
   const { properties, root } = inputProperties(inputSchema);
   if (properties.length === 0) {
     const open = root.openProperties === true || root.types.length === 0;
     return open ? "(...)" : "()";
   }
-  return `(${properties.map((p) => paramText(p, 0)).join(", ")})`;
+  return `(${properties.map((p) => paramText(p, 0, options.schemaAlongside === true)).join(", ")})`;
+}
+
+/** Options of {@link parameterList}. */
+export interface ParameterListOptions {
+  /**
+   * The list is shown beside the compact input schema (`compact` mode): leave out the types and
+   * short enums that schema already carries, keeping names, `?` and only what it cannot say
+   * (nested keys, a cut long enum): `(owner, repo, state?, labels?, edits: {oldText, newText}[])`.
+   */
+  schemaAlongside?: boolean;
 }
 
 /**

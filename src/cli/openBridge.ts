@@ -1,5 +1,5 @@
 import path from "node:path";
-import { resolveCacheFile } from "../cache/cachePaths.js";
+import { resolveCacheFile, resolveStateDir } from "../cache/cachePaths.js";
 import type { Config } from "../config/schema.js";
 import { Bridge } from "../core/bridge.js";
 import type { DiscoverOptions } from "../catalog/toolCatalog.js";
@@ -12,6 +12,22 @@ import { didYouMean } from "../util/suggest.js";
 export const CACHE_DIR_OPTION: Record<string, OptionSpec> = {
   "cache-dir": { type: "string", value: "DIR", description: "Directory of summaries.jsonl (overrides config and $ABRIDGE_CACHE_DIR)" },
 };
+
+/** `--state-dir`: the daemon's lockfile and log, and spilled tool outputs. */
+export const STATE_DIR_OPTION: Record<string, OptionSpec> = {
+  "state-dir": { type: "string", value: "DIR", description: "Directory of the daemon lockfile and spilled outputs (overrides config and $ABRIDGE_STATE_DIR)" },
+};
+
+/** The state dir a command uses: `--state-dir`, `$ABRIDGE_STATE_DIR`, config `state_dir`, default. */
+export function stateDirFor(ctx: CommandContext, config: Config | undefined): string {
+  const configDir = config?.state_dir;
+  return resolveStateDir({
+    ...(typeof ctx.values["state-dir"] === "string" ? { flag: ctx.values["state-dir"] } : {}),
+    env: ctx.io.env,
+    ...(configDir !== undefined && config ? { configStateDir: path.resolve(path.dirname(config.source), configDir) } : {}),
+    cwd: ctx.io.cwd,
+  });
+}
 
 /** The cache file a command uses: `--cache-dir`, `$ABRIDGE_CACHE_DIR`, config `cache_dir`, default. */
 export function cacheFileFor(ctx: CommandContext, config?: Config): string {

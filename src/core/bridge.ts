@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
+import { extraMetaTools } from "../policy/readOutputTool.js";
 import { createSummarizer } from "../summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
@@ -198,7 +199,8 @@ export class Bridge {
 
   /** The tool list a client sees in `mode`. */
   list(mode: Mode = this.config.mode): ListedTool[] {
-    return this.catalog.list(mode);
+    const extra = extraMetaTools(this.config);
+    return extra.length === 0 ? this.catalog.list(mode) : [...this.catalog.list(mode), ...extra];
   }
 
   /** Calls `listener` (debounced) whenever the tool list may have changed. */

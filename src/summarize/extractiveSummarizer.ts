@@ -145,7 +145,13 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
 interface Candidate {
   text: string;
   tier: 1 | 2;
+  /** A warning or an instruction to the model ("Never...", "Be careful..."): a poor source of detail words. */
+  caution: boolean;
 }
+
+/** Sentences that warn or instruct rather than describe. */
+const CAUTION =
+  /^(?:always|never|do not|don't|must not|please|make sure|ensure|note that|remember|be careful|careful|avoid|only use|important|warning|caution|note|tip|hint|critical|reminder|if (?:you|the|this|it|that)|on (?:error|failure)|fails?|failed|errors?)\b/i;
 
 function candidatesOf(blocks: TextBlock[]): Candidate[] {
   const out: Candidate[] = [];
@@ -164,7 +170,8 @@ function candidatesOf(blocks: TextBlock[]): Candidate[] {
         block.kind === "heading" ||
         isMostlyUpperCase(sentence) ||
         SECOND_TIER.some((pattern) => pattern.test(sentence));
-      out.push({ text: sentence, tier: secondTier ? 2 : 1 });
+      const caution = labelled || isMostlyUpperCase(sentence) || CAUTION.test(sentence);
+      out.push({ text: sentence, tier: secondTier ? 2 : 1, caution });
     }
   }
   return out;
@@ -193,17 +200,209 @@ function shape(sentence: string, wordBudget: number, original: string): string {
 
 /**
  * The first real sentence of `description` as a summary within `wordBudget` words: markup, tags,
- * emoji and boilerplate openers removed, first letter capitalised. Returns "" when the description
- * has no usable sentence.
+ * emoji and boilerplate openers removed, first letter capitalised. With `detailWords`, key phrases
+ * from the rest of the description follow it (see {@link detailPhrases}). Returns "" when the
+ * description has no usable sentence.
  */
 export function extractSummary(description: string, options: ExtractOptions): string {
   if (!description.trim()) return "";
-  let candidates = candidatesOf(plainTextBlocks(description));
+  const plain = candidatesOf(plainTextBlocks(description));
   // Everything lived inside instruction tags: take their content rather than nothing.
-  if (candidates.length === 0) candidates = candidatesOf(plainTextBlocks(description, { keepTagBlocks: true }));
+  const candidates = plain.length > 0 ? plain : candidatesOf(plainTextBlocks(description, { keepTagBlocks: true }));
   const best = candidates.find((c) => c.tier === 1) ?? candidates[0];
   if (!best) return "";
-  return shape(best.text, options.wordBudget, description);
+  const detailWords = Math.max(0, Math.min(options.detailWords ?? 0, options.wordBudget - 2));
+  if (detailWords === 0) return shape(best.text, options.wordBudget, description);
+  const lead = shape(best.text, options.wordBudget, description);
+  const sourceWords = words(description).length + (options.extraText ?? []).reduce((n, t) => n + words(t).length, 0);
+  const scaled = TUNE.ratio > 0 ? Math.max(TUNE.minDetail, Math.round(sourceWords * TUNE.ratio)) : detailWords;
+  const room = Math.min(scaled, detailWords, options.wordBudget - words(lead).length);
+  if (room <= 0) return lead;
+  // Instruction blocks (`<use_case>`, `<examples>`) were dropped from the lead's candidates; as a
+  // source of words they say what a user asks for, which is what tells tools apart.
+  const tagged = plain.length > 0 ? candidatesOf(plainTextBlocks(description, { keepTagBlocks: true })) : [];
+  const sources: DetailSource[] = [
+    ...candidates
+      .filter((c) => c !== best)
+      .map((c) => ({ text: c.text, weight: c.caution ? TUNE.caution : c.tier === 1 ? 1 : TUNE.second })),
+    ...tagged.filter((c) => !candidates.some((p) => p.text === c.text)).map((c) => ({ text: c.text, weight: TUNE.tagged })),
+    ...(options.extraText ?? []).map((text) => ({ text, weight: TUNE.extra })),
+  ];
+  const details = detailPhrases(sources, [lead, ...(options.knownWords ?? [])], room);
+  if (details === "") return lead;
+  const combined = `${lead} ${details}`;
+  return combined.length <= description.trim().length ? combined : lead;
+}
+
+/** Weight of words from "use this when" sentences and other second-tier sentences. */
+const SECOND_TIER_WEIGHT = 1.2;
+export const TUNE = { minGain: 0, lead: 24, ratio: 0, minDetail: 0, decay: 0.1, extra: 0.5, tagged: 0.6, second: 1.2, caution: 0.3 };
+/** Weight of words from warnings and instructions to the model. */
+const CAUTION_WEIGHT = 0.3;
+/** Weight of words found only inside instruction tag blocks. */
+const TAGGED_WEIGHT = 0.6;
+/** Weight of words from parameter descriptions. */
+const EXTRA_WEIGHT = 0.5;
+/** How fast a sentence's words lose weight with its position: the n-th counts 1 / (1 + n * decay). */
+const POSITION_DECAY = 0.1;
+/** Longest detail phrase, in words: longer runs are split. */
+const MAX_PHRASE_WORDS = 3;
+
+/** A text the detail phrases may come from, with how much its words count. */
+interface DetailSource {
+  text: string;
+  weight: number;
+}
+
+/**
+ * Words that separate key phrases and never count as detail: function words, and the vocabulary
+ * every tool description shares (tool, returns, specified, optional, user...), which tells no two
+ * tools apart. Filler adjectives (detailed, powerful, various) are here too.
+ */
+const PHRASE_STOPWORDS = new Set(
+  (
+    "a about above after again against all also always am an and any are as at be because been before being below " +
+    "between both but by can cannot could did do does doing done down during each either else etc even ever every " +
+    "few for from further had has have having he her here hers him his how however i if in into is it its itself " +
+    "just let lets may me might more most much must my neither no nor not now of off on once one only onto or other " +
+    "otherwise our ours out over own per please rather same shall she should since so some such than that the their " +
+    "them then there these they this those though through thus to too under unless until up upon us use used uses " +
+    "using very via was we well were what whatever when whenever where whether which while who whom whose why will " +
+    "with within without would yes yet you your yours " +
+    // tool-description boilerplate
+    "tool tools function functions call calls calling called invoke endpoint api method operation action server mcp " +
+    "allow allows allowed allowing enable enables provide provides provided providing return returns returned " +
+    "returning get gets getting give gives take takes make makes need needs needed want wants like including " +
+    "include includes included e.g i.e eg ie example examples specified specify specific given optional optionally " +
+    "required parameter parameters param params argument arguments arg args default defaults value values set " +
+    "user users model assistant agent llm ai request requests response responses result results field fields " +
+    "note important always never recommended prefer preferred useful helpful best good better ensure sure " +
+    "instead already available currently either new existing based following follows below above etc first-class " +
+    // filler adjectives and adverbs
+    "detailed comprehensive various powerful advanced clean ready reliable fast fastest simple easy easily efficient " +
+    "efficiently quickly automatically directly actually really highly fully exactly properly correctly appropriate " +
+    "relevant corresponding respective respectively certain particular actual additional extra whole entire full " +
+    // words the guard reads as a safety claim
+    "safe safely harmless"
+  ).split(" "),
+);
+
+/** A word as compared for novelty: lower case, plural and common verb endings folded. */
+function wordKey(word: string): string {
+  let w = word.toLowerCase().replace(/['’]s$/, "");
+  if (w.length > 4 && w.endsWith("ies")) w = `${w.slice(0, -3)}y`;
+  else if (w.length > 4 && /(?:ss|sh|ch|x|z)es$/.test(w)) w = w.slice(0, -2);
+  else if (w.length > 5 && w.endsWith("ing")) w = w.slice(0, -3);
+  else if (w.length > 4 && w.endsWith("ed")) w = w.slice(0, -2);
+  else if (w.length > 3 && w.endsWith("s") && !/(?:ss|us|is)$/.test(w)) w = w.slice(0, -1);
+  if (/([b-df-hj-np-tv-z])\1$/.test(w) && !/(?:ll|ss|zz)$/.test(w)) w = w.slice(0, -1);
+  if (w.length > 4 && w.endsWith("e")) w = w.slice(0, -1);
+  return w;
+}
+
+/** Keys of every word of `text`, identifiers split (`connectionString` gives connection, string). */
+function keysOf(text: string): string[] {
+  return text
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0)
+    .map(wordKey);
+}
+
+/** True for a word that may carry meaning in a detail phrase. */
+function isContentWord(word: string): boolean {
+  if (PHRASE_STOPWORDS.has(word.toLowerCase())) return false;
+  if (!/\p{L}/u.test(word) || word.includes("__")) return false;
+  return word.length >= 3 || /^\p{Lu}{2}$/u.test(word);
+}
+
+/**
+ * The runs of content words of one sentence: split at punctuation and at stopwords, each at most
+ * {@link MAX_PHRASE_WORDS} long. A word keeps inner dots, dashes, underscores and apostrophes
+ * (`config.json`, `ready-to-use`, `project_ref`); any other symbol splits it (`is:unresolved`).
+ */
+function phrasesOf(text: string): string[][] {
+  const out: string[][] = [];
+  let run: string[] = [];
+  const end = (): void => {
+    for (let i = 0; i < run.length; i += MAX_PHRASE_WORDS) out.push(run.slice(i, i + MAX_PHRASE_WORDS));
+    run = [];
+  };
+  let first = true;
+  for (const raw of text.split(/\s+/)) {
+    const initial = first;
+    first = false;
+    // URLs, and identifiers (`find_organizations`, `allowedDirectories`): they name other tools or
+    // parameters, whose own names say them better, so they would only blur which tool is which.
+    if (/^(?:https?|ftp|file|wss?):\/\//i.test(raw) || /\p{L}_\p{L}|\p{Ll}\p{Lu}/u.test(raw)) {
+      end();
+      continue;
+    }
+    const parts = raw.split(/([^\p{L}\p{N}_.'’+-]+)/u);
+    for (const part of parts) {
+      const word = part.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, "");
+      const brokenBefore = /^[^\p{L}\p{N}]/u.test(part) || part === "" || word === "";
+      if (brokenBefore) end();
+      if (word === "") continue;
+      // A capital that only marks the start of a sentence is not part of the word.
+      if (isContentWord(word)) run.push(initial && /^\p{Lu}\p{Ll}+$/u.test(word) ? word.toLowerCase() : word);
+      else end();
+      if (/[^\p{L}\p{N}]$/u.test(part)) end();
+    }
+  }
+  end();
+  return out;
+}
+
+/**
+ * Key phrases of `sources` that add words the reader has not seen in `known` (the lead sentence,
+ * the tool and parameter names), within `budget` words, in the order they appear, joined by
+ * commas as a sentence. A word scores by how often and how early it occurs, weighted by its
+ * source; phrases are picked greedily by new score per word, so a frequent distinguishing word
+ * ("migrations" said three times) wins over a one-off. Returns "" when nothing new is left.
+ */
+function detailPhrases(sources: readonly DetailSource[], known: readonly string[], budget: number): string {
+  const seen = new Set(known.flatMap(keysOf));
+  const score = new Map<string, number>();
+  const phrases: { words: string[]; keys: string[][]; order: number }[] = [];
+  sources.forEach((source, position) => {
+    const weight = source.weight / (1 + position * TUNE.decay);
+    for (const words of phrasesOf(source.text)) {
+      // A compound (`meaningful-change`) counts for its parts too: a query says "change".
+      const keys = words.map((w) => [wordKey(w), ...(/[-.]/.test(w) ? keysOf(w) : [])]);
+      for (const key of new Set(keys.flat())) if (!seen.has(key)) score.set(key, (score.get(key) ?? 0) + weight);
+      phrases.push({ words, keys, order: phrases.length });
+    }
+  });
+  const chosen: typeof phrases = [];
+  const covered = new Set(seen);
+  let left = budget;
+  for (;;) {
+    let pick: { phrase: (typeof phrases)[number]; words: string[]; gain: number } | undefined;
+    for (const phrase of phrases) {
+      // Words already covered at either end are trimmed: they would cost budget and say nothing new.
+      let from = 0;
+      let to = phrase.words.length;
+      const isCovered = (keys: string[] | undefined): boolean => (keys ?? []).every((k) => covered.has(k));
+      while (from < to && isCovered(phrase.keys[from])) from++;
+      while (to > from && isCovered(phrase.keys[to - 1])) to--;
+      const cost = to - from;
+      if (cost === 0 || cost > left) continue;
+      let gain = 0;
+      for (const key of new Set(phrase.keys.slice(from, to).flat())) if (!covered.has(key)) gain += score.get(key) ?? 0;
+      gain /= cost;
+      if (gain < TUNE.minGain) continue;
+      if (pick === undefined || gain > pick.gain) pick = { phrase, words: phrase.words.slice(from, to), gain };
+    }
+    if (pick === undefined) break;
+    chosen.push({ ...pick.phrase, words: pick.words });
+    for (const key of pick.phrase.keys.flat()) covered.add(key);
+    left -= pick.words.length;
+  }
+  if (chosen.length === 0) return "";
+  chosen.sort((a, b) => a.order - b.order);
+  return `${capitalise(chosen.map((p) => p.words.join(" ")).join(", "))}.`;
 }
 
 /** Splits an identifier into lower-case words: `get_user_profile`, `getUserProfile`, `API-get-user`. */
@@ -240,48 +439,71 @@ function stripRequirementMarkers(text: string): string {
 
 /** Options of {@link ExtractiveSummarizer}. */
 export interface ExtractiveSummarizerOptions {
-  /** Word budget of a tool summary (default {@link DEFAULT_WORD_BUDGET}). */
+  /** Word budget of a tool summary, detail phrases included (default {@link DEFAULT_WORD_BUDGET}). */
   wordBudget?: number;
   /** Word budget of a parameter description (default {@link DEFAULT_PARAM_WORD_BUDGET}). */
   paramWordBudget?: number;
+  /** Most words of detail phrases after the lead sentence (default {@link DEFAULT_DETAIL_WORDS}; 0 for none). */
+  detailWords?: number;
 }
 
 /**
  * The offline, deterministic default summarizer: the first real sentence of each description,
- * cleaned and cut to a word budget. It never fails and needs no network, which also makes it the
- * fallback whenever an LLM summarizer fails or writes something the guard rejects.
+ * cleaned and cut to a word budget, followed by a few key phrases from the rest of the description
+ * and the parameter descriptions that name what the lead sentence, the tool name and the parameter
+ * names do not. It never fails and needs no network, which also makes it the fallback whenever an
+ * LLM summarizer fails or writes something the guard rejects.
  */
 export class ExtractiveSummarizer implements Summarizer {
-  readonly id = "extractive@1";
+  /** `@2`: summaries carry detail phrases; `summarize warm --stale` redoes `@1` entries. */
+  readonly id = "extractive@2";
   readonly promptId = "none";
   /** Batching buys nothing offline; a bound keeps one call's work small. */
   readonly maxBatch = 64;
   private readonly wordBudget: number;
   private readonly paramWordBudget: number;
+  private readonly detailWords: number;
 
   constructor(options: ExtractiveSummarizerOptions = {}) {
     this.wordBudget = options.wordBudget ?? DEFAULT_WORD_BUDGET;
     this.paramWordBudget = options.paramWordBudget ?? DEFAULT_PARAM_WORD_BUDGET;
+    this.detailWords = options.detailWords ?? DEFAULT_DETAIL_WORDS;
   }
 
   /** Summarizes one tool synchronously (the catalog can use it for an instant first answer). */
   summarizeTool(tool: RawTool): ToolSummary {
     const title = tool.title ?? (typeof tool.annotations?.title === "string" ? tool.annotations.title : undefined);
-    const summary =
-      extractSummary(tool.description ?? "", { wordBudget: this.wordBudget }) || summaryFromName(tool.name, title);
     const params: Record<string, string> = {};
+    const paramTexts: string[] = [];
     const properties = (tool.inputSchema as RawTool["inputSchema"] | undefined)?.["properties"];
+    const propertyNames: string[] = [];
     if (properties && typeof properties === "object" && !Array.isArray(properties)) {
       for (const [name, schema] of Object.entries(properties as Record<string, unknown>)) {
+        propertyNames.push(name);
         if (!schema || typeof schema !== "object") continue;
         const description = (schema as Record<string, unknown>)["description"];
         if (typeof description !== "string" || !description.trim()) continue;
-        const text = extractSummary(stripRequirementMarkers(description), { wordBudget: this.paramWordBudget });
+        const plain = stripRequirementMarkers(description);
+        paramTexts.push(...plainTextBlocks(plain).map((b) => b.text));
+        const text = extractSummary(plain, { wordBudget: this.paramWordBudget });
         const cleaned = stripRequirementMarkers(text);
         if (cleaned && /[\p{L}\p{N}]/u.test(cleaned)) params[name] = cleaned;
       }
     }
-    return { summary, params };
+    const description = tool.description ?? "";
+    const lead = extractSummary(description, { wordBudget: this.wordBudget });
+    if (lead === "") return { summary: summaryFromName(tool.name, title), params };
+    if (this.detailWords === 0) return { summary: lead, params };
+    const detailed = extractSummary(description, {
+      wordBudget: this.wordBudget,
+      detailWords: this.detailWords,
+      knownWords: [tool.name, title ?? "", ...propertyNames],
+      extraText: paramTexts,
+    });
+    // Detail words are the description's own, but one may still read as a claim the guard refuses
+    // ("read-only" in a destructive tool's text); the lead sentence alone is then the summary.
+    if (detailed !== lead && !guardSummary(tool, { summary: detailed, params }).ok) return { summary: lead, params };
+    return { summary: detailed, params };
   }
 
   /** {@inheritDoc Summarizer.summarize} */

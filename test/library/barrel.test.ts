@@ -38,11 +38,12 @@ describe("library entry", () => {
 
   it("dependencies point one way: nothing below the front ends imports them", () => {
     const layers: Record<string, string[]> = {
-      config: ["upstream", "cache", "summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
-      upstream: ["cache", "summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
-      cache: ["summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
-      summarize: ["catalog", "core", "serve", "daemon", "cli", "client"],
-      catalog: ["core", "serve", "daemon", "cli", "client"],
+      config: ["policy", "upstream", "cache", "summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
+      upstream: ["policy", "cache", "summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
+      cache: ["policy", "summarize", "catalog", "core", "serve", "daemon", "cli", "client"],
+      summarize: ["policy", "catalog", "core", "serve", "daemon", "cli", "client"],
+      catalog: ["policy", "core", "serve", "daemon", "cli", "client"],
+      policy: ["core", "serve", "daemon", "cli", "client"],
       core: ["serve", "daemon", "cli", "client"],
       serve: ["daemon", "cli"],
     };

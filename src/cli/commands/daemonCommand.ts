@@ -12,11 +12,9 @@ import type { ServerStatus } from "../../upstream/types.js";
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
+import { STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { usageError } from "../usageError.js";
 
-const STATE_DIR_OPTION: Record<string, OptionSpec> = {
-  "state-dir": { type: "string", value: "DIR", description: "Directory of the daemon's lockfile and log (overrides config and $ABRIDGE_STATE_DIR)" },
-};
 
 function positiveInt(ctx: CommandContext, name: string): number | undefined {
   const text = ctx.values[name];
@@ -27,15 +25,6 @@ function positiveInt(ctx: CommandContext, name: string): number | undefined {
 }
 
 /** The state dir: `--state-dir`, `$ABRIDGE_STATE_DIR`, config `state_dir` (relative to the config file), default. */
-function stateDirFor(ctx: CommandContext, config: Config | undefined): string {
-  const configDir = config?.state_dir;
-  return resolveStateDir({
-    ...(typeof ctx.values["state-dir"] === "string" ? { flag: ctx.values["state-dir"] } : {}),
-    env: ctx.io.env,
-    ...(configDir !== undefined && config ? { configStateDir: path.resolve(path.dirname(config.source), configDir) } : {}),
-    cwd: ctx.io.cwd,
-  });
-}
 
 /**
  * The config, when one is named or found. `status` and `stop` only need it for `state_dir`, so
@@ -71,6 +60,7 @@ export const daemonCommand: CommandSpec = {
     socket: { type: "string", value: "PATH", description: "Listen on this unix socket instead of loopback TCP" },
     "heartbeat-ms": { type: "string", value: "MS", description: "Lockfile heartbeat interval (default 5000)" },
     "grace-ms": { type: "string", value: "MS", description: `On SIGTERM, time calls in flight get to finish (default ${DEFAULT_GRACE_MS})` },
+    "read-only": { type: "boolean", description: "Expose and allow only tools annotated readOnlyHint, for every server" },
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
@@ -87,6 +77,7 @@ export const daemonCommand: CommandSpec = {
       logger: ctx.logger,
       ...(typeof socket === "string" ? { socketPath: path.resolve(ctx.io.cwd, socket) } : {}),
       ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
+      bridge: { stateDir, ...(ctx.values["read-only"] === true ? { forceReadOnly: true } : {}) },
       signal: ctx.io.signal,
     });
     if (result.status === "running") {

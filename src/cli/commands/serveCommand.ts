@@ -1,6 +1,6 @@
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
-import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
+import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { usageError } from "../usageError.js";
 import { parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
@@ -31,7 +31,9 @@ export const serveCommand: CommandSpec = {
     token: { type: "string", value: "TOKEN", description: "Bearer token HTTP clients must send (default $ABRIDGE_TOKEN)" },
     "page-size": { type: "string", value: "N", description: "Tools per tools/list page (default 500)" },
     "no-watch": { type: "boolean", description: "Do not watch the config file for changes" },
+    "read-only": { type: "boolean", description: "Expose and allow only tools annotated readOnlyHint, for every server" },
     ...CACHE_DIR_OPTION,
+    ...STATE_DIR_OPTION,
   },
   async run(ctx) {
     const flagMode = ctx.values.mode === undefined ? undefined : parseMode(ctx.values.mode, "compact");
@@ -43,7 +45,14 @@ export const serveCommand: CommandSpec = {
     if (token !== undefined) ctx.secrets.add(token);
 
     const config = await ctx.loadConfig();
-    const bridge = await Bridge.open({ config, cacheFile: cacheFileFor(ctx, config), env: ctx.io.env, logger: ctx.logger });
+    const bridge = await Bridge.open({
+      config,
+      cacheFile: cacheFileFor(ctx, config),
+      env: ctx.io.env,
+      logger: ctx.logger,
+      stateDir: stateDirFor(ctx, config),
+      ...(ctx.values["read-only"] === true ? { forceReadOnly: true } : {}),
+    });
     let watcher: ConfigWatcher | undefined;
     try {
       await bridge.start(ctx.io.signal);
