@@ -257,7 +257,7 @@ export class JsonlStore {
     return true;
   }
 
-  /** Parses a line kept by {@link setLine} again and keeps the object for later lookups. */
+  /** Parses a line kept by {@link applyLine} again and keeps the object for later lookups. */
   private materialize(key: string, text: string): CacheEntry | undefined {
     const parsed = parseCacheLine(text);
     if (!parsed.ok || parsed.entry.key !== key) {

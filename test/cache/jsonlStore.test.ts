@@ -130,6 +130,44 @@ describe("JsonlStore", () => {
     expect(reopened.stats()).toMatchObject({ entries: 2, invalidLines: 1 });
   });
 
+  it("parses a loaded line on first access, as zod would, and keeps that object", async () => {
+    const plain = makeEntry("github", "plain");
+    const { params: _params, ...noParams } = makeEntry("github", "no_params", "No params.", 1);
+    const extra = makeEntry("slack", "extra", "Has an unknown field.", 2);
+    const first = makeEntry("github", "twice", "First.", 3);
+    const later = { ...first, summary: "Later." };
+    const broken = { ...first, summary: "Broken.", tokensAfter: -1 };
+    await writeFile(
+      file,
+      [
+        lineOf(plain),
+        `${JSON.stringify(noParams)}\n`,
+        `${JSON.stringify({ ...extra, note: "dropped" })}\n`,
+        lineOf(first),
+        lineOf(later),
+        // A later line for the same key that is invalid does not hide the valid one before it.
+        `${JSON.stringify(broken)}\n`,
+      ].join(""),
+    );
+    const store = await openStore();
+    expect(store.stats()).toMatchObject({ entries: 5, liveKeys: 4, invalidLines: 1 });
+    expect(store.get(plain.key)).toEqual(plain);
+    expect(store.get(plain.key)).toBe(store.get(plain.key));
+    expect(store.get(noParams.key)).toStrictEqual({ ...noParams, params: {} });
+    expect(store.get(extra.key)).toStrictEqual(extra);
+    expect(store.get(first.key)).toEqual(later);
+    expect(store.get("github:missing:0000000000000000")).toBeUndefined();
+    expect([...store.entries()].map((e) => e.key).sort()).toEqual([plain.key, noParams.key, extra.key, first.key].sort());
+
+    // Once the by-server view exists, lines read by a reload join it.
+    expect(store.forServer("slack")).toEqual([extra]);
+    const remote = makeEntry("slack", "remote", "Appended by another process.", 4);
+    await appendFile(file, lineOf(remote));
+    await store.reload();
+    expect(store.forServer("slack").map((e) => e.key).sort()).toEqual([extra.key, remote.key].sort());
+    expect(store.get(remote.key)).toEqual(remote);
+  });
+
   it("accepts a complete last entry that only lacks its newline", async () => {
     const entry = makeEntry("memory", "read_graph");
     await writeFile(file, JSON.stringify(entry));

@@ -1,6 +1,7 @@
 import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readLines } from "../../src/cache/readLines.js";
 import type { ReadLine, ReadLinesOptions, ReadLinesResult } from "../../src/cache/readLines.js";
@@ -71,4 +72,55 @@ describe("readLines", () => {
     expect(lines.map((line) => line.text.length)).toEqual([10]);
     expect(oversized).toEqual([2]);
   });
+
+  it("matches a line-by-line reference on mixed ASCII and non-ASCII content at any chunk size", async () => {
+    // Chunks of ASCII lines are decoded whole and cut; others line by line: both must give the
+    // same texts, numbers, offsets, oversized lines and tail as splitting the bytes one line at a time.
+    const piece = fc.oneof(
+      { weight: 4, arbitrary: fc.string({ maxLength: 30 }).map((t) => t.replace(/\n/g, "")) },
+      { weight: 1, arbitrary: fc.string({ maxLength: 12, unit: "grapheme" }).map((t) => t.replace(/\n/g, "")) },
+      { weight: 1, arbitrary: fc.constantFrom("", " ", "\t \r", "z".repeat(24), "x".repeat(25), "é".repeat(12), "é".repeat(13)) },
+    );
+    const input = fc.record({
+      lines: fc.array(piece, { maxLength: 12 }),
+      terminated: fc.boolean(),
+      chunkBytes: fc.integer({ min: 1, max: 90 }),
+      maxLineBytes: fc.constantFrom(24, 1 << 20),
+    });
+    await fc.assert(
+      fc.asyncProperty(input, async ({ lines, terminated, chunkBytes, maxLineBytes }) => {
+        const content = lines.join("\n") + (terminated && lines.length > 0 ? "\n" : "");
+        const bytes = Buffer.from(content);
+        if (bytes.length === 0) return;
+        const got = await readAll(content, { chunkBytes, maxLineBytes });
+        expect(got).toEqual(referenceLines(bytes, maxLineBytes));
+      }),
+      { seed: 20261122, numRuns: 150 },
+    );
+  });
 });
+
+/** Splits `bytes` one line at a time, decoding each line on its own: what {@link readLines} must match. */
+function referenceLines(bytes: Buffer, maxLineBytes: number): { lines: ReadLine[]; oversized: number[]; result: ReadLinesResult } {
+  const lines: ReadLine[] = [];
+  const oversized: number[] = [];
+  let offset = 0;
+  let lineNumber = 1;
+  for (;;) {
+    const newline = bytes.indexOf(0x0a, offset);
+    if (newline === -1) break;
+    if (newline - offset > maxLineBytes) oversized.push(lineNumber);
+    else {
+      const text = bytes.toString("utf8", offset, newline);
+      if (text.trim() !== "") lines.push({ text, lineNumber, offset });
+    }
+    offset = newline + 1;
+    lineNumber += 1;
+  }
+  const result: ReadLinesResult = { nextOffset: offset, nextLineNumber: lineNumber };
+  if (offset < bytes.length) {
+    const text = bytes.length - offset > maxLineBytes ? undefined : bytes.toString("utf8", offset);
+    if (text === undefined || text.trim() !== "") result.tail = { text, lineNumber, offset };
+  }
+  return { lines, oversized, result };
+}
