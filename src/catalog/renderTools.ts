@@ -25,10 +25,14 @@ export interface RenderOptions {
  * sentence, word boundary) in `summary` mode. Long enough for "Repository owner (user or org)",
  * short enough that a 2,000-character option essay does not survive the summary.
  */
-export const RTUNE = { top: 60, nested: 40 };
 const SUMMARY_PROPERTY_CHARS = 60;
-/** Cap of property descriptions below the top level in `summary` mode. */
-const NESTED_PROPERTY_CHARS = 40;
+/**
+ * Cap of property descriptions below the top level in `summary` mode: none are kept. Cut to a
+ * few words they were fragments ("The content to be rendered on the new…") that cost about 2% of
+ * full over the corpus; the model fills nested parts once it has picked the tool, and
+ * `get_schema` has every word.
+ */
+const NESTED_PROPERTY_CHARS = 0;
 /** Cap of a tool description in `compact`/`lazy` while its summary is still being written. */
 const UNSUMMARIZED_CHARS = 160;
 
@@ -71,12 +75,11 @@ function compareStrings(a: string, b: string): number {
  * `description` is a schema, not prose, and data keywords (`enum`, `const`, `default`, `examples`,
  * `required`) are copied untouched, so the copy validates exactly the instances the original does.
  */
-function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = RTUNE.top): unknown {
+function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = SUMMARY_PROPERTY_CHARS): unknown {
   if (!isObject(node)) return node;
   const out: JsonObject = {};
-  // Below the top-level properties prose gets the tighter cap: the model fills those parts only
-  // once it has picked the tool, and get_schema has the full text.
-  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, RTUNE.nested);
+  // Below the top-level properties prose gets the tighter cap (none, see NESTED_PROPERTY_CHARS).
+  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, NESTED_PROPERTY_CHARS);
   for (const [key, value] of Object.entries(node)) {
     if (key === "description" && typeof value === "string") {
       const short = maxChars <= 0 ? "" : briefDescription(value, maxChars);
@@ -234,8 +237,11 @@ function compactAnnotations(tool: CatalogTool): JsonObject | undefined {
 /**
  * The description of a compact tool: the summary, then on its own line the parameter list. The
  * list is written without the tool's name (`(owner, repo, title, body?)`): the function name sits
- * right beside it, and repeating it costs about 1% of full over the corpus. A tool that takes no
- * parameters gets no list unless `always` (its schema already says so).
+ * right beside it, and repeating it costs about 1% of full over the corpus. Beside the compact
+ * schema the list leaves out the types and short enums that schema carries (see
+ * {@link parameterList} `schemaAlongside`), about 1.5% of full. `always` is for a description sent
+ * without a schema (`signatureOnly`, the daemon's lazy listing): the list then keeps every type,
+ * and a tool that takes no parameters gets `()` (otherwise its schema already says so).
  */
 export function compactDescription(tool: CatalogTool, always = false): string {
   const summary = summaryText(tool, (d) => briefDescription(d, UNSUMMARIZED_CHARS)) ?? "";
@@ -244,7 +250,8 @@ export function compactDescription(tool: CatalogTool, always = false): string {
   const params = parameterList(tool.tool.inputSchema, { schemaAlongside: !always });
   const signature = params === "()" && !always ? "" : params;
   if (signature === "") return summary;
-  return summary === "" ? signature : `${summary}\n${signature}`;
+  // The line break ends the sentence: its period would cost a token in every listed tool.
+  return summary === "" ? signature : `${summary.replace(/(?<!\.)\.$/, "")}\n${signature}`;
 }
 
 function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {

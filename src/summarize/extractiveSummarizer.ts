@@ -16,7 +16,7 @@ export const DEFAULT_PARAM_WORD_BUDGET = 10;
  * lines", "multiple sources", "production data"), and a few such words cost far less than a
  * second sentence.
  */
-export const DEFAULT_DETAIL_WORDS = 8;
+export const DEFAULT_DETAIL_WORDS = 6;
 
 /**
  * Openers that say nothing about the tool ("This tool allows you to", "Use this tool to", "A
@@ -149,9 +149,9 @@ interface Candidate {
   caution: boolean;
 }
 
-/** Sentences that warn or instruct rather than describe. */
+/** Sentences that warn or instruct rather than describe, and error lines ("400: Bad request"). */
 const CAUTION =
-  /^(?:always|never|do not|don't|must not|please|make sure|ensure|note that|remember|be careful|careful|avoid|only use|important|warning|caution|note|tip|hint|critical|reminder|if (?:you|the|this|it|that)|on (?:error|failure)|fails?|failed|errors?)\b/i;
+  /^(?:always|never|do not|don't|must not|please|make sure|ensure|note that|remember|be careful|careful|avoid|only use|important|warning|caution|note|tip|hint|critical|reminder|if (?:you|the|this|it|that)|on (?:error|failure)|fails?|failed|errors?|[1-5]\d\d\b)\b/i;
 
 function candidatesOf(blocks: TextBlock[]): Candidate[] {
   const out: Candidate[] = [];
@@ -214,9 +214,7 @@ export function extractSummary(description: string, options: ExtractOptions): st
   const detailWords = Math.max(0, Math.min(options.detailWords ?? 0, options.wordBudget - 2));
   if (detailWords === 0) return shape(best.text, options.wordBudget, description);
   const lead = shape(best.text, options.wordBudget, description);
-  const sourceWords = words(description).length + (options.extraText ?? []).reduce((n, t) => n + words(t).length, 0);
-  const scaled = TUNE.ratio > 0 ? Math.max(TUNE.minDetail, Math.round(sourceWords * TUNE.ratio)) : detailWords;
-  const room = Math.min(scaled, detailWords, options.wordBudget - words(lead).length);
+  const room = Math.min(detailWords, options.wordBudget - words(lead).length);
   if (room <= 0) return lead;
   // Instruction blocks (`<use_case>`, `<examples>`) were dropped from the lead's candidates; as a
   // source of words they say what a user asks for, which is what tells tools apart.
@@ -224,9 +222,9 @@ export function extractSummary(description: string, options: ExtractOptions): st
   const sources: DetailSource[] = [
     ...candidates
       .filter((c) => c !== best)
-      .map((c) => ({ text: c.text, weight: c.caution ? TUNE.caution : c.tier === 1 ? 1 : TUNE.second })),
-    ...tagged.filter((c) => !candidates.some((p) => p.text === c.text)).map((c) => ({ text: c.text, weight: TUNE.tagged })),
-    ...(options.extraText ?? []).map((text) => ({ text, weight: TUNE.extra })),
+      .map((c) => ({ text: c.text, weight: c.caution ? CAUTION_WEIGHT : c.tier === 1 ? 1 : SECOND_TIER_WEIGHT })),
+    ...tagged.filter((c) => !candidates.some((p) => p.text === c.text)).map((c) => ({ text: c.text, weight: TAGGED_WEIGHT })),
+    ...(options.extraText ?? []).map((text) => ({ text, weight: EXTRA_WEIGHT })),
   ];
   const details = detailPhrases(sources, [lead, ...(options.knownWords ?? [])], room);
   if (details === "") return lead;
@@ -236,7 +234,6 @@ export function extractSummary(description: string, options: ExtractOptions): st
 
 /** Weight of words from "use this when" sentences and other second-tier sentences. */
 const SECOND_TIER_WEIGHT = 1.2;
-export const TUNE = { minGain: 0, lead: 24, ratio: 0, minDetail: 0, decay: 0.1, extra: 0.5, tagged: 0.6, second: 1.2, caution: 0.3 };
 /** Weight of words from warnings and instructions to the model. */
 const CAUTION_WEIGHT = 0.3;
 /** Weight of words found only inside instruction tag blocks. */
@@ -245,6 +242,11 @@ const TAGGED_WEIGHT = 0.6;
 const EXTRA_WEIGHT = 0.5;
 /** How fast a sentence's words lose weight with its position: the n-th counts 1 / (1 + n * decay). */
 const POSITION_DECAY = 0.1;
+/**
+ * Least score per word a detail phrase needs: a word said once, late, in a warning or a parameter
+ * description costs tokens in every listing and rarely tells tools apart.
+ */
+const MIN_DETAIL_SCORE = 0.5;
 /** Longest detail phrase, in words: longer runs are split. */
 const MAX_PHRASE_WORDS = 3;
 
@@ -276,12 +278,15 @@ const PHRASE_STOPWORDS = new Set(
     "include includes included e.g i.e eg ie example examples specified specify specific given optional optionally " +
     "required parameter parameters param params argument arguments arg args default defaults value values set " +
     "user users model assistant agent llm ai request requests response responses result results field fields " +
-    "note important always never recommended prefer preferred useful helpful best good better ensure sure " +
+    "see note important always never recommended prefer preferred useful helpful best good better ensure sure " +
     "instead already available currently either new existing based following follows below above etc first-class " +
     // filler adjectives and adverbs
-    "detailed comprehensive various powerful advanced clean ready reliable fast fastest simple easy easily efficient " +
+    "support supports supported supporting detailed comprehensive various powerful advanced clean ready reliable fast fastest simple easy easily efficient " +
     "efficiently quickly automatically directly actually really highly fully exactly properly correctly appropriate " +
     "relevant corresponding respective respectively certain particular actual additional extra whole entire full " +
+    // counts and JSON type names, as argument lists spell them ("two arguments: name (str)")
+    "two three four five six seven eight nine ten str string strings int integer integers number numbers bool " +
+    "boolean float dict array arrays object objects null true false " +
     // words the guard reads as a safety claim
     "safe safely harmless"
   ).split(" "),
@@ -313,7 +318,8 @@ function keysOf(text: string): string[] {
 /** True for a word that may carry meaning in a detail phrase. */
 function isContentWord(word: string): boolean {
   if (PHRASE_STOPWORDS.has(word.toLowerCase())) return false;
-  if (!/\p{L}/u.test(word) || word.includes("__")) return false;
+  // Contractions and possessives ("you're", "target's") are grammar, not subject matter.
+  if (!/\p{L}/u.test(word) || word.includes("__") || /['’]/.test(word)) return false;
   return word.length >= 3 || /^\p{Lu}{2}$/u.test(word);
 }
 
@@ -329,13 +335,15 @@ function phrasesOf(text: string): string[][] {
     for (let i = 0; i < run.length; i += MAX_PHRASE_WORDS) out.push(run.slice(i, i + MAX_PHRASE_WORDS));
     run = [];
   };
-  let first = true;
+  let initial = true;
   for (const raw of text.split(/\s+/)) {
-    const initial = first;
-    first = false;
-    // URLs, and identifiers (`find_organizations`, `allowedDirectories`): they name other tools or
-    // parameters, whose own names say them better, so they would only blur which tool is which.
-    if (/^(?:https?|ftp|file|wss?):\/\//i.test(raw) || /\p{L}_\p{L}|\p{Ll}\p{Lu}/u.test(raw)) {
+    const atStart = initial;
+    // A word after a colon starts a clause ("Not recommended for: Multiple pages").
+    initial = /:$/.test(raw);
+    // URLs, identifiers (`find_organizations`, `allowedDirectories`) and dotted names
+    // (`docs.example.com`, `config.json`): they name other tools, parameters or examples, which
+    // would only blur which tool is which.
+    if (/^(?:https?|ftp|file|wss?):\/\//i.test(raw) || /\p{L}_\p{L}|\p{Ll}\p{Lu}|\p{L}\.\p{L}/u.test(raw)) {
       end();
       continue;
     }
@@ -346,7 +354,12 @@ function phrasesOf(text: string): string[][] {
       if (brokenBefore) end();
       if (word === "") continue;
       // A capital that only marks the start of a sentence is not part of the word.
-      if (isContentWord(word)) run.push(initial && /^\p{Lu}\p{Ll}+$/u.test(word) ? word.toLowerCase() : word);
+      // A dot inside a word makes it a file, a domain or a pattern (`test-*.tsx`): an example.
+      if (word.includes(".")) {
+        end();
+        continue;
+      }
+      if (isContentWord(word)) run.push(atStart && /^\p{Lu}\p{Ll}+$/u.test(word) ? word.toLowerCase() : word);
       else end();
       if (/[^\p{L}\p{N}]$/u.test(part)) end();
     }
@@ -367,10 +380,11 @@ function detailPhrases(sources: readonly DetailSource[], known: readonly string[
   const score = new Map<string, number>();
   const phrases: { words: string[]; keys: string[][]; order: number }[] = [];
   sources.forEach((source, position) => {
-    const weight = source.weight / (1 + position * TUNE.decay);
+    const weight = source.weight / (1 + position * POSITION_DECAY);
     for (const words of phrasesOf(source.text)) {
-      // A compound (`meaningful-change`) counts for its parts too: a query says "change".
-      const keys = words.map((w) => [wordKey(w), ...(/[-.]/.test(w) ? keysOf(w) : [])]);
+      // A compound (`meaningful-change`) counts as its parts: a query says "change", and a lead
+      // that says "Context7-compatible" has said it already.
+      const keys = words.map((w) => (/[-']/.test(w) ? keysOf(w) : [wordKey(w)]));
       for (const key of new Set(keys.flat())) if (!seen.has(key)) score.set(key, (score.get(key) ?? 0) + weight);
       phrases.push({ words, keys, order: phrases.length });
     }
@@ -392,7 +406,7 @@ function detailPhrases(sources: readonly DetailSource[], known: readonly string[
       let gain = 0;
       for (const key of new Set(phrase.keys.slice(from, to).flat())) if (!covered.has(key)) gain += score.get(key) ?? 0;
       gain /= cost;
-      if (gain < TUNE.minGain) continue;
+      if (gain < MIN_DETAIL_SCORE) continue;
       if (pick === undefined || gain > pick.gain) pick = { phrase, words: phrase.words.slice(from, to), gain };
     }
     if (pick === undefined) break;

@@ -168,9 +168,8 @@ describe("renderTools over the corpus", () => {
     const tool = catalog.find((t) => t.name === "github_create_issue");
     if (tool === undefined) throw new Error("github_create_issue missing");
     const [rendered] = renderTools([tool], "compact");
-    expect(rendered?.description).toBe(
-      "Create a new issue in a GitHub repository\n(owner, repo, title, body?, assignees?: string[], milestone?: number, labels?: string[])",
-    );
+    // Types are left out of the list: the compact schema below carries them (intended change).
+    expect(rendered?.description).toBe("Create a new issue in a GitHub repository\n(owner, repo, title, body?, assignees?, milestone?, labels?)");
     expect(rendered?.inputSchema).toEqual({
       type: "object",
       properties: {
@@ -186,6 +185,10 @@ describe("renderTools over the corpus", () => {
     });
     const [bare] = renderTools([tool], "compact", { signatureOnly: true });
     expect(bare?.inputSchema).toEqual({ type: "object" });
+    // Without a schema beside it the list is the only statement of the parameters: types stay.
+    expect(bare?.description).toBe(
+      "Create a new issue in a GitHub repository\n(owner, repo, title, body?, assignees?: string[], milestone?: number, labels?: string[])",
+    );
   });
 
   it("lazy lists only the meta-tools, with every tool in the index", () => {

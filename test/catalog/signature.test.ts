@@ -29,6 +29,18 @@ describe("toolSignature", () => {
     expect(sig("playwright", "browser_close")).toBe("browser_close()");
   });
 
+  it("beside the compact schema, keeps only what that schema cannot say", () => {
+    const of = (server: string, tool: string): string => parameterList(corpusTool(servers, server, tool).inputSchema, { schemaAlongside: true });
+    // Types and short enums are in the compact schema.
+    expect(of("github", "list_issues")).toBe("(owner, repo, direction?, labels?, page?, per_page?, since?, sort?, state?)");
+    // Nested keys and a cut long enum are not.
+    expect(of("filesystem", "edit_file")).toBe("(path, edits: {oldText, newText}[], dryRun?)");
+    expect(of("chrome-devtools", "list_network_requests")).toBe(
+      "(pageId, pageSize?, pageIdx?, resourceTypes?: (document|stylesheet|image|...)[], includePreservedRequests?)",
+    );
+    expect(of("gitlab", "create_issue")).toBe("(...)");
+  });
+
   it("survives every corpus schema and lists every required parameter", () => {
     for (const server of servers) {
       for (const tool of server.tools) {

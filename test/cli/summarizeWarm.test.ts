@@ -58,7 +58,7 @@ describe("abridge summarize warm (end to end)", () => {
 
     const second = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("summarizer extractive@1: 0 requests, 0 generated");
+    expect(second.stdout).toContain("summarizer extractive@2: 0 requests, 0 generated");
     const echoAgain = second.stdout.split("\n").find((l) => l.startsWith("echo "));
     expect(echoAgain?.split(/\s+/).slice(1, 5)).toEqual(["8", "8", "0", "0"]);
     expect(await cacheLines(dir)).toHaveLength(lines.length);
@@ -80,7 +80,7 @@ describe("abridge summarize warm (end to end)", () => {
     expect((await runAbridge(["summarize", "warm", "--config", config], { cwd: dir })).code).toBe(0);
     // Rewrite every entry as if an older summarizer had made it.
     const file = path.join(dir, "cache", "summaries.jsonl");
-    const old = (await readFile(file, "utf8")).replaceAll('"summarizer":"extractive@1"', '"summarizer":"extractive@0"');
+    const old = (await readFile(file, "utf8")).replaceAll('"summarizer":"extractive@2"', '"summarizer":"extractive@0"');
     await import("node:fs/promises").then((fs) => fs.writeFile(file, old));
     const plain = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
     expect(plain.stdout).toContain("0 generated");

@@ -106,6 +106,53 @@ describe("extractSummary", () => {
   });
 });
 
+describe("detail phrases", () => {
+  const description =
+    "Perform research on a topic. Use this tool when you need to gather information from multiple sources. " +
+    "Returns a detailed response. Never call it twice.";
+
+  it("appends words from later sentences that the lead and the names do not say", () => {
+    const out = extractSummary(description, { wordBudget: 24, detailWords: 6, knownWords: ["research_topic", "input"] });
+    // "detailed response" is filler that every tool could say: no detail.
+    expect(out).toBe("Perform research on a topic. Gather information, multiple sources.");
+    // The lead alone without a detail budget, as parameter descriptions get.
+    expect(extractSummary(description, { wordBudget: 24 })).toBe("Perform research on a topic.");
+  });
+
+  it("stays within the word budget and never repeats a known word", () => {
+    const out = extractSummary(description, { wordBudget: 8, detailWords: 6, knownWords: ["gather_information"] });
+    expect(wordCount(out)).toBeLessThanOrEqual(8);
+    expect(out.startsWith("Perform research on a topic. ")).toBe(true);
+    expect(out).not.toMatch(/gather|information/i);
+  });
+
+  it("skips identifiers, URLs and file names", () => {
+    const out = extractSummary(
+      "Connect to a database. See https://example.com/docs, call list_connections or connectionInfo first; reads config.json.",
+      { wordBudget: 24, detailWords: 6 },
+    );
+    expect(out.startsWith("Connect to a database.")).toBe(true);
+    expect(out).not.toMatch(/list_connections|connectionInfo|config|json|example|https/);
+  });
+
+  it("draws on parameter descriptions when they agree", () => {
+    // Never longer than the description itself, so the description must leave room.
+    const out = extractSummary("Connect to a database. Never call it twice in a row without closing the previous one.", {
+      wordBudget: 24,
+      detailWords: 6,
+      extraText: ["Name of the Atlas cluster", "Region of the Atlas cluster"],
+    });
+    // The warning's words are worth too little; the cluster is named twice below.
+    expect(out).toBe("Connect to a database. Atlas cluster.");
+  });
+
+  it("lets the summarizer turn details off", () => {
+    const t = tool("research", description);
+    expect(new ExtractiveSummarizer({ detailWords: 0 }).summarizeTool(t).summary).toBe("Perform research on a topic.");
+    expect(new ExtractiveSummarizer().summarizeTool(t).summary).toMatch(/multiple sources/);
+  });
+});
+
 describe("summaryFromName", () => {
   it("builds a sentence from the name or the title", () => {
     expect(summaryFromName("get_user_profile")).toBe("Get user profile.");
@@ -183,19 +230,20 @@ describe("ExtractiveSummarizer over the whole corpus", () => {
     expect(problems).toEqual([]);
   });
 
+  // Pinned on purpose: extractive@2 appends detail phrases to the lead sentence.
   it("keeps what the longest descriptions are about", () => {
     const expected: Array<[string, string, string]> = [
-      ["desktop-commander", "start_search", "Start a streaming search that can return results progressively."],
-      ["firecrawl", "firecrawl_scrape", "Scrape content from a single URL with advanced options."],
-      ["desktop-commander", "read_file", "Read contents from files and URLs."],
-      ["desktop-commander", "start_process", "Start a terminal process on the authorized device with intelligent state detection."],
-      ["sequential-thinking", "sequentialthinking", "Dynamic and reflective problem-solving through thoughts."],
-      ["sentry", "update_issue", "Update a Sentry issue's status or assignment."],
-      ["context7", "resolve-library-id", "Resolves a package/product name to a Context7-compatible library ID and returns matching libraries."],
+      ["desktop-commander", "start_search", "Start a streaming search that can return results progressively. Looking, find, name, code, content, authentication."],
+      ["firecrawl", "firecrawl_scrape", "Scrape content from a single URL with advanced options. Page, extraction, multiple, markdown, extracting, branding."],
+      ["desktop-commander", "read_file", "Read contents from files and URLs. Images, starting, positive, line, negative, 0-based."],
+      ["desktop-commander", "start_process", "Start a terminal process on the authorized device with intelligent state detection. Running, read-write, files, paths, container, folder-name."],
+      ["sequential-thinking", "sequentialthinking", "Dynamic and reflective problem-solving through thoughts. Question, steps, previous, hypothesis, process, current."],
+      ["sentry", "update_issue", "Update a Sentry issue's status or assignment. Resolve, reopen, find, unresolved, forever, my-team-slug."],
+      ["context7", "resolve-library-id", "Resolves a package/product name to a Context7-compatible library ID and returns matching libraries. Format, org, project, version, benchmark Score."],
       ["stripe", "create_customer", "Create a customer in Stripe."],
-      ["stripe", "update_dispute", "Submit evidence to help resolve the dispute in your favor."],
+      ["stripe", "update_dispute", "Submit evidence to help resolve the dispute in your favor. Receive, contacting, customer, first step, ID."],
       ["notion", "API-get-user", "Retrieve a user."],
-      ["filesystem", "list_allowed_directories", "Returns the list of directories that this server is allowed to access."],
+      ["filesystem", "list_allowed_directories", "Returns the list of directories that this server is allowed to access. Subdirectories, accessible, understand, nested paths, trying."],
     ];
     for (const [server, name, summary] of expected) {
       expect(summarizer.summarizeTool(corpusTool(corpus, server, name)).summary, `${server}:${name}`).toBe(summary);
