@@ -41,6 +41,9 @@ interface WarmRow {
 /** Builds the per-server rows and the total from the bridge's current catalog. */
 function warmRows(bridge: Bridge, generated: Map<string, number>, failed: Map<string, number>): WarmRow[] {
   const discovery = new Map(bridge.discovery().map((d) => [d.server, d]));
+  // The compact list carries one get_schema tool for all servers; per server it is left out, so
+  // the rows show each server's own cost and the total row counts it once.
+  const shared = tokenReport([], { separator: bridge.config.separator }).compact.openAiTokens;
   return bridge.servers().map((status) => {
     const tools = bridge.catalog.tools().filter((t) => t.server === status.name);
     const tokens = tokenReport(tools, { separator: bridge.config.separator });
@@ -52,8 +55,7 @@ function warmRows(bridge: Bridge, generated: Map<string, number>, failed: Map<st
       generated: generated.get(status.name) ?? 0,
       failed: failed.get(status.name) ?? 0,
       full: tokens.full.openAiTokens,
-      // Per server, compact is counted without the one shared get_schema tool.
-      compact: tools.length === 0 ? 0 : tokens.compact.openAiTokens,
+      compact: tools.length === 0 ? 0 : Math.max(0, tokens.compact.openAiTokens - shared),
       summary: tokens.summary.openAiTokens,
     };
   });
