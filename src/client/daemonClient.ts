@@ -179,6 +179,16 @@ export class DaemonClient {
     return response.schema as SchemaResult;
   }
 
+  /**
+   * One page of an output the daemon kept (`spill = true`): a cut `call_tool` result names the
+   * handle and the offset to go on from, and so does each page until the end. An unknown or
+   * expired handle, or spill being off, is a result with `isError: true`.
+   */
+  async readOutput(handle: string, offset = 0, options: DaemonRequestOptions = {}): Promise<CallToolResult> {
+    const response = await this.send({ op: "read_output", handle, offset }, options.signal);
+    return response.result as CallToolResult;
+  }
+
   /** The daemon's counters: uptime, upstream states, cache hits and misses, queue depth, tokens saved. */
   async stats(options: DaemonRequestOptions = {}): Promise<Record<string, unknown>> {
     const response = await this.send({ op: "stats" }, options.signal);

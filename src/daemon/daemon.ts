@@ -85,7 +85,7 @@ async function unlinkQuietly(path: string): Promise<void> {
 /**
  * The long-running local front end for host applications that are not MCP clients. A second
  * front end over the same {@link Bridge} `serve` uses: it translates the line protocol of
- * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats` and `refresh`.
+ * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats`, `refresh` and the guard's `read_output`.
  *
  * Start-up order makes "one daemon per state dir" cheap to enforce: bind the listener (so the
  * address is known), take the lockfile, and only then open the bridge and spawn upstreams; a
@@ -213,6 +213,8 @@ export class Daemon implements SessionHost {
     try {
       bridge = await Bridge.open({
         ...options.bridge,
+        // Spilled outputs (read_output) live with the daemon's other state, as the CLI arranges too.
+        stateDir: options.bridge?.stateDir ?? options.stateDir,
         config: options.config,
         cacheFile: options.cacheFile,
         env: options.env,
@@ -290,6 +292,9 @@ export class Daemon implements SessionHost {
         });
         return { body: { result } };
       }
+      case "read_output":
+        // The bridge's own read_output handling: the same pages, markers and errors as over MCP.
+        return { body: { result: await this.bridge.guard.readOutput({ handle: request.handle, offset: request.offset ?? 0 }) } };
     }
   }
 

@@ -40,6 +40,14 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     ...common,
   }),
   z.strictObject({ op: z.literal("get_schema"), server: name, tool: name, ...common }),
+  z.strictObject({
+    op: z.literal("read_output"),
+    /** The handle a cut `call_tool` result names (servers with `spill = true`). */
+    handle: z.string().min(1).max(1000),
+    /** Byte offset to read from, as the result's marker tells (default 0). */
+    offset: z.number().int().nonnegative().optional(),
+    ...common,
+  }),
   z.strictObject({ op: z.literal("stats"), ...common }),
   z.strictObject({ op: z.literal("refresh"), ...common }),
   z.strictObject({ op: z.literal("shutdown"), ...common }),

@@ -2,7 +2,7 @@ import { randomUUID, timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -98,6 +98,27 @@ async function readBody(req: IncomingMessage, limit: number): Promise<unknown> {
 }
 
 /**
+ * Cancels the requests of a POST whose client went away before their answers were written. The
+ * SDK does not: when the response stream closes early its web-standard transport only forgets the
+ * stream (the ReadableStream's `cancel`), and a handler's `extra.signal` fires only on
+ * `notifications/cancelled` or when the whole session closes, so a dropped call ran on upstream
+ * until its `timeout_ms`. Delivering the cancellation the client would have sent aborts the
+ * handler's signal, which the bridge passes on (the upstream gets `notifications/cancelled`).
+ */
+function cancelOnDisconnect(transport: StreamableHTTPServerTransport, res: ServerResponse, body: unknown, logger: Logger): void {
+  const ids = (Array.isArray(body) ? body : [body]).filter((m) => isJSONRPCRequest(m)).map((m) => m.id);
+  if (ids.length === 0) return;
+  res.once("close", () => {
+    // A response that was written completely closes too; its requests are finished, not dropped.
+    if (res.writableFinished) return;
+    logger.debug("HTTP client disconnected; cancelling its requests", { requests: ids.length });
+    for (const requestId of ids) {
+      transport.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "client disconnected" } });
+    }
+  });
+}
+
+/**
  * Serves the bridge over streamable HTTP on loopback: stateful sessions (one SDK transport and one
  * MCP server per session), Host/Origin checked against loopback, optional bearer token.
  */
@@ -143,6 +164,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         return;
       }
       if (existing) {
+        cancelOnDisconnect(existing.transport, res, body, logger);
         await existing.transport.handleRequest(req, res, body);
         return;
       }
@@ -173,6 +195,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         logger.debug("HTTP session closed", { session: transport.sessionId });
       };
       await frontend.server.connect(transport);
+      cancelOnDisconnect(transport, res, body, logger);
       await transport.handleRequest(req, res, body);
       return;
     }

@@ -1,9 +1,9 @@
 import type { Readable, Writable } from "node:stream";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { createMcpFrontend } from "./mcpFrontend.js";
+import { StdioServerTransport } from "./stdioServerTransport.js";
 
 /** Options of {@link serveStdio}. */
 export interface ServeStdioOptions {
@@ -14,6 +14,8 @@ export interface ServeStdioOptions {
   pageSize?: number;
   /** Ends serving (SIGINT/SIGTERM in the CLI). */
   signal?: AbortSignal;
+  /** Largest request line accepted (default 16 MiB); a longer one is answered -32600 and skipped. */
+  maxLineBytes?: number;
 }
 
 /**
@@ -29,7 +31,8 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
     client: "stdio",
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
   });
-  const transport = new StdioServerTransport(options.stdin, options.stdout);
+  // Our own transport: the SDK's ends serving when a line exceeds 10 MiB (see stdioServerTransport.ts).
+  const transport = new StdioServerTransport(options.stdin, options.stdout, options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {});
   let finish!: (reason: string) => void;
   const done = new Promise<string>((resolve) => (finish = resolve));
   // The SDK's stdio transport does not notice the end of stdin; a client that goes away closes

@@ -1,9 +1,12 @@
-import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { spawn, type ChildProcess } from "node:child_process";
+import { PassThrough, type Readable } from "node:stream";
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
 /** How often a pid is probed while waiting for a child to go away. */
 const REAP_POLL_MS = 25;
-/** After the SDK's own SIGKILL, how long to wait before sending SIGKILL again. */
+/** After a SIGKILL, how long to wait before sending SIGKILL again. */
 const REKILL_AFTER_MS = 2_000;
 
 /** True while a process with this pid exists (signal 0 probes without delivering anything). */
@@ -49,49 +52,329 @@ export function childEnvironment(env: Record<string, string>): Record<string, st
   return { ...getDefaultEnvironment(), ...env };
 }
 
+/** Default bound of one message from an upstream server: far above any sane result, far below memory trouble. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+/** How long a child has to exit after its stdin ends, and again after SIGTERM (the SDK's periods). */
+const STDIN_GRACE_MS = 2_000;
+const SIGTERM_GRACE_MS = 2_000;
+/** Bytes kept of each end of a dropped line: enough to tell what it was and whose answer. */
+const KEEP_OF_DROPPED_BYTES = 4_096;
+
+/** What is left of a line that went over the bound: its size and its two ends. */
+export interface DroppedLine {
+  /** Bytes of the line (newline excluded). */
+  bytes: number;
+  /** Its first bytes, up to 4 KiB. */
+  head: string;
+  /** Its last bytes, up to 4 KiB. */
+  tail: string;
+}
+
+/** One thing a {@link BoundedLineReader} read: a complete line, or what is left of a dropped one. */
+export type LineEvent = { line: string } | { dropped: DroppedLine };
+
 /**
- * The SDK's stdio transport plus what its `close()` lacks. The SDK ends stdin, waits 2 s, sends
- * SIGTERM, waits 2 s, sends SIGKILL (all on unref'd timers) but returns without waiting for the
- * SIGKILL to take effect, and a second `close()` after the child died on its own does nothing.
- * Here `close()` is idempotent (the promise is kept) and resolves only when the pid is gone, so
- * a pool's `close()` can promise that no process is left behind. A spawn that failed (ENOENT)
- * has no process to end and closes at once instead of sitting through the SDK's grace periods.
+ * Splits a byte stream into newline-terminated lines, bounding each line's size without ending
+ * the stream. The SDK's `ReadBuffer` re-concatenates its whole buffer on every chunk (quadratic
+ * for a big message) and throws once it holds 10 MiB, which ends the transport. Here a line's
+ * chunks are kept in a list and joined once, when its newline arrives; a line that grows past
+ * `maxLineBytes` is discarded as it streams in (only its first and last few KiB are kept, so the
+ * caller can say whose it was) and reading resumes with the next line.
  */
-export class ChildStdioTransport extends StdioClientTransport {
+export class BoundedLineReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  /** Set while the rest of an over-long line is being skipped. */
+  private dropping: { bytes: number; head: Buffer; tail: Buffer } | undefined;
+
+  constructor(readonly maxLineBytes: number) {
+    if (!(maxLineBytes > 0)) throw new RangeError(`maxLineBytes must be positive, got ${maxLineBytes}`);
+  }
+
+  /** Feeds a chunk; returns the lines it completed (without `\n` or a trailing `\r`), in order. */
+  push(chunk: Buffer): LineEvent[] {
+    const events: LineEvent[] = [];
+    let start = 0;
+    while (start < chunk.length) {
+      const newline = chunk.indexOf(0x0a, start);
+      const end = newline === -1 ? chunk.length : newline;
+      this.take(chunk.subarray(start, end));
+      if (newline === -1) break;
+      events.push(this.finishLine());
+      start = newline + 1;
+    }
+    return events;
+  }
+
+  /** Bytes of an unfinished line held in memory (0 while one is being dropped). */
+  get bufferedBytes(): number {
+    return this.size;
+  }
+
+  /** Forgets any unfinished line. */
+  clear(): void {
+    this.chunks = [];
+    this.size = 0;
+    this.dropping = undefined;
+  }
+
+  private take(piece: Buffer): void {
+    if (piece.length === 0) return;
+    if (this.dropping) {
+      this.dropping.bytes += piece.length;
+      this.dropping.tail = keepTail(this.dropping.tail, piece);
+      return;
+    }
+    if (this.size + piece.length <= this.maxLineBytes) {
+      this.chunks.push(piece);
+      this.size += piece.length;
+      return;
+    }
+    // Over the bound: keep the two ends, let go of the rest now rather than at the newline.
+    const held = [...this.chunks, piece];
+    let head: Buffer = Buffer.alloc(0);
+    for (const part of held) {
+      if (head.length >= KEEP_OF_DROPPED_BYTES) break;
+      head = Buffer.concat([head, part.subarray(0, KEEP_OF_DROPPED_BYTES - head.length)]);
+    }
+    let tail: Buffer = Buffer.alloc(0);
+    for (const part of held) tail = keepTail(tail, part);
+    this.dropping = { bytes: this.size + piece.length, head, tail };
+    this.chunks = [];
+    this.size = 0;
+  }
+
+  private finishLine(): LineEvent {
+    const dropping = this.dropping;
+    if (dropping) {
+      this.dropping = undefined;
+      return { dropped: { bytes: dropping.bytes, head: dropping.head.toString("utf8"), tail: stripCr(dropping.tail.toString("utf8")) } };
+    }
+    const bytes = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    this.chunks = [];
+    this.size = 0;
+    return { line: stripCr(bytes.toString("utf8")) };
+  }
+}
+
+function stripCr(text: string): string {
+  return text.endsWith("\r") ? text.slice(0, -1) : text;
+}
+
+/** The last {@link KEEP_OF_DROPPED_BYTES} of `tail` followed by `piece` (a copy: the chunk is let go). */
+function keepTail(tail: Buffer, piece: Buffer): Buffer {
+  if (piece.length >= KEEP_OF_DROPPED_BYTES) return Buffer.from(piece.subarray(piece.length - KEEP_OF_DROPPED_BYTES));
+  const joined = Buffer.concat([tail, piece]);
+  return joined.length > KEEP_OF_DROPPED_BYTES ? joined.subarray(joined.length - KEEP_OF_DROPPED_BYTES) : joined;
+}
+
+const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
+/** `{"jsonrpc":"2.0","id":7,"result":` — the id first, as most non-JS SDKs write it. */
+const ID_FIRST = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*,\s*"(?:result|error)"\s*:`);
+/** `{"result":` — a response whose id comes last, as the TypeScript SDK writes it. */
+const RESULT_FIRST = /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:/;
+/** `..."id":7}` or `..."id":7,"jsonrpc":"2.0"}` at the very end of the line. */
+const ID_LAST = new RegExp(String.raw`"id"\s*:\s*${ID}\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`);
+
+/**
+ * The id of a dropped line when it is recognisably a JSON-RPC response (a request or
+ * notification from the server has no pending call to fail). Only the line's two ends are known,
+ * so this reads the id where serializers put it: first, or last after a leading `result`/`error`.
+ */
+export function responseIdOfDroppedLine(line: DroppedLine): string | number | undefined {
+  const first = ID_FIRST.exec(line.head);
+  const raw = first ? first[1] : RESULT_FIRST.test(line.head) ? ID_LAST.exec(line.tail)?.[1] : undefined;
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw) as string | number;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How to start a stdio server (the SDK's `StdioServerParameters`, plus the message bound). */
+export interface ChildStdioParams {
+  command: string;
+  args?: string[];
+  /** The child's whole environment, on top of the SDK's safe default set. */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** `"pipe"` makes {@link ChildStdioTransport.stderr} a stream to read; default `"inherit"`. */
+  stderr?: "pipe" | "inherit" | "ignore";
+  /**
+   * Largest message accepted from the server (default 256 MiB). A larger one is dropped as it
+   * arrives; the request it answers fails with "result over N bytes" and the connection goes on.
+   */
+  maxMessageBytes?: number;
+}
+
+/**
+ * Client transport to a stdio MCP server in a child process, in place of the SDK's
+ * `StdioClientTransport`, for two reasons. Reading: the SDK's `ReadBuffer` caps a message at
+ * 10 MiB and, when a server sends more (a 50 MB file read), closes the transport, so the call
+ * failed as UPSTREAM_EXITED and the server was restarted; here messages up to `maxMessageBytes`
+ * are read (chunks joined once), a larger one is dropped and only its request fails. Closing: the
+ * SDK ends stdin, waits 2 s, sends SIGTERM, waits 2 s, sends SIGKILL but returns without waiting
+ * for the SIGKILL to take effect; here `close()` is idempotent (the promise is kept) and resolves
+ * only when the pid is gone, so a pool's `close()` can promise that no process is left behind. A
+ * spawn that failed (ENOENT) has no process to end and closes at once.
+ */
+export class ChildStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private readonly params: ChildStdioParams;
+  private readonly reader: BoundedLineReader;
+  private readonly stderrStream: PassThrough | undefined;
+  private child: ChildProcess | undefined;
   private spawnedPid: number | undefined;
+  private exited = false;
+  private closedNotified = false;
   private closing: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
 
-  constructor(params: StdioServerParameters) {
-    super(params);
+  constructor(params: ChildStdioParams) {
+    this.params = params;
+    this.reader = new BoundedLineReader(params.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+    // Handed out before start() so that nothing the child writes early is missed.
+    if (params.stderr === "pipe") this.stderrStream = new PassThrough();
   }
 
-  /** Pid of the child once spawned; kept after it exits (unlike the SDK's `pid`). */
+  /** The child's stderr when `stderr: "pipe"` was asked for (available before `start()`). */
+  get stderr(): Readable | null {
+    return this.stderrStream ?? null;
+  }
+
+  /** Pid of the child while it runs. */
+  get pid(): number | null {
+    return this.exited ? null : (this.spawnedPid ?? null);
+  }
+
+  /** Pid of the child once spawned; kept after it exits. */
   get childPid(): number | undefined {
     return this.spawnedPid;
   }
 
-  override async start(): Promise<void> {
-    this.starting = super.start();
-    await this.starting;
-    this.spawnedPid = this.pid ?? undefined;
+  start(): Promise<void> {
+    if (this.starting) return Promise.reject(new Error("ChildStdioTransport already started"));
+    this.starting = new Promise<void>((resolve, reject) => {
+      const child = spawn(this.params.command, this.params.args ?? [], {
+        env: { ...getDefaultEnvironment(), ...this.params.env },
+        stdio: ["pipe", "pipe", this.params.stderr === "pipe" ? "pipe" : (this.params.stderr ?? "inherit")],
+        shell: false,
+        windowsHide: true,
+        ...(this.params.cwd !== undefined ? { cwd: this.params.cwd } : {}),
+      });
+      this.child = child;
+      child.once("spawn", () => {
+        this.spawnedPid = child.pid;
+        resolve();
+      });
+      child.on("error", (err) => {
+        reject(err);
+        this.onerror?.(err);
+      });
+      child.once("close", () => {
+        this.exited = true;
+        this.reader.clear();
+        this.notifyClosed();
+      });
+      child.stdin?.on("error", (err) => this.onerror?.(err));
+      child.stdout?.on("error", (err) => this.onerror?.(err));
+      child.stdout?.on("data", (chunk: Buffer) => this.onData(chunk));
+      if (this.stderrStream && child.stderr) child.stderr.pipe(this.stderrStream);
+    });
+    return this.starting;
   }
 
-  override close(): Promise<void> {
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stdin = this.child?.stdin;
+      if (!stdin || this.exited || this.closing || !stdin.writable) {
+        reject(new Error("Not connected"));
+        return;
+      }
+      if (stdin.write(`${JSON.stringify(message)}\n`)) resolve();
+      else stdin.once("drain", resolve);
+    });
+  }
+
+  close(): Promise<void> {
     this.closing ??= this.closeAndReap();
     return this.closing;
+  }
+
+  private onData(chunk: Buffer): void {
+    for (const event of this.reader.push(chunk)) {
+      if ("dropped" in event) {
+        this.onDropped(event.dropped);
+        continue;
+      }
+      if (event.line.trim() === "") continue;
+      let message: JSONRPCMessage;
+      try {
+        message = JSONRPCMessageSchema.parse(JSON.parse(event.line));
+      } catch (err) {
+        // A line that is not JSON-RPC (a stray log line on stdout) is reported and skipped.
+        this.onerror?.(err instanceof Error ? err : new Error(String(err)));
+        continue;
+      }
+      this.onmessage?.(message);
+    }
+  }
+
+  /**
+   * A message over the bound was dropped. When it answers one of our requests, that request is
+   * failed now (an error response in its place) instead of waiting out its timeout.
+   */
+  private onDropped(line: DroppedLine): void {
+    const limit = this.reader.maxLineBytes;
+    const id = responseIdOfDroppedLine(line);
+    this.onerror?.(new Error(`dropped a message of ${line.bytes} bytes from the server: over the ${limit}-byte limit${id === undefined ? "" : ` (the answer to request ${JSON.stringify(id)})`}`));
+    if (id === undefined) return;
+    this.onmessage?.({ jsonrpc: "2.0", id, error: { code: RpcCode.InternalError, message: `result over ${limit} bytes (${line.bytes} bytes); dropped` } });
+  }
+
+  private notifyClosed(): void {
+    if (this.closedNotified) return;
+    this.closedNotified = true;
+    this.onclose?.();
   }
 
   private async closeAndReap(): Promise<void> {
     // A close that races the spawn must wait for it, or the child would be born after the reaping.
     await this.starting?.catch(() => undefined);
-    const pid = this.spawnedPid ?? this.pid ?? undefined;
-    if (pid === undefined) {
-      // Never spawned: the SDK would still wait for a 'close' that may not come.
-      this.onclose?.();
+    const child = this.child;
+    const pid = this.spawnedPid;
+    if (child === undefined || pid === undefined) {
+      // Never spawned: no 'close' of a process will come.
+      this.notifyClosed();
       return;
     }
-    await super.close();
+    if (!this.exited) {
+      const gone = new Promise<void>((resolve) => child.once("close", () => resolve()));
+      const within = (ms: number): Promise<void> => Promise.race([gone, sleepUnref(ms)]);
+      try {
+        child.stdin?.end();
+      } catch {
+        // The pipe is already broken: the signals below still apply.
+      }
+      await within(STDIN_GRACE_MS);
+      if (!this.exited) {
+        signal(pid, "SIGTERM");
+        await within(SIGTERM_GRACE_MS);
+      }
+      if (!this.exited) signal(pid, "SIGKILL");
+    }
     await waitForPidExit(pid);
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Already gone.
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Client-side faults against a real `abridge serve` child: malformed JSON-RPC, requests that are
  * not JSON-RPC, unknown methods and bad params (each with its JSON-RPC code, the server serving on),
- * a large line, and a client that cancels or disconnects mid-call over stdio (the upstream call is
+ * a large line, a line over the request bound, and a client that cancels or disconnects mid-call over stdio (the upstream call is
  * cancelled, no process is left).
  */
 import { spawn } from "node:child_process";
@@ -98,6 +98,20 @@ describe("abridge serve under client faults", () => {
     expect(big.result._meta).toMatchObject({ "abridge/trust": "untrusted-tool-output", "abridge/server": "echo" });
     serve.send(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "echo_echo", arguments: { text: "alive" } } }));
     expect(await serve.answer(5)).toMatchObject({ result: { content: [{ type: "text", text: "alive" }] } });
+  });
+
+  it("a 20 MB request line is answered -32600 (request too large, id null); serving goes on", async () => {
+    const { config } = await setup();
+    const serve = rawServe(config);
+    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    expect(await serve.answer(0)).toHaveProperty("result.serverInfo.name", "abridge");
+    serve.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+    // Over the 16 MiB default bound (and the SDK transport's 10 MiB, which used to end serve).
+    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo_echo", arguments: { text: "w".repeat(20 * 1000 * 1000) } } }));
+    expect(await serve.answer(null)).toMatchObject({ error: { code: -32600, message: expect.stringContaining("request too large") } });
+    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo_echo", arguments: { text: "alive" } } }));
+    expect(await serve.answer(2)).toMatchObject({ result: { content: [{ type: "text", text: "alive" }] } });
+    expect(serve.child.exitCode).toBeNull();
   });
 
   it("a client that cancels mid-call cancels the upstream call (stdio)", async () => {

@@ -1,0 +1,71 @@
+/**
+ * abridge's stdio server transport over real streams: a line over the bound is discarded as it
+ * streams in and answered -32600 "request too large" with id null, unreadable lines get -32700 /
+ * -32600, and the next request is still delivered.
+ */
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { StdioServerTransport } from "../../src/serve/stdioServerTransport.js";
+
+/** A started transport on PassThrough streams, with what it delivered and what it answered. */
+async function harness(maxLineBytes: number) {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const transport = new StdioServerTransport(stdin, stdout, { maxLineBytes });
+  const received: JSONRPCMessage[] = [];
+  const errors: Error[] = [];
+  let closes = 0;
+  transport.onmessage = (m) => received.push(m);
+  transport.onerror = (e) => errors.push(e);
+  transport.onclose = () => (closes += 1);
+  let out = "";
+  stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
+  await transport.start();
+  const answers = (): Record<string, unknown>[] => out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  return { stdin, transport, received, errors, answers, settle, closes: () => closes };
+}
+
+const request = (id: number, text: string) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } });
+
+describe("StdioServerTransport", () => {
+  it("answers a line over the bound with -32600 (id null), never delivers it, and serves on", async () => {
+    const h = await harness(1024);
+    const big = JSON.stringify(request(1, "z".repeat(10_000)));
+    // In small chunks, as a pipe delivers it: the bound is hit mid-line.
+    for (let i = 0; i < big.length; i += 300) h.stdin.write(big.slice(i, i + 300));
+    h.stdin.write("\n");
+    h.stdin.write(`${JSON.stringify(request(2, "small"))}\n`);
+    await h.settle();
+    expect(h.answers()).toEqual([{ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringContaining("request too large") } }]);
+    expect(h.received).toEqual([request(2, "small")]);
+    expect(h.errors.map((e) => e.message).join()).toContain("over the 1024-byte limit");
+    expect(h.closes()).toBe(0);
+  });
+
+  it("a line exactly at the bound is delivered", async () => {
+    const line = JSON.stringify(request(3, ""));
+    const h = await harness(Buffer.byteLength(line));
+    h.stdin.write(`${line}\n`);
+    await h.settle();
+    expect(h.received).toEqual([request(3, "")]);
+    expect(h.answers()).toEqual([]);
+  });
+
+  it("answers invalid JSON -32700 and non-JSON-RPC -32600, skips blank lines, closes once", async () => {
+    const h = await harness(1024);
+    h.stdin.write('{not json\n\n{"foo":1}\n');
+    h.stdin.write(`${JSON.stringify(request(4, "ok"))}\n`);
+    await h.settle();
+    expect(h.answers()).toMatchObject([
+      { id: null, error: { code: -32700 } },
+      { id: null, error: { code: -32600 } },
+    ]);
+    expect(h.received).toEqual([request(4, "ok")]);
+    await h.transport.close();
+    await h.transport.close();
+    expect(h.closes()).toBe(1);
+    await expect(h.transport.send({ jsonrpc: "2.0", id: 5, result: {} })).rejects.toThrow("Not connected");
+  });
+});
