@@ -1,0 +1,62 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cacheEntrySchema } from "../../src/cache/cacheEntry.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+
+describe("abridge summarize warm interrupted", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let marker: string;
+  let llm: FakeOpenAi;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `int-${path.basename(dir)}`;
+    llm = await startFakeOpenAi();
+  });
+  afterEach(async () => {
+    await llm.close();
+    expect(pidsWithMarker(marker)).toEqual([]);
+    await cleanup();
+  });
+
+  it("keeps every summary written before Ctrl-C, exits 130, and the next run finishes the rest", async () => {
+    // One tool per request; the first answers at once, the rest hang until the run is interrupted.
+    llm.script({ kind: "ok" });
+    llm.setDefault({ kind: "hang" });
+    const config = await writeConfig(
+      dir,
+      [
+        `cache_dir = "cache"`,
+        `[summary]\nsummarizer = "openai"\nbase_url = ${JSON.stringify(llm.baseUrl)}\nbatch_size = 1\nmax_concurrency = 1\ntimeout_ms = 60000`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "3", "--name", marker]),
+      ].join("\n"),
+    );
+    const file = path.join(dir, "cache", "summaries.jsonl");
+    const controller = new AbortController();
+    const run = runAbridge(["summarize", "warm", "--config", config], { cwd: dir, signal: controller.signal, isTTY: true });
+    // Interrupt once the first summary is on disk.
+    for (let i = 0; i < 200; i++) {
+      const text = await readFile(file, "utf8").catch(() => "");
+      if (text.includes("\n")) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    controller.abort(new Error("SIGINT"));
+    const interrupted = await run;
+    expect(interrupted.code).toBe(130);
+    expect(interrupted.stderr).toContain("interrupted; every summary written so far is kept");
+    // The progress bar is drawn on a terminal.
+    expect(interrupted.stderr).toMatch(/\r\[#+\.*\] 1\/5 echo/);
+    const kept = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "");
+    expect(kept).toHaveLength(1);
+    expect(cacheEntrySchema.safeParse(JSON.parse(kept[0]!)).success).toBe(true);
+
+    llm.setDefault({ kind: "ok" });
+    const resumed = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toMatch(/^echo\s+5\s+1\s+4\s+0/m);
+    const all = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "");
+    expect(all).toHaveLength(5);
+  });
+});
