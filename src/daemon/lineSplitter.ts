@@ -1,4 +1,5 @@
 import { AbridgeError, ErrorCode } from "../errors.js";
+import { BoundedLineReader } from "../util/boundedLineReader.js";
 
 /**
  * Splits a byte stream into newline-terminated lines with a hard bound on a line's size. Bytes are
@@ -6,53 +7,39 @@ import { AbridgeError, ErrorCode } from "../errors.js";
  * most `maxLineBytes` of memory, never an unbounded buffer (readline has no such bound).
  */
 export class LineSplitter {
-  private chunks: Buffer[] = [];
-  private pending = 0;
+  private readonly reader: BoundedLineReader;
   private failed = false;
 
-  constructor(private readonly maxLineBytes: number) {}
+  constructor(private readonly maxLineBytes: number) {
+    this.reader = new BoundedLineReader(maxLineBytes);
+  }
 
   /**
    * Feeds a chunk and returns the complete lines it finished (without `\n`; a trailing `\r` is
    * dropped too). Once a line grows past `maxLineBytes`, `error` (DAEMON_BAD_REQUEST) is set,
    * after the lines that came before it, and the splitter stays failed: the rest of the stream
-   * cannot be framed reliably.
+   * cannot be framed reliably, so the caller closes the connection at once rather than reading on
+   * to the over-long line's newline.
    */
   push(chunk: Buffer): { lines: string[]; error?: AbridgeError } {
     if (this.failed) return { lines: [] };
     const lines: string[] = [];
-    let start = 0;
-    for (;;) {
-      const newline = chunk.indexOf(0x0a, start);
-      if (newline === -1) break;
-      const length = this.pending + (newline - start);
-      if (length > this.maxLineBytes) return { lines, error: this.fail(length) };
-      const piece = chunk.subarray(start, newline);
-      const bytes = this.chunks.length === 0 ? piece : Buffer.concat([...this.chunks, piece]);
-      this.chunks = [];
-      this.pending = 0;
-      const line = bytes.toString("utf8");
-      lines.push(line.endsWith("\r") ? line.slice(0, -1) : line);
-      start = newline + 1;
+    for (const event of this.reader.push(chunk)) {
+      if ("dropped" in event) return { lines, error: this.fail(event.dropped.bytes) };
+      lines.push(event.line);
     }
-    if (start < chunk.length) {
-      const rest = chunk.subarray(start);
-      this.pending += rest.length;
-      if (this.pending > this.maxLineBytes) return { lines, error: this.fail(this.pending) };
-      this.chunks.push(rest);
-    }
+    if (this.reader.overflowing) return { lines, error: this.fail(this.reader.droppedBytes) };
     return { lines };
   }
 
   /** Bytes of an unfinished line held so far. */
   get bufferedBytes(): number {
-    return this.pending;
+    return this.reader.bufferedBytes;
   }
 
   private fail(length: number): AbridgeError {
     this.failed = true;
-    this.chunks = [];
-    this.pending = 0;
+    this.reader.clear();
     return new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `line longer than ${this.maxLineBytes} bytes (at least ${length})`);
   }
 }

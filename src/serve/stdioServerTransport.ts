@@ -1,7 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { BoundedLineReader, type DroppedLine } from "../upstream/childStdioTransport.js";
+import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
 
 /** Default bound of one request line (16 MiB, like the HTTP front end's body limit). */
 export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024;

@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { BoundedLineReader, ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/childStdioTransport.js";
+import { ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/childStdioTransport.js";
+import { BoundedLineReader } from "../../src/util/boundedLineReader.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
 
 const pids: number[] = [];
