@@ -3,7 +3,7 @@
  * and through the daemon to the echo fixture. Every answer must come back, to the call that
  * asked; the abridge process's RSS is sampled to show memory stays flat.
  *
- *   npx tsx test/reliability/loadBench.ts [--calls 20000] [--concurrency 64] [--only http|daemon]
+ *   npx tsx bench/load.ts [--calls 20000] [--concurrency 64] [--only http|daemon]
  *
  * Prints one JSON line per front end: calls, lost, mismatched, seconds, calls/s, RSS (MiB) after
  * warm-up and after each tenth of the calls. Exits 1 when anything was lost or mismatched.
@@ -17,11 +17,24 @@ import type { Socket } from "node:net";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
-import { parseAddress } from "../../src/daemon/protocol.js";
-import { numberArg, stringArg } from "../fixtures/fixtureArgs.js";
-import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { BIN } from "../helpers/serveHarness.js";
+import { lockFilePath, readLock } from "../src/daemon/daemonLock.js";
+import { parseAddress } from "../src/daemon/protocol.js";
+import { numberArg, stringArg } from "../test/fixtures/fixtureArgs.js";
+import { fixtureServerToml, tempDir, writeConfig } from "../test/helpers/cliHarness.js";
+import { BIN } from "../test/helpers/serveHarness.js";
+
+// The SDK's streamable HTTP client adds an abort listener per request to one long-lived signal;
+// at tens of thousands of calls Node prints thousands of MaxListenersExceededWarning lines from
+// the client side of this script. Counted and reported once; other warnings still print.
+let listenerWarnings = 0;
+process.removeAllListeners("warning");
+process.on("warning", (warning) => {
+  if (warning.name === "MaxListenersExceededWarning") listenerWarnings += 1;
+  else process.stderr.write(`${warning.name}: ${warning.message}\n`);
+});
+process.on("exit", () => {
+  if (listenerWarnings > 0) process.stderr.write(`load: ${listenerWarnings} MaxListenersExceededWarning(s) in the HTTP client (client side, not abridge)\n`);
+});
 
 const CALLS = numberArg("calls", 20_000);
 const CONCURRENCY = numberArg("concurrency", 64);
