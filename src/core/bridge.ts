@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
 import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searchResultText } from "../catalog/metaTools.js";
@@ -98,6 +99,14 @@ export class Bridge {
     this.pool = new UpstreamPool({
       servers: options.config.servers,
       separator: options.config.separator,
+      // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
+      // the state dir (the daemon's lockfile holds its token), the audit log and the config file.
+      sandboxHide: [
+        path.dirname(options.cacheFile),
+        path.dirname(guard.spillDir),
+        ...(options.config.audit_log !== undefined ? [options.config.audit_log] : []),
+        ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
+      ],
       logger: this.logger,
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),

@@ -97,6 +97,11 @@ export class CallGuard {
     return new CallGuard(configOf, auditLog, spill, options);
   }
 
+  /** Where spilled outputs are kept (a sandboxed server must not read them). */
+  get spillDir(): string {
+    return this.spill.dir;
+  }
+
   /** The permission policy of the config in force. */
   get policy(): ToolPolicy {
     const config = this.configOf();

@@ -60,7 +60,8 @@ export function spillOffsetOf(result: CallToolResult, index: number): number {
  * can page through them with `read_output`. Files are private to the user (0600 in a 0700 dir).
  */
 export class SpillStore {
-  private readonly dir: string;
+  /** The folder spilled outputs are kept in. */
+  readonly dir: string;
   private readonly retentionMs: number;
   private readonly logger: Logger;
   private pruned = false;

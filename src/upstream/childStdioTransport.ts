@@ -86,8 +86,10 @@ export function responseIdOfDroppedLine(line: DroppedLine): string | number | un
 export interface ChildStdioParams {
   command: string;
   args?: string[];
-  /** The child's whole environment, on top of the SDK's safe default set. */
+  /** The child's environment, on top of the SDK's safe default set (unless `exactEnv`). */
   env?: Record<string, string>;
+  /** Give the child exactly `env`, without the default set (a sandbox names every variable). */
+  exactEnv?: boolean;
   cwd?: string;
   /** `"pipe"` makes {@link ChildStdioTransport.stderr} a stream to read; default `"inherit"`. */
   stderr?: "pipe" | "inherit" | "ignore";
@@ -150,7 +152,7 @@ export class ChildStdioTransport implements Transport {
     if (this.starting) return Promise.reject(new Error("ChildStdioTransport already started"));
     this.starting = new Promise<void>((resolve, reject) => {
       const child = spawn(this.params.command, this.params.args ?? [], {
-        env: { ...getDefaultEnvironment(), ...this.params.env },
+        env: this.params.exactEnv ? { ...this.params.env } : { ...getDefaultEnvironment(), ...this.params.env },
         stdio: ["pipe", "pipe", this.params.stderr === "pipe" ? "pipe" : (this.params.stderr ?? "inherit")],
         shell: false,
         windowsHide: true,

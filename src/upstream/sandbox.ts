@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -7,8 +7,10 @@ import { AbridgeError, ErrorCode } from "../errors.js";
 export interface SandboxedCommand {
   command: string;
   args: string[];
-  /** Environment of the spawned `bwrap` itself (the sandbox gets only what `--setenv` names). */
+  /** Environment of the spawned `bwrap`, which passes it on to the sandboxed server as it is. */
   env: Record<string, string>;
+  /** Spawn with exactly `env` (no default variables added). */
+  exactEnv: true;
 }
 
 /** Looks `name` up on a `PATH` string like a shell would; undefined when nowhere executable. */
@@ -34,28 +36,64 @@ function isExecutable(file: string): boolean {
 /**
  * The `bwrap` arguments that confine a stdio server: the whole file system read-only, a private
  * `/dev`, `/proc` and `/tmp`, every namespace unshared (no network unless `sandbox_network`),
- * writable paths only from `sandbox_write`, and an environment of exactly PATH, HOME and the
- * variables the config names. `--die-with-parent` takes the sandbox down with abridge even on
+ * writable paths only from `sandbox_write`, and abridge's own files (`hide`) masked. The
+ * environment is not in these arguments: see {@link sandboxEnvironment}. `--die-with-parent` takes the sandbox down with abridge even on
  * `kill -9`; `--new-session` stops the server from typing into abridge's terminal (TIOCSTI).
  */
-export function bwrapArgs(config: ServerConfig, baseEnv: Record<string, string>): string[] {
+export function bwrapArgs(config: ServerConfig, hide: readonly string[] = []): string[] {
   if (config.command === undefined) {
     throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${config.name}: a sandboxed server needs a command`);
   }
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all"];
   if (config.sandbox_network) args.push("--share-net");
   args.push("--die-with-parent", "--new-session");
-  // After /tmp's tmpfs, so a writable path under /tmp is bound over it rather than hidden by it.
+  for (const target of hiddenPaths(config, hide)) {
+    // A folder becomes an empty tmpfs, a file reads as /dev/null.
+    if (target.kind === "dir") args.push("--tmpfs", target.path);
+    else args.push("--ro-bind", "/dev/null", target.path);
+  }
+  // After /tmp's tmpfs and the hidden folders, so a writable path inside one is bound over it
+  // rather than hidden by it.
   for (const dir of config.sandbox_write) args.push("--bind", dir, dir);
-  args.push("--clearenv");
-  const env: Record<string, string> = {};
-  if (baseEnv.PATH !== undefined) env.PATH = baseEnv.PATH;
-  if (baseEnv.HOME !== undefined) env.HOME = baseEnv.HOME;
-  Object.assign(env, config.env);
-  for (const [key, value] of Object.entries(env)) args.push("--setenv", key, value);
   if (config.cwd !== undefined) args.push("--chdir", config.cwd);
   args.push("--", config.command, ...config.args);
   return args;
+}
+
+/**
+ * The sandbox's whole environment: PATH and HOME from `baseEnv`, then the config's `env`. It is
+ * handed to bwrap as its process environment (bwrap passes it on), never as `--setenv` arguments:
+ * argv is readable by every local user in /proc/<pid>/cmdline, the environment only by the owner.
+ */
+export function sandboxEnvironment(config: ServerConfig, baseEnv: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (baseEnv.PATH !== undefined) env.PATH = baseEnv.PATH;
+  if (baseEnv.HOME !== undefined) env.HOME = baseEnv.HOME;
+  return Object.assign(env, config.env);
+}
+
+/**
+ * Which of `hide` (abridge's own state: the daemon lockfile with its token, spilled outputs of
+ * other servers, the audit log, the summary cache, the config file) to mask in the sandbox. A
+ * path that is the server's `cwd` or holds it is left visible, or the server could not start.
+ */
+function hiddenPaths(config: ServerConfig, hide: readonly string[]): { path: string; kind: "dir" | "file" }[] {
+  const out: { path: string; kind: "dir" | "file" }[] = [];
+  const seen = new Set<string>();
+  for (const raw of hide) {
+    const target = path.resolve(raw);
+    if (seen.has(target) || target === "/") continue;
+    seen.add(target);
+    if (config.cwd !== undefined && (config.cwd === target || config.cwd.startsWith(`${target}${path.sep}`))) continue;
+    let kind: "dir" | "file";
+    try {
+      kind = statSync(target).isDirectory() ? "dir" : "file";
+    } catch {
+      continue; // Nothing there to hide (bwrap cannot mount over a missing path).
+    }
+    out.push({ path: target, kind });
+  }
+  return out;
 }
 
 /**
@@ -66,7 +104,7 @@ export function bwrapArgs(config: ServerConfig, baseEnv: Record<string, string>)
  * @throws AbridgeError UPSTREAM_START_FAILED when `bwrap` is not installed: a server the operator
  *   asked to sandbox never runs unsandboxed.
  */
-export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, string>): SandboxedCommand {
+export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, string>, hide: readonly string[] = []): SandboxedCommand {
   const bwrap = findExecutable("bwrap", baseEnv.PATH);
   if (bwrap === undefined) {
     throw new AbridgeError(
@@ -80,6 +118,5 @@ export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, str
       throw new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, `${config.name}: sandbox_write path ${dir} does not exist; create it first`);
     }
   }
-  // bwrap itself needs nothing from the environment; the sandbox's variables go in as --setenv.
-  return { command: bwrap, args: bwrapArgs(config, baseEnv), env: { PATH: baseEnv.PATH ?? "" } };
+  return { command: bwrap, args: bwrapArgs(config, hide), env: sandboxEnvironment(config, baseEnv), exactEnv: true };
 }

@@ -72,6 +72,8 @@ export interface UpstreamConnectionOptions {
   stderrLogLevel?: "info" | "debug";
   /** Quiet time that coalesces a burst of `tools/list_changed` into one re-list (default 50 ms). */
   listChangedDebounceMs?: number;
+  /** abridge's own files and folders a sandboxed server must not read (state dir, cache, audit log, config). */
+  sandboxHide?: readonly string[];
   /** Called whenever {@link UpstreamConnection.status} changes. */
   onStatusChanged?: (status: ServerStatus) => void;
   /** Called when the (filtered) tool list changed after the first discovery. */
@@ -148,6 +150,7 @@ export class UpstreamConnection {
   private readonly random: () => number;
   private readonly stderrLogLevel: "info" | "debug";
   private readonly listChangedDebounceMs: number;
+  private readonly sandboxHide: readonly string[];
   private readonly filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
@@ -202,6 +205,7 @@ export class UpstreamConnection {
     this.random = options.random ?? Math.random;
     this.stderrLogLevel = options.stderrLogLevel ?? "debug";
     this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
+    this.sandboxHide = options.sandboxHide ?? [];
     this.filter = createToolFilter(config.allow, config.deny);
     for (const value of [...Object.values(config.env), ...Object.values(config.headers)]) {
       this.secrets.add(value);
@@ -433,7 +437,7 @@ export class UpstreamConnection {
       }
       const env = childEnvironment(config.env);
       // sandbox = "bwrap": the same server, confined; a missing bwrap throws UPSTREAM_START_FAILED.
-      const spawn = config.sandbox === "bwrap" ? sandboxCommand(config, env) : { command: config.command, args: config.args, env };
+      const spawn = config.sandbox === "bwrap" ? sandboxCommand(config, env, this.sandboxHide) : { command: config.command, args: config.args, env };
       const transport = new ChildStdioTransport({
         ...spawn,
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),

@@ -37,6 +37,8 @@ export interface UpstreamPoolOptions {
   stderrLogLevel?: "info" | "debug";
   /** Quiet time that coalesces bursts of `tools/list_changed` (default 50 ms). */
   listChangedDebounceMs?: number;
+  /** abridge's own files a sandboxed server must not read (see `sandboxCommand`). */
+  sandboxHide?: readonly string[];
 }
 
 /**
@@ -82,6 +84,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
       ...(options.random ? { random: options.random } : {}),
       ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
       ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
+      ...(options.sandboxHide ? { sandboxHide: options.sandboxHide } : {}),
       onStatusChanged: (status) => this.emit("statusChanged", status),
       onToolsChanged: () => this.handleToolsChanged(config.name),
       currentRelay: () => this.relays.getStore(),

@@ -1,9 +1,9 @@
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import type { AddressInfo, Server } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bwrapArgs, findExecutable } from "../../src/upstream/sandbox.js";
+import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/sandbox.js";
 import { serverConfig } from "../helpers/processes.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
 
@@ -21,18 +21,18 @@ async function listen(): Promise<number> {
 
 describe("bwrap arguments", () => {
   it("read-only root, private /dev /proc /tmp, no network, named writable paths and env only", () => {
-    const args = bwrapArgs(
-      serverConfig({ name: "s", command: "node", args: ["server.js"], env: { TOKEN: "t0k3n" }, sandbox_write: ["/data"], cwd: "/work" }),
-      { PATH: "/usr/bin", HOME: "/home/u", OTHER: "leak" },
-    );
+    const config = serverConfig({ name: "s", command: "node", args: ["server.js"], env: { TOKEN: "t0k3n" }, sandbox_write: ["/data"], cwd: "/work" });
+    const args = bwrapArgs(config);
     const joined = args.join(" ");
     expect(joined).toContain("--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all");
     expect(args).not.toContain("--share-net");
     expect(joined).toContain("--bind /data /data");
-    expect(joined).toContain("--clearenv --setenv PATH /usr/bin --setenv HOME /home/u --setenv TOKEN t0k3n");
-    expect(joined).not.toContain("leak");
+    // Values never go on the command line, which every local user can read in /proc.
+    expect(joined).not.toContain("t0k3n");
+    expect(joined).not.toContain("--setenv");
+    expect(sandboxEnvironment(config, { PATH: "/usr/bin", HOME: "/home/u", OTHER: "leak" })).toEqual({ PATH: "/usr/bin", HOME: "/home/u", TOKEN: "t0k3n" });
     expect(joined.endsWith("--chdir /work -- node server.js")).toBe(true);
-    expect(bwrapArgs(serverConfig({ name: "s", command: "x", sandbox_network: true }), {})).toContain("--share-net");
+    expect(bwrapArgs(serverConfig({ name: "s", command: "x", sandbox_network: true }))).toContain("--share-net");
     expect(findExecutable("definitely-not-a-program", "/usr/bin:/bin")).toBeUndefined();
   });
 });
@@ -76,6 +76,38 @@ describe("sandboxed stdio servers (needs bubblewrap)", () => {
     const denied = await bridge.callTool("box_connect", { port });
     expect(resultText(denied)).toMatch(/cannot connect/);
     expect(resultText(await bridge.callTool("net_connect", { port }))).toBe("connected");
+  });
+
+  it("hides abridge's own state, spilled outputs and config from a sandboxed server", async () => {
+    // Outside /tmp, which the sandbox replaces anyway: /var/tmp is on the real root file system.
+    const base = await mkdtemp("/var/tmp/abridge-hide-");
+    try {
+      const stateDir = path.join(base, "state");
+      await mkdir(stateDir);
+      await writeFile(path.join(stateDir, "abridge.lock"), '{"token":"daemon-token-value"}', { mode: 0o600 });
+      const visible = path.join(base, "visible.txt");
+      await writeFile(visible, "public");
+      const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"']);
+      const { bridge } = await startBridge(toml, { stateDir });
+      expect(bridge.servers()[0]?.state).toBe("ready");
+      const lock = await bridge.callTool("box_read_path", { path: path.join(stateDir, "abridge.lock") });
+      expect(resultText(lock)).not.toContain("daemon-token-value");
+      expect(resultText(lock)).toMatch(/cannot read: ENOENT/);
+      expect(resultText(await bridge.callTool("box_read_path", { path: visible }))).toBe("public");
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it("masks hidden files with /dev/null and folders with a tmpfs, but never the server's own cwd", () => {
+    const config = serverConfig({ name: "s", command: "x", cwd: "/srv/project/app" });
+    const hide = ["/etc/hostname", "/var", "/srv/project", "/nonexistent-abridge-path"];
+    const joined = bwrapArgs(config, hide).join(" ");
+    expect(joined).toContain("--ro-bind /dev/null /etc/hostname");
+    expect(joined).toContain("--tmpfs /var");
+    expect(joined).not.toContain("/srv/project --");
+    expect(joined).not.toContain("--tmpfs /srv/project");
+    expect(joined).not.toContain("nonexistent-abridge-path");
   });
 
   it("a missing bwrap is a clear start error for that server only, never an unsandboxed run", async () => {
