@@ -52,11 +52,21 @@ export class StdioServerTransport implements Transport {
     this.onerror?.(error);
   };
 
+  // A client that stops reading (killed mid-call) turns the next write into EPIPE. Unheard, that
+  // error ends the process before the bridge can end its upstream children; heard, it closes the
+  // transport and `serve` shuts down in order.
+  private readonly onOutputGone = (error?: Error): void => {
+    if (error) this.onerror?.(error);
+    void this.close();
+  };
+
   async start(): Promise<void> {
     if (this.started) throw new Error("StdioServerTransport already started");
     this.started = true;
     this.stdin.on("data", this.onData);
     this.stdin.on("error", this.onStreamError);
+    this.stdout.on("error", this.onOutputGone);
+    this.stdout.on("close", this.onOutputGone);
   }
 
   async close(): Promise<void> {
@@ -64,6 +74,9 @@ export class StdioServerTransport implements Transport {
     this.closed = true;
     this.stdin.off("data", this.onData);
     this.stdin.off("error", this.onStreamError);
+    this.stdout.off("close", this.onOutputGone);
+    // The error listener stays: a write still in flight may fail after close, and an unheard
+    // 'error' would end the process.
     // Pause only if nobody else reads stdin: pausing a shared stream would starve them.
     if (this.stdin.listenerCount("data") === 0) this.stdin.pause();
     this.reader.clear();
@@ -76,8 +89,23 @@ export class StdioServerTransport implements Transport {
         reject(new Error("Not connected"));
         return;
       }
-      if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.stdout.once("drain", resolve);
+      if (this.stdout.write(`${JSON.stringify(message)}\n`)) {
+        resolve();
+        return;
+      }
+      // Wait for the pipe to drain, unless it goes away first.
+      const settle = (err?: Error): void => {
+        this.stdout.off("drain", onDrain);
+        this.stdout.off("close", onGone);
+        this.stdout.off("error", onGone);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onDrain = (): void => settle();
+      const onGone = (err?: Error): void => settle(err ?? new Error("stdout closed"));
+      this.stdout.once("drain", onDrain);
+      this.stdout.once("close", onGone);
+      this.stdout.once("error", onGone);
     });
   }
 
