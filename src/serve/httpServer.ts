@@ -177,13 +177,15 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         sendJsonError(res, 400, -32600, "bad request: no session; the first request must be initialize");
         return;
       }
+      const newSessionId = randomUUID();
       const frontend = createMcpFrontend(bridge, {
         ...(options.mode ? { mode: options.mode } : {}),
         logger,
+        client: `http:${newSessionId}`,
         ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
       });
       const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: () => newSessionId,
         onsessioninitialized: (id) => {
           sessions.set(id, { transport, frontend });
           logger.debug("HTTP session opened", { session: id });
@@ -197,6 +199,12 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       await frontend.server.connect(transport);
       cancelOnDisconnect(transport, res, body, logger);
       await transport.handleRequest(req, res, body);
+      if (transport.sessionId === undefined) {
+        // The SDK refused the initialize (wrong Accept, bad protocol version...) before a session
+        // began: onclose will never fire for this transport, so let go of its front end now.
+        frontend.dispose();
+        await frontend.server.close().catch(() => undefined);
+      }
       return;
     }
     if (req.method === "GET" || req.method === "DELETE") {

@@ -242,6 +242,8 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       return await bridge.pool.withRelay(relay, () => bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
         signal: extra.signal,
         mode,
+        // Who called, for the audit log.
+        ...(options.client !== undefined ? { client: options.client } : {}),
         ...(progressToken !== undefined
           ? {
               onProgress: (update) => {

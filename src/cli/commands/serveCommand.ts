@@ -74,6 +74,11 @@ export const serveCommand: CommandSpec = {
           ...(pageSize !== undefined ? { pageSize } : {}),
         });
         writeLine(ctx.io.stderr, `abridge serving ${bridge.catalog.tools().length} tools (${mode} mode) at ${http.url}`);
+        if (token === undefined) {
+          // Loopback is not private: every local user and process can reach the port and would
+          // call every upstream with the operator's credentials.
+          ctx.logger.warn("serving HTTP without a token: any local process can call these tools; set $ABRIDGE_TOKEN or --token");
+        }
         await new Promise<void>((resolve) => {
           if (ctx.io.signal.aborted) resolve();
           ctx.io.signal.addEventListener("abort", () => resolve(), { once: true });
