@@ -20,7 +20,7 @@ export interface DaemonClientOptions {
   autoStart?: Omit<EnsureDaemonOptions, "stateDir" | "signal">;
   /** Client-side bound of every request but `call_tool` (default 60 s: `list_tools` waits for upstreams to start). */
   requestTimeoutMs?: number;
-  /** How much longer than the daemon's call timeout the client waits (default 5 s). */
+  /** How much longer than the daemon's own bound (server start + call timeout) the client waits (default 5 s). */
   timeoutMarginMs?: number;
   /** The call timeout assumed when the daemon did not report a server's (default 30 s, the config default). */
   defaultCallTimeoutMs?: number;
@@ -85,12 +85,16 @@ function daemonError(response: ClientResponse): AbridgeError {
  * call closes just that connection), so without reuse every call would pay a TCP connect.
  */
 const MAX_IDLE_CONNECTIONS = 64;
+/** A server's start wait assumed when the daemon did not report it (config default 15 s + slack). */
+const DEFAULT_START_WAIT_MS = 16_000;
 
 export class DaemonClient {
   private readonly options: DaemonClientOptions;
   private readonly logger: Logger;
   private info: LockInfo | undefined;
   private timeoutsMs: Record<string, number> = {};
+  /** Per server, how long the daemon may wait for it to start before a call (learned from `stats`). */
+  private connectTimeoutsMs: Record<string, number> = {};
   private timeoutsLearned = false;
   private shared: ClientConnection | undefined;
   private readonly calls = new Set<ClientConnection>();
@@ -133,8 +137,10 @@ export class DaemonClient {
     }
     const daemonTimeoutMs = options.timeoutMs ?? this.timeoutsMs[server] ?? this.options.defaultCallTimeoutMs ?? 30_000;
     // Wait longer than the daemon does, so its UPSTREAM_TIMEOUT (with the server named) arrives
-    // before this side gives up with a bare "no answer".
-    const clientTimeoutMs = daemonTimeoutMs + (this.options.timeoutMarginMs ?? 5_000);
+    // before this side gives up with a bare "no answer". The daemon's bound is the server's start
+    // (a call may come while it is still connecting) plus the call itself.
+    const startWaitMs = this.connectTimeoutsMs[server] ?? DEFAULT_START_WAIT_MS;
+    const clientTimeoutMs = startWaitMs + daemonTimeoutMs + (this.options.timeoutMarginMs ?? 5_000);
     for (let attempt = 0; ; attempt++) {
       const info = await this.locate(attempt > 0, options.signal);
       let connection: ClientConnection;
@@ -258,7 +264,9 @@ export class DaemonClient {
 
   /** Sends a request on the shared connection, retrying once on a restarted daemon. */
   private async send(body: Record<string, unknown>, signal: AbortSignal | undefined, retryLost = true): Promise<ClientResponse> {
-    const timeoutMs = this.options.requestTimeoutMs ?? 60_000;
+    // `list_tools`, `get_schema` and `refresh` may wait for the slowest server's start.
+    const slowestStartMs = Math.max(DEFAULT_START_WAIT_MS, ...Object.values(this.connectTimeoutsMs));
+    const timeoutMs = this.options.requestTimeoutMs ?? Math.max(60_000, slowestStartMs + (this.options.timeoutMarginMs ?? 5_000));
     for (let attempt = 0; ; attempt++) {
       const info = await this.locate(attempt > 0, signal);
       let response: ClientResponse;
@@ -317,6 +325,12 @@ export class DaemonClient {
   }
 
   private learnTimeouts(stats: Record<string, unknown>): void {
+    const starts = stats.connectTimeoutsMs;
+    if (typeof starts === "object" && starts !== null) {
+      for (const [server, value] of Object.entries(starts)) {
+        if (typeof value === "number" && value > 0) this.connectTimeoutsMs[server] = value;
+      }
+    }
     const timeouts = stats.timeoutsMs;
     if (typeof timeouts !== "object" || timeouts === null) return;
     this.timeoutsLearned = true;

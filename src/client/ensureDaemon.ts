@@ -1,6 +1,7 @@
 import { mkdir, open, readFile, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.js";
+import { configIdentity, configMismatch } from "../daemon/configIdentity.js";
 import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
 import { currentPid, isPidAlive } from "../daemon/processInfo.js";
 import { parseAddress } from "../daemon/protocol.js";
@@ -28,7 +29,10 @@ export interface EnsureDaemonOptions {
   env?: Record<string, string | undefined>;
   /** `--log-level` of a spawned daemon (default `info`, written to `<stateDir>/daemon.log`). */
   logLevel?: string;
-  /** More `abridge daemon` arguments for a spawned daemon (`--socket PATH`, `--heartbeat-ms N`). */
+  /**
+   * More `abridge daemon` arguments for a spawned daemon (`--socket PATH`, `--heartbeat-ms N`,
+   * `--read-only`, `--cache-dir DIR`). Paths should be absolute: the daemon runs in the config's folder.
+   */
   daemonArgs?: readonly string[];
   logger?: Logger;
 }
@@ -106,8 +110,11 @@ async function logTail(file: string): Promise<string> {
  * of them spawns, the daemon's O_EXCL lock settles any remaining race, and everyone ends up
  * talking to the same daemon.
  *
+ * A live daemon started for another config file, or for an older content of this one, is not
+ * used: DAEMON_CONFIG_MISMATCH names both and says what to do (see {@link configMismatch}).
+ *
  * @throws AbridgeError DAEMON_UNAVAILABLE when no daemon answers within `timeoutMs` (with the
- * tail of the daemon's log when it exited), CANCELLED when `signal` aborts.
+ * tail of the daemon's log when it exited), DAEMON_CONFIG_MISMATCH, CANCELLED when `signal` aborts.
  */
 export async function ensureDaemon(options: EnsureDaemonOptions): Promise<DaemonHandle> {
   const logger = options.logger ?? silentLogger;
@@ -120,11 +127,14 @@ export async function ensureDaemon(options: EnsureDaemonOptions): Promise<Daemon
   let spawned: SpawnedDaemon | undefined;
   let holdsSpawnLock = false;
   let lastError: unknown;
+  const wanted = await configIdentity(configPathOf(options.config));
   try {
     for (;;) {
       if (options.signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "ensureDaemon cancelled", { cause: options.signal.reason });
       const seen = await readLock(lockFile);
       if (seen.state === "ok" && !isLockStale(seen)) {
+        const mismatch = configMismatch(seen.lock, wanted, stateDir);
+        if (mismatch) throw mismatch;
         try {
           const stats = await pingDaemon(seen.lock, {
             timeoutMs: Math.max(500, Math.min(5_000, deadline - Date.now())),

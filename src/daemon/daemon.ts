@@ -8,6 +8,8 @@ import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { toolUri } from "../upstream/naming.js";
 import { VERSION } from "../version.js";
+import { configIdentity, type ConfigIdentity } from "./configIdentity.js";
+import { RateLimitedLog } from "./rateLimitedLog.js";
 import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock, releaseLock, type LockInfo } from "./daemonLock.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
@@ -18,6 +20,13 @@ import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest }
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 /** Default time `close` lets calls in flight finish before aborting them. */
 export const DEFAULT_GRACE_MS = 10_000;
+/**
+ * How much longer than a server's `connect_timeout_ms` a request waits for that server to be
+ * ready or failed: the connection's own timer fires first and its error is the better answer.
+ */
+export const START_WAIT_SLACK_MS = 1_000;
+/** At most one "request refused" line per this window; the rest are counted. */
+const REFUSAL_LOG_WINDOW_MS = 10_000;
 
 /** Options of {@link Daemon.start}. */
 export interface DaemonOptions {
@@ -103,6 +112,10 @@ export class Daemon implements SessionHost {
   private readonly server: Server;
   private readonly config: Config;
   private readonly ready: Promise<unknown>;
+  /** True once the pool's start has settled and the catalog has been discovered. */
+  private startSettled = false;
+  private readonly identity: ConfigIdentity | undefined;
+  private readonly refusals: RateLimitedLog;
   private readonly sessions = new Set<DaemonSession>();
   private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0 };
   private readonly idleTimeoutMs: number;
@@ -123,6 +136,7 @@ export class Daemon implements SessionHost {
     lockFile: string;
     bridge: Bridge;
     logger: Logger;
+    identity: ConfigIdentity | undefined;
   }) {
     const { options } = init;
     this.token = init.lock.token;
@@ -132,15 +146,24 @@ export class Daemon implements SessionHost {
     this.bridge = init.bridge;
     this.logger = init.logger;
     this.config = options.config;
+    this.identity = init.identity;
+    this.refusals = new RateLimitedLog(this.logger, "request refused: wrong or missing token", REFUSAL_LOG_WINDOW_MS);
     this.maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     this.idleTimeoutMs = options.idleTimeoutMs ?? Math.round(options.config.idle_timeout_minutes * 60_000);
     this.socketPath = options.socketPath;
     this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
     this.bridge.onListChanged(() => (this.tokensDirty = true));
-    this.ready = this.bridge.start(options.signal).catch((err: unknown) => {
-      this.logger.error("upstreams failed to start", { error: err });
-      throw err;
-    });
+    this.ready = this.bridge.start(options.signal).then(
+      (counts) => {
+        this.startSettled = true;
+        return counts;
+      },
+      (err: unknown) => {
+        this.startSettled = true;
+        this.logger.error("upstreams failed to start", { error: err });
+        throw err;
+      },
+    );
     // Requests await `ready`; this keeps a start failure from being an unhandled rejection
     // when no request comes.
     this.ready.catch(() => undefined);
@@ -186,8 +209,15 @@ export class Daemon implements SessionHost {
       address = { kind: "tcp", host: "127.0.0.1", port: bound.port };
     }
 
+    // Which config this daemon serves, so a client asking for another one is told instead of
+    // silently served (the default state dir is per user, not per config).
+    const identity = await configIdentity(options.config.source).catch((err: unknown) => {
+      logger.warn("config file not readable: the lock will not name it", { source: options.config.source, error: err });
+      return undefined;
+    });
     const now = new Date().toISOString();
     const lock: LockInfo = {
+      ...(identity ?? {}),
       pid: currentPid(),
       address: formatAddress(address),
       token: newToken(),
@@ -225,7 +255,7 @@ export class Daemon implements SessionHost {
       await releaseLock(lockFile, lock.token);
       throw err;
     }
-    const daemon = new Daemon({ options, server, lock, lockFile, bridge, logger });
+    const daemon = new Daemon({ options, server, lock, lockFile, bridge, logger, identity });
     logger.info("daemon listening", { address: lock.address, pid: lock.pid, lockfile: lockFile });
     return { status: "started", daemon };
   }
@@ -261,6 +291,10 @@ export class Daemon implements SessionHost {
     this.armIdle();
   }
 
+  logRefusal(fields: Record<string, unknown>): void {
+    this.refusals.warn(fields);
+  }
+
   count(event: "request" | "refused" | "badRequest"): void {
     if (event === "request") this.counters.requests += 1;
     else if (event === "refused") this.counters.refused += 1;
@@ -274,17 +308,30 @@ export class Daemon implements SessionHost {
       case "shutdown":
         this.logger.info("shutdown requested");
         return { body: {}, afterWrite: () => void this.close({ reason: "shutdown" }) };
-      case "list_tools":
-        await this.ready;
-        return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode) } };
+      case "list_tools": {
+        // The catalog is filled once the pool's start settles (exposed names need every server's
+        // tools), and that start is bounded by the longest connect_timeout_ms; servers still
+        // starting after that bound are named in `starting`, their tools missing from the list.
+        await this.poolStarted(signal, true);
+        const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
+        return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode), ...(starting.length > 0 ? { starting } : {}) } };
+      }
       case "get_schema":
-        await this.ready;
+        await this.serverSettled(request.server, signal);
+        if (!this.bridge.catalog.find(request.server, request.tool)) await this.poolStarted(signal);
         return { body: { schema: this.bridge.getSchema(toolUri(request.server, request.tool)) } };
       case "refresh":
-        await this.ready;
+        await this.poolStarted(signal);
         return { body: { discovery: await this.bridge.refresh() } };
       case "call_tool": {
-        await this.ready;
+        await this.serverSettled(request.server, signal);
+        // Before the pool's start settles the catalog does not know this server's tools yet. The
+        // call is forwarded then (the pool still enforces allow/deny and the tool's existence;
+        // argument validation waits for the catalog) unless the permission policy needs the tool's
+        // annotations to allow it: such a call waits for the catalog instead of being refused.
+        if (!this.bridge.catalog.find(request.server, request.tool) && !this.bridge.guard.check(request.server, request.tool).allowed) {
+          await this.poolStarted(signal);
+        }
         const result = await this.bridge.callServerTool(request.server, request.tool, request.args, {
           signal,
           mode: request.mode ?? this.config.mode,
@@ -298,6 +345,87 @@ export class Daemon implements SessionHost {
     }
   }
 
+  /**
+   * Waits until `server` is ready or has failed (not for the other servers), bounded by its
+   * `connect_timeout_ms` plus {@link START_WAIT_SLACK_MS}. An unknown server returns at once:
+   * the bridge answers SERVER_NOT_FOUND.
+   *
+   * @throws AbridgeError UPSTREAM_TIMEOUT (retryable) when the server is still starting at the bound.
+   */
+  private async serverSettled(server: string, signal: AbortSignal): Promise<void> {
+    const config = this.config.servers.find((s) => s.name === server);
+    const starting = (): boolean => !this.startSettled && this.bridge.pool.status(server)?.state === "connecting";
+    if (!config || !starting()) return;
+    const timeoutMs = config.connect_timeout_ms + START_WAIT_SLACK_MS;
+    const settled = await this.waitFor(
+      (wake) => {
+        const onStatus = (): void => {
+          if (!starting()) wake();
+        };
+        this.bridge.pool.on("statusChanged", onStatus);
+        void this.ready.then(wake, wake);
+        return () => this.bridge.pool.off("statusChanged", onStatus);
+      },
+      timeoutMs,
+      signal,
+    );
+    if (!settled && starting()) {
+      throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${server}: still starting after ${timeoutMs} ms`, { retryable: true, details: { server } });
+    }
+  }
+
+  /**
+   * Waits for the pool's start to settle (every server ready or failed), bounded by the longest
+   * `connect_timeout_ms` plus slack. With `lenient`, the bound passing is not an error.
+   *
+   * @throws AbridgeError UPSTREAM_TIMEOUT when the bound passes (unless `lenient`); the start's own
+   * error (a name collision) when it failed.
+   */
+  private async poolStarted(signal: AbortSignal, lenient = false): Promise<void> {
+    if (!this.startSettled) {
+      const timeoutMs = Math.max(0, ...this.config.servers.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
+      const settled = await this.waitFor(
+        (wake) => {
+          void this.ready.then(wake, wake);
+          return () => undefined;
+        },
+        timeoutMs,
+        signal,
+      );
+      if (!settled) {
+        if (lenient) return;
+        const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
+        throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `upstreams still starting after ${timeoutMs} ms: ${starting.join(", ")}`, { retryable: true });
+      }
+    }
+    await this.ready;
+  }
+
+  /**
+   * Resolves true when `subscribe`'s wake is called, false after `timeoutMs`; rejects CANCELLED
+   * when `signal` aborts (the client went away). Listeners and the timer are always removed.
+   */
+  private waitFor(subscribe: (wake: () => void) => () => void, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      let unsubscribe: () => void = () => undefined;
+      const finish = (value: boolean | Error): void => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        unsubscribe();
+        if (value instanceof Error) reject(value);
+        else resolve(value);
+      };
+      const onAbort = (): void => finish(new AbridgeError(ErrorCode.CANCELLED, "request cancelled while upstreams start", { cause: signal.reason }));
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener("abort", onAbort, { once: true });
+      unsubscribe = subscribe(() => finish(true));
+    });
+  }
+
   /** What the `stats` op answers. */
   stats(): Record<string, unknown> {
     const bridge = this.bridge.stats();
@@ -308,10 +436,22 @@ export class Daemon implements SessionHost {
       started: this.lock.started,
       queueDepth: bridge.queue.queued + bridge.queue.running,
       tokens: this.tokenStats(),
-      daemon: { ...this.counters, openConnections: this.sessions.size, activeRequests: this.active, idleTimeoutMs: this.idleTimeoutMs },
-      // Per-server call timeouts, so a client can wait a little longer than the daemon does and
-      // receive the daemon's own UPSTREAM_TIMEOUT instead of a bare client-side timeout.
+      ...(this.identity ? { config: { path: this.identity.configPath, hash: this.identity.configHash } } : {}),
+      daemon: {
+        ...this.counters,
+        openConnections: this.sessions.size,
+        activeRequests: this.active,
+        idleTimeoutMs: this.idleTimeoutMs,
+        // Answer bytes waiting in sockets, and connections not read because of that (backpressure).
+        bufferedBytes: [...this.sessions].reduce((sum, s) => sum + s.bufferedBytes, 0),
+        peakBufferedBytes: [...this.sessions].reduce((max, s) => Math.max(max, s.peakBufferedBytes), 0),
+        pausedConnections: [...this.sessions].filter((s) => s.paused).length,
+      },
+      // Per-server call and start timeouts, so a client can wait longer than the daemon does (a
+      // call may first wait for its server to start) and receive the daemon's own
+      // UPSTREAM_TIMEOUT / UPSTREAM_UNAVAILABLE instead of a bare client-side timeout.
       timeoutsMs: Object.fromEntries(this.config.servers.map((s) => [s.name, s.timeout_ms])),
+      connectTimeoutsMs: Object.fromEntries(this.config.servers.map((s) => [s.name, s.connect_timeout_ms + START_WAIT_SLACK_MS])),
     };
   }
 

@@ -28,6 +28,10 @@ export const lockInfoSchema = z.object({
   /** Last heartbeat (ISO 8601); refreshed every `heartbeatMs`. */
   heartbeat: z.string(),
   heartbeatMs: z.number().int().positive(),
+  /** Absolute path of the config the daemon serves (absent in locks of older daemons). */
+  configPath: z.string().optional(),
+  /** `sha256:<hex>` of that config's bytes when the daemon read it. */
+  configHash: z.string().optional(),
 });
 
 /** The lockfile's content. */

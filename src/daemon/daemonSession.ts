@@ -7,6 +7,14 @@ import { daemonRequestSchema, requestIdOf, type DaemonRequest, type RequestId } 
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
+/**
+ * Answer bytes one connection may have waiting in its socket buffer before the daemon stops
+ * reading its requests. A client that sends and never reads would otherwise make the daemon hold
+ * every answer in memory: `socket.write` queues without limit.
+ */
+export const MAX_BUFFERED_ANSWER_BYTES = 1024 * 1024;
+/** How long a connection whose token was refused stays before it is destroyed (its answer is flushed first). */
+const REFUSED_LINGER_MS = 1_000;
 
 /** What a handled request produced: the fields of an `ok` answer, and work to do once it is sent. */
 export interface HandlerResult {
@@ -26,6 +34,11 @@ export interface SessionHost {
   end(): void;
   /** Counters for `stats`. */
   count(event: "request" | "refused" | "badRequest"): void;
+  /**
+   * Logs a refused token. The daemon rate-limits these across connections; without it each
+   * refusal is logged at warn on the session's logger.
+   */
+  logRefusal?(fields: Record<string, unknown>): void;
 }
 
 function tokenMatches(given: unknown, expected: string): boolean {
@@ -41,7 +54,13 @@ function tokenMatches(given: unknown, expected: string): boolean {
  * concurrently but writes answers strictly in request order, and aborts its own calls when the
  * client goes away (a proxied call inherits its caller's lifetime; without that, a host that gave
  * up would keep the upstream busy). A bad request gets an error answer and the connection stays
- * usable; an unframeable stream (over-long line, invalid JSON) ends this connection only.
+ * usable; an unframeable stream (over-long line, invalid JSON) ends this connection only, and so
+ * does a wrong or missing token (after its answer): a peer without the token has nothing more to
+ * say, and must not be able to keep the daemon busy.
+ *
+ * Reading stops while {@link MAX_PIPELINED} requests are open or more than
+ * {@link MAX_BUFFERED_ANSWER_BYTES} of answers wait in the socket buffer, and resumes on `drain`,
+ * so a client that writes and never reads costs bounded memory.
  */
 export class DaemonSession {
   private readonly splitter: LineSplitter;
@@ -49,6 +68,10 @@ export class DaemonSession {
   private tail: Promise<void> = Promise.resolve();
   private open = 0;
   private broken = false;
+  private readPaused = false;
+  /** Lines of the last chunk not yet handled because reading was paused in its middle. */
+  private backlog: string[] = [];
+  private peakBuffered = 0;
   private readonly logger: Logger;
   /** Settles when the socket has closed. */
   readonly done: Promise<void>;
@@ -74,6 +97,21 @@ export class DaemonSession {
     return this.open;
   }
 
+  /** Answer bytes written but not yet taken by the client's side of the socket. */
+  get bufferedBytes(): number {
+    return this.socket.writableLength;
+  }
+
+  /** The most answer bytes this connection ever had waiting (for `stats`). */
+  get peakBufferedBytes(): number {
+    return this.peakBuffered;
+  }
+
+  /** True while the daemon is not reading this connection (backpressure). */
+  get paused(): boolean {
+    return this.readPaused;
+  }
+
   /**
    * Ends the connection: calls still running are aborted (they answer CANCELLED), answers already
    * queued are written, then the socket is ended; it is destroyed if it does not close in
@@ -95,11 +133,34 @@ export class DaemonSession {
   private onData(chunk: Buffer): void {
     if (this.broken) return;
     const { lines, error } = this.splitter.push(chunk);
-    for (const line of lines) {
-      if (this.broken) return;
-      this.onLine(line);
+    this.backlog.push(...lines);
+    this.drainBacklog();
+    if (error && !this.broken) {
+      // Lines before the over-long one are still answered (they may wait in the backlog).
+      this.backlog = [];
+      this.fail(error, null);
     }
-    if (error) this.fail(error, null);
+  }
+
+  /** Handles buffered lines until reading has to pause. */
+  private drainBacklog(): void {
+    while (this.backlog.length > 0 && !this.readPaused && !this.broken) {
+      this.onLine(this.backlog.shift()!);
+    }
+  }
+
+  /** Pauses or resumes reading by the open requests and the answer bytes waiting. */
+  private updateFlow(): void {
+    if (this.broken) return;
+    const busy = this.open >= MAX_PIPELINED || this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES;
+    if (busy && !this.readPaused) {
+      this.readPaused = true;
+      this.socket.pause();
+    } else if (!busy && this.readPaused) {
+      this.readPaused = false;
+      this.socket.resume();
+      this.drainBacklog();
+    }
   }
 
   private onLine(line: string): void {
@@ -112,28 +173,43 @@ export class DaemonSession {
       return;
     }
     const id = requestIdOf(value);
+    const record = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
+    // not even whether its request was well-formed. Nor does it count as activity: a peer
+    // without the token must not keep the daemon from going idle.
+    if (!tokenMatches(record?.token, this.host.token)) {
+      this.refuse(record, id);
+      return;
+    }
     this.open += 1;
-    if (this.open >= MAX_PIPELINED) this.socket.pause();
+    this.updateFlow();
     this.host.begin();
     const answer = this.handle(value, id).finally(() => this.host.end());
     this.enqueue(answer);
+  }
+
+  /** Answers a wrong or missing token after everything earlier, then ends the connection. */
+  private refuse(record: Record<string, unknown> | undefined, id: RequestId | undefined): void {
+    this.broken = true;
+    this.backlog = [];
+    // Whatever else the peer sends is not read: it stays in the kernel's buffers until the close.
+    this.socket.pause();
+    this.host.count("refused");
+    const fields = { op: typeof record?.op === "string" ? record.op.slice(0, 40) : undefined, peer: this.socket.remoteAddress ?? "local" };
+    if (this.host.logRefusal) this.host.logRefusal(fields);
+    else this.logger.warn("request refused: wrong or missing token", fields);
+    const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, "wrong or missing token (read it from the lockfile)");
+    const line = `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() })}\n`;
+    this.tail = this.tail.then(() => {
+      if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
+      setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
+    });
   }
 
   private async handle(value: unknown, id: RequestId | undefined): Promise<{ line: string; afterWrite?: () => void }> {
     const reply = (body: Record<string, unknown>): string => `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ...body })}\n`;
     const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
     this.host.count("request");
-    const record = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-    // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
-    // not even whether its request was well-formed.
-    if (!tokenMatches(record?.token, this.host.token)) {
-      this.host.count("refused");
-      this.logger.warn("request refused: wrong or missing token", {
-        op: typeof record?.op === "string" ? record.op.slice(0, 40) : undefined,
-        peer: this.socket.remoteAddress ?? "local",
-      });
-      return { line: failure(new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, "wrong or missing token (read it from the lockfile)")) };
-    }
     const parsed = daemonRequestSchema.safeParse(value);
     if (!parsed.success) {
       this.host.count("badRequest");
@@ -155,16 +231,39 @@ export class DaemonSession {
   private enqueue(answer: Promise<{ line: string; afterWrite?: () => void }>): void {
     this.tail = this.tail.then(async () => {
       const { line, afterWrite } = await answer;
-      this.open -= 1;
-      if (this.open < MAX_PIPELINED && !this.broken) this.socket.resume();
-      if (!this.socket.destroyed && this.socket.writable) this.socket.write(line);
+      if (!this.socket.destroyed && this.socket.writable) {
+        this.socket.write(line);
+        this.peakBuffered = Math.max(this.peakBuffered, this.socket.writableLength);
+      }
       afterWrite?.();
+      if (this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
+        // The answer counts as done once the client has taken it, not when it was queued:
+        // until then this request holds its pipelining slot and reading stays paused.
+        this.updateFlow();
+        await this.drained();
+      }
+      this.open -= 1;
+      this.updateFlow();
+    });
+  }
+
+  /** Resolves once the socket's buffer has drained or the socket is gone. */
+  private drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.socket.off("drain", done);
+        this.socket.off("close", done);
+        resolve();
+      };
+      this.socket.on("drain", done);
+      this.socket.on("close", done);
     });
   }
 
   /** An unframeable stream: answer after everything earlier, then end this connection. */
   private fail(error: AbridgeError, id: RequestId | null): void {
     this.broken = true;
+    this.readPaused = false;
     // Reading goes on (and is discarded) so a peer still writing its over-long line is not stuck;
     // a peer that never stops is cut off below.
     this.socket.resume();

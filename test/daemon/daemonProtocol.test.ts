@@ -108,10 +108,13 @@ describe("daemon protocol", () => {
       const answer = await client.request(request);
       expect(answer).toMatchObject({ id: request.id, ok: false, error: { code: "DAEMON_BAD_REQUEST", retryable: false } });
     }
+    expect(await client.request({ op: "call_tool", server: "echo", tool: "echo", args: { text: "kept" }, token })).toMatchObject({ ok: true });
     for (const notObject of ["[1,2]\n", "42\n"]) {
-      client.send(notObject);
-      // Not an object, so no token either: refused before it is looked at.
-      expect(await client.next()).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
+      const other = await RawClient.connect(daemon.address);
+      other.send(notObject);
+      // Not an object, so no token either: refused before it is looked at, and cut off.
+      expect(await other.next()).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
+      await other.closed;
     }
     expect(await client.request({ op: "call_tool", server: "echo", tool: "echo", args: { text: "still" }, token })).toMatchObject({
       ok: true,
@@ -126,13 +129,21 @@ describe("daemon protocol", () => {
     const client = await RawClient.connect(daemon.address);
     await client.request({ op: "list_tools", token: daemon.token });
     const before = daemon.bridge.stats().calls.total;
+    // Each refusal ends its connection, so each wrong token comes on a connection of its own.
+    const refusedOn = async (request: Record<string, unknown>): Promise<Record<string, unknown>> => {
+      const other = await RawClient.connect(daemon.address);
+      const answer = await other.request(request);
+      await other.closed;
+      return answer;
+    };
     for (const token of [undefined, "", "x".repeat(43), `${daemon.token}x`, daemon.token.toUpperCase() === daemon.token ? "y" : daemon.token.toUpperCase()]) {
-      const answer = await client.request({ op: "call_tool", server: "echo", tool: "echo", args: { text: "no" }, id: "t", ...(token !== undefined ? { token } : {}) });
+      const answer = await refusedOn({ op: "call_tool", server: "echo", tool: "echo", args: { text: "no" }, id: "t", ...(token !== undefined ? { token } : {}) });
       expect(answer).toMatchObject({ id: "t", ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
     }
-    expect(await client.request({ op: "shutdown", token: "nope" })).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
+    expect(await refusedOn({ op: "shutdown", token: "nope" })).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
     expect(daemon.bridge.stats().calls.total).toBe(before);
-    expect(lines.filter((l) => l.includes("request refused"))).toHaveLength(6);
+    // Rate-limited: one line for the burst, not one per refusal.
+    expect(lines.filter((l) => l.includes("request refused"))).toHaveLength(1);
     expect(lines.join("\n")).not.toContain(daemon.token);
     // The daemon is still up and serving.
     expect(await client.request({ op: "stats", token: daemon.token })).toMatchObject({ ok: true, stats: { daemon: { refused: 6 } } });

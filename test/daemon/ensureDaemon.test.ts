@@ -156,4 +156,45 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     expect((await runAbridge(["daemon", "status", "--state-dir", setup.stateDir])).code).toBe(1);
     expect((await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir])).stdout).toContain("not running");
   });
+
+  it("daemon start forwards --socket, --cache-dir and --read-only to the daemon it spawns", async () => {
+    const setup = await e2eSetup();
+    const socket = `${setup.dir}/d.sock`;
+    const cacheDir = `${setup.dir}/other-cache`;
+    const started = await runAbridge(
+      ["daemon", "start", "--config", setup.configFile, "--state-dir", setup.stateDir, "--socket", socket, "--cache-dir", cacheDir, "--read-only"],
+      { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" } },
+    );
+    expect(started.code, started.stderr).toBe(0);
+    expect(started.stdout).toContain(`address unix:${socket}`);
+    const c = new DaemonClient({ stateDir: setup.stateDir });
+    clients.push(c);
+    // --read-only: only the fixture's readOnlyHint tool is listed.
+    expect((await c.listTools()).map((t) => t.name)).toEqual(["echo"]);
+    await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"));
+  });
+
+  it("daemon stop ends a hung daemon (stale heartbeat, live pid) with SIGTERM then SIGKILL, children included", async () => {
+    const setup = await e2eSetup();
+    const { mkdir } = await import("node:fs/promises");
+    const { isLockStale } = await import("../../src/daemon/daemonLock.js");
+    await mkdir(setup.stateDir, { recursive: true });
+    const daemon = spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {}, extraArgs: ["--heartbeat-ms", "100"] });
+    await ensureDaemon(setup.ensure);
+    const c = new DaemonClient({ stateDir: setup.stateDir });
+    clients.push(c);
+    await c.callTool("echo", "echo", { text: "up" });
+    c.close();
+    // Frozen: alive, but no heartbeat and no answers; SIGTERM stays pending, only SIGKILL works.
+    process.kill(daemon.pid, "SIGSTOP");
+    await waitFor(async () => isLockStale(await readLock(lockFilePath(setup.stateDir))));
+    const stopped = await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir, "--timeout-ms", "1000"]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stderr).toContain("SIGTERM");
+    expect(stopped.stdout).toContain(`killed hung pid ${daemon.pid} with SIGKILL`);
+    expect(isAlive(daemon.pid)).toBe(false);
+    // The upstream child was in the daemon's process group.
+    await waitFor(() => pidsWithMarker(setup.dir).length === 0, 10_000);
+    expect((await readLock(lockFilePath(setup.stateDir))).state).toBe("missing");
+  });
 });

@@ -220,12 +220,13 @@ describe("fuzz: daemon framing and requests", () => {
       });
       const ops = fc.constantFrom("list_tools", "call_tool", "get_schema", "stats", "refresh", "nope", 7);
       const request = fc.record(
-        { op: ops, token: fc.constantFrom("fuzz-token", "wrong", 3), server: fc.string({ maxLength: 5 }), tool: fc.string({ maxLength: 5 }), args: fc.jsonValue({ maxDepth: 2 }), extra: fc.string({ maxLength: 5 }) },
+        { op: ops, token: fc.constant("fuzz-token"), server: fc.string({ maxLength: 5 }), tool: fc.string({ maxLength: 5 }), args: fc.jsonValue({ maxDepth: 2 }), extra: fc.string({ maxLength: 5 }) },
         { requiredKeys: ["op", "token"] },
       );
       // Every tenth line a well-formed request, so answers are checked to interleave in order.
+      // Every line carries the token: a refused one ends the connection (tested at the end).
       const values = fc
-        .sample(fc.oneof(request, fc.jsonValue({ maxDepth: 2 })), { seed: SEED, numRuns: 200 })
+        .sample(fc.oneof(request, fc.jsonValue({ maxDepth: 2 }).map((value) => ({ value, token: "fuzz-token" }))), { seed: SEED, numRuns: 200 })
         .map((v, i) => (i % 10 === 0 ? { op: "stats", token: "fuzz-token" } : v));
       let received = "";
       client.on("data", (b: Buffer) => (received += b.toString("utf8")));
@@ -245,6 +246,15 @@ describe("fuzz: daemon framing and requests", () => {
         if (!answer.ok) expect(["DAEMON_UNAUTHORIZED", "DAEMON_BAD_REQUEST"]).toContain(answer.error?.code);
       }
       for (let i = 0; i < answers.length; i += 10) expect(answers[i]).toEqual({ id: i, ok: true, echoed: "stats" });
+      // A wrong token: one coded error, then the connection is closed.
+      const refused = connect((server.address() as AddressInfo).port, "127.0.0.1");
+      closers.push(async () => void refused.destroy());
+      await once(refused, "connect");
+      let refusedText = "";
+      refused.on("data", (b: Buffer) => (refusedText += b.toString("utf8")));
+      refused.write(`${JSON.stringify({ op: "stats", token: "wrong" })}\n${JSON.stringify({ op: "stats", token: "fuzz-token" })}\n`);
+      await once(refused, "close");
+      expect(refusedText.trimEnd().split("\n").map((l) => (JSON.parse(l) as { error?: { code: string } }).error?.code)).toEqual(["DAEMON_UNAUTHORIZED"]);
       // Then garbage: the connection gets one coded error and is closed; the server keeps serving.
       client.write("{not json\n");
       await once(client, "close");

@@ -4,8 +4,9 @@ import { DaemonClient } from "../../client/daemonClient.js";
 import { ensureDaemon } from "../../client/ensureDaemon.js";
 import type { Config } from "../../config/schema.js";
 import { Daemon, DEFAULT_GRACE_MS } from "../../daemon/daemon.js";
-import { isLockStale, lockFilePath, readLock, releaseLock } from "../../daemon/daemonLock.js";
-import { isPidAlive } from "../../daemon/processInfo.js";
+import { configIdentity, configMismatch } from "../../daemon/configIdentity.js";
+import { isLockStale, lockFilePath, readLock, releaseLock, type LockInfo } from "../../daemon/daemonLock.js";
+import { isPidAlive, processCommandLine, processGroupOf, signalProcess } from "../../daemon/processInfo.js";
 import { isAbridgeError, ErrorCode } from "../../errors.js";
 import { delay } from "../../daemon/delay.js";
 import type { ServerStatus } from "../../upstream/types.js";
@@ -81,6 +82,10 @@ export const daemonCommand: CommandSpec = {
       signal: ctx.io.signal,
     });
     if (result.status === "running") {
+      // Serving another config is: the caller would believe its config is served.
+      const identity = await configIdentity(config.source).catch(() => undefined);
+      const mismatch = identity ? configMismatch(result.holder, identity, stateDir) : undefined;
+      if (mismatch) throw mismatch;
       // Lost a start-up race, or started by hand beside a running one: not an error.
       writeLine(ctx.io.stderr, `abridge daemon: already running (pid ${result.holder.pid}, ${result.holder.address})`);
       return ExitCode.OK;
@@ -102,15 +107,27 @@ export const daemonCommand: CommandSpec = {
 export const daemonStartCommand: CommandSpec = {
   path: ["daemon", "start"],
   summary: "Start the daemon in the background unless one is running; print its pid and address",
+  details: "Fails with DAEMON_CONFIG_MISMATCH when the daemon running for the state dir serves another config (or an older version of this one).",
   options: {
     ...STATE_DIR_OPTION,
     "timeout-ms": { type: "string", value: "MS", description: "How long to wait for it to answer (default 30000)" },
+    socket: { type: "string", value: "PATH", description: "Have the daemon listen on this unix socket instead of loopback TCP" },
+    "read-only": { type: "boolean", description: "Have the daemon expose and allow only tools annotated readOnlyHint" },
+    ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
     const timeoutMs = positiveInt(ctx, "timeout-ms");
     const config = await ctx.loadConfig();
     const stateDir = stateDirFor(ctx, config);
     const level = ctx.values["log-level"];
+    // Paths resolved here: the daemon runs in the config's folder, not in this one.
+    const socket = ctx.values.socket;
+    const cacheDir = ctx.values["cache-dir"];
+    const daemonArgs = [
+      ...(typeof socket === "string" ? ["--socket", path.resolve(ctx.io.cwd, socket)] : []),
+      ...(typeof cacheDir === "string" ? ["--cache-dir", path.resolve(ctx.io.cwd, cacheDir)] : []),
+      ...(ctx.values["read-only"] === true ? ["--read-only"] : []),
+    ];
     const handle = await ensureDaemon({
       stateDir,
       config,
@@ -119,6 +136,7 @@ export const daemonStartCommand: CommandSpec = {
       logger: ctx.logger,
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(typeof level === "string" ? { logLevel: level } : {}),
+      ...(daemonArgs.length > 0 ? { daemonArgs } : {}),
     });
     writeLine(
       ctx.io.stdout,
@@ -141,6 +159,11 @@ export const daemonStopCommand: CommandSpec = {
     const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
     const lockFile = lockFilePath(stateDir);
     const seen = await readLock(lockFile);
+    if (seen.state === "ok" && isLockStale(seen) && isPidAlive(seen.lock.pid)) {
+      // Stale by heartbeat with its pid alive: a hung daemon (or a reused pid, which the command
+      // line tells apart). It cannot answer `shutdown`, so it is signalled.
+      return stopHungDaemon(ctx, seen.lock, lockFile, timeoutMs);
+    }
     if (seen.state !== "ok" || isLockStale(seen)) {
       // A stale lock left by a daemon that died: clear it so the next start need not take it over.
       if (seen.state === "ok") await releaseLock(lockFile, seen.lock.token);
@@ -165,6 +188,58 @@ export const daemonStopCommand: CommandSpec = {
     return ExitCode.OK;
   },
 };
+
+/** True when a command line is abridge's `daemon` command (source or build, or an installed `abridge`). */
+function isDaemonCommandLine(cmdline: string): boolean {
+  const args = cmdline.split(" ");
+  return args.includes("daemon") && args.some((a) => /(^|\/)abridge$|\/cli\/bin\.(ts|js)$/.test(a));
+}
+
+/** How long a hung daemon gets after SIGTERM before SIGKILL (at most; the command's timeout bounds it). */
+const HUNG_TERM_GRACE_MS = 5_000;
+
+async function waitForExit(pid: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isPidAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await delay(50, signal);
+  }
+  return true;
+}
+
+/**
+ * Stops a daemon whose lock is stale by heartbeat while its pid lives: SIGTERM, a grace period,
+ * then SIGKILL. A daemon started detached leads its own process group, and the group is what is
+ * killed, so its upstream children go too (a SIGKILLed daemon cannot end them itself). A pid whose
+ * command line is not an abridge daemon was reused by something else and is left alone.
+ */
+async function stopHungDaemon(ctx: CommandContext, lock: LockInfo, lockFile: string, timeoutMs: number): Promise<number> {
+  const pid = lock.pid;
+  const cmdline = await processCommandLine(pid);
+  if (cmdline === undefined || !isDaemonCommandLine(cmdline)) {
+    await releaseLock(lockFile, lock.token);
+    writeLine(ctx.io.stdout, `abridge daemon: not running (the lock's pid ${pid} is ${cmdline === undefined ? "not readable" : "another program"}; stale lock removed)`);
+    return ExitCode.OK;
+  }
+  const group = await processGroupOf(pid);
+  const target = group === pid ? -pid : pid;
+  writeLine(ctx.io.stderr, `abridge daemon: pid ${pid} is alive but its heartbeat stopped (hung); sending SIGTERM`);
+  signalProcess(target, "SIGTERM");
+  if (await waitForExit(pid, Math.min(HUNG_TERM_GRACE_MS, timeoutMs), ctx.io.signal)) {
+    await releaseLock(lockFile, lock.token);
+    writeLine(ctx.io.stdout, `abridge daemon: stopped hung pid ${pid} with SIGTERM`);
+    return ExitCode.OK;
+  }
+  signalProcess(target, "SIGKILL");
+  if (!(await waitForExit(pid, timeoutMs, ctx.io.signal))) {
+    writeLine(ctx.io.stderr, `abridge daemon: pid ${pid} still running after SIGKILL`);
+    return ExitCode.FAILURE;
+  }
+  // A killed daemon cannot remove its lock or its socket file; the next start takes both over.
+  await releaseLock(lockFile, lock.token);
+  writeLine(ctx.io.stdout, `abridge daemon: killed hung pid ${pid} with SIGKILL (no answer to SIGTERM)`);
+  return ExitCode.OK;
+}
 
 /** `abridge daemon status`: pid, address, uptime and upstreams of the running daemon (exit 1 when none). */
 export const daemonStatusCommand: CommandSpec = {
