@@ -15,7 +15,7 @@ import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
-import { parseToolUri } from "../upstream/naming.js";
+import { parseToolUri, sanitizeName } from "../upstream/naming.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
@@ -176,16 +176,26 @@ export class Bridge {
    * closed or reconnected (calls in flight to unchanged servers go on), filters re-applied, and
    * the catalog re-discovered, which tells clients once. `mode`, `separator` and `[summary]` keep
    * their running values until a restart (front ends and cache keys depend on them); the returned
-   * list names what was kept.
+   * list names what was kept. Servers where only filters, prefix, timeouts or policy settings
+   * changed are `updated` in place, without a reconnect.
    */
-  async applyConfig(config: Config, signal?: AbortSignal): Promise<{ added: string[]; removed: string[]; changed: string[]; needsRestart: string[] }> {
+  async applyConfig(
+    config: Config,
+    signal?: AbortSignal,
+  ): Promise<{ added: string[]; removed: string[]; changed: string[]; updated: string[]; needsRestart: string[] }> {
     const needsRestart: string[] = [];
     const running = this.currentConfig;
     if (config.mode !== running.mode) needsRestart.push("mode");
     if (config.separator !== running.separator) needsRestart.push("separator");
     if (JSON.stringify(config.summary) !== JSON.stringify(running.summary)) needsRestart.push("summary");
     this.currentConfig = { ...config, mode: running.mode, separator: running.separator, summary: running.summary };
-    const result = await this.pool.reconfigure(config.servers, signal);
+    // The guard follows `config` and so applies the new policy from now on; the list must follow
+    // now as well, not once new servers have connected (up to connect_timeout_ms), or a tool just
+    // made read-only stays listed and a tool just allowed stays hidden meanwhile. reconfigure
+    // applies removals and filter edits before its first await, so this discovery sees them.
+    const reconfigured = this.pool.reconfigure(config.servers, signal);
+    this.discover();
+    const result = await reconfigured;
     this.discover();
     return { ...result, needsRestart };
   }
@@ -286,8 +296,40 @@ export class Bridge {
         });
         return { refused };
       }
-      throw err;
+      throw this.unavailableServerError(name) ?? err;
     }
+  }
+
+  /**
+   * For a name that no listed tool has but that points into a configured server which is not
+   * ready (failed at start, restarting, still connecting, disabled): the error naming that server
+   * and why, since its tools are missing only because it is down and "unknown tool" would send the
+   * model looking for another name. The server comes from `mcp://server/tool`, `server/tool`, or
+   * the longest `<server><separator>` prefix of the name (with servers `a` and `a_b`, `a_b_x`
+   * belongs to `a_b`). Names of `prefix = false` servers carry no server, so they stay unknown.
+   */
+  private unavailableServerError(name: string): AbridgeError | undefined {
+    const servers = this.config.servers;
+    const origin = parseToolUri(name) ?? splitServerTool(name);
+    let server = origin !== undefined && servers.some((s) => s.name === origin.server) ? origin.server : undefined;
+    if (server === undefined) {
+      for (const candidate of servers) {
+        if (!candidate.prefix) continue;
+        // Exposed names are sanitized, prefix included (`my.server` -> `my_server_`).
+        const prefix = sanitizeName(`${candidate.name}${this.config.separator}`);
+        if (name.length > prefix.length && name.startsWith(prefix) && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
+      }
+    }
+    if (server === undefined) return undefined;
+    const status = this.pool.status(server);
+    if (status === undefined || status.state === "ready") return undefined;
+    const why = status.error !== undefined ? `: ${status.error.message}` : "";
+    const retryable = status.state !== "disabled" && status.state !== "closed";
+    return new AbridgeError(
+      ErrorCode.UPSTREAM_UNAVAILABLE,
+      `server "${server}" is ${status.state}${why}; "${name}" cannot be called until it is ready${retryable ? " (abridge keeps trying to connect)" : ""}`,
+      { retryable, details: { server, tool: name, state: status.state, ...(status.error !== undefined ? { error: status.error } : {}) } },
+    );
   }
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */

@@ -2,6 +2,12 @@ import type { UpstreamPool } from "../upstream/upstreamPool.js";
 import type { JsonObject, ServerStatus } from "../upstream/types.js";
 import { compareStrings } from "../upstream/naming.js";
 
+/** What the aggregator needs of the config in force: looked up on every use, so a hot reload applies. */
+export interface AggregatorNaming {
+  separator: string;
+  servers: readonly { name: string; prefix: boolean }[];
+}
+
 /** Where an aggregated resource, template or prompt came from. */
 export interface Origin {
   server: string;
@@ -13,25 +19,47 @@ export interface Origin {
  * Aggregates the resources, resource templates and prompts of every upstream that offers them.
  * Resource URIs stay as the upstream wrote them (they are addresses, which clients may show or
  * open); a read is routed by the URI seen in the last listing, then by template match. Names get
- * the server prefix, like tools (none for `prefix = false` servers).
+ * the server prefix, like tools (none for `prefix = false` servers). The config is read at each
+ * use (a session outlives reloads), and what was learnt of a server that has since been removed
+ * is forgotten rather than routed to.
  */
 export class ResourceAggregator {
-  private readonly uriOwner = new Map<string, string>();
+  private uriOwner = new Map<string, string>();
   private templates: { server: string; template: string; pattern: RegExp }[] = [];
-  private readonly promptOrigin = new Map<string, Origin>();
+  private promptOrigin = new Map<string, Origin>();
 
   constructor(
     private readonly pool: UpstreamPool,
-    private readonly separator: string,
-    private readonly prefixOf: (server: string) => boolean,
+    private readonly naming: () => AggregatorNaming,
   ) {}
 
   private servers(capability: "resources" | "prompts"): ServerStatus[] {
     return this.pool.servers().filter((s) => s.state === "ready" && s.capabilities?.[capability] !== undefined);
   }
 
+  /** True while `server` is configured (a reload may have removed it). */
+  private exists(server: string): boolean {
+    return this.pool.status(server) !== undefined;
+  }
+
   private exposed(server: string, name: string): string {
-    return this.prefixOf(server) ? `${server}${this.separator}${name}` : name;
+    const naming = this.naming();
+    const prefix = naming.servers.find((s) => s.name === server)?.prefix !== false;
+    return prefix ? `${server}${naming.separator}${name}` : name;
+  }
+
+  /**
+   * The new map after a listing: what the servers that answered listed, plus what is known of
+   * servers that still exist but did not answer this time (down, or failed to list).
+   */
+  private merged<V extends string | Origin>(old: Map<string, V>, fresh: Map<string, V>, answered: ReadonlySet<string>): Map<string, V> {
+    const serverOf = (value: V): string => (typeof value === "string" ? value : value.server);
+    const next = new Map(fresh);
+    for (const [key, value] of old) {
+      const server = serverOf(value);
+      if (!next.has(key) && !answered.has(server) && this.exists(server)) next.set(key, value);
+    }
+    return next;
   }
 
   /** Every upstream's resources; names prefixed, URIs kept. A failing upstream is skipped. */
@@ -40,15 +68,21 @@ export class ResourceAggregator {
     const lists = await Promise.allSettled(
       this.servers("resources").map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, "resources/list", "resources", { ...(signal ? { signal } : {}) }) })),
     );
+    const owners = new Map<string, string>();
+    const answered = new Set<string>();
     for (const list of lists) {
       if (list.status !== "fulfilled") continue;
+      answered.add(list.value.server);
       for (const item of list.value.items) {
         const uri = typeof item.uri === "string" ? item.uri : undefined;
         if (uri === undefined) continue;
-        if (!this.uriOwner.has(uri)) this.uriOwner.set(uri, list.value.server);
+        // Two servers listing one URI: the one that owned it keeps it, so reads do not move.
+        const previous = this.uriOwner.get(uri);
+        if (!owners.has(uri) || previous === list.value.server) owners.set(uri, list.value.server);
         out.push({ ...item, name: this.exposed(list.value.server, String(item.name ?? uri)) });
       }
     }
+    this.uriOwner = this.merged(this.uriOwner, owners, answered);
     return out.sort((a, b) => compareStrings(String(a.name), String(b.name)));
   }
 
@@ -79,10 +113,16 @@ export class ResourceAggregator {
    * else the only server with resources. Lists on demand when nothing is known yet.
    */
   async ownerOf(uri: string, signal?: AbortSignal): Promise<string | undefined> {
-    const known = this.uriOwner.get(uri) ?? this.templates.find((t) => t.pattern.test(uri))?.server;
+    const lookup = (): string | undefined => {
+      const owner = this.uriOwner.get(uri);
+      if (owner !== undefined && this.exists(owner)) return owner;
+      if (owner !== undefined) this.uriOwner.delete(uri);
+      return this.templates.find((t) => t.pattern.test(uri) && this.exists(t.server))?.server;
+    };
+    const known = lookup();
     if (known !== undefined) return known;
     await Promise.allSettled([this.listResources(signal), this.listTemplates(signal)]);
-    const found = this.uriOwner.get(uri) ?? this.templates.find((t) => t.pattern.test(uri))?.server;
+    const found = lookup();
     if (found !== undefined) return found;
     const candidates = this.servers("resources");
     return candidates.length === 1 ? candidates[0]!.name : undefined;
@@ -93,7 +133,7 @@ export class ResourceAggregator {
    * `completion/complete` names a template, not a resource); falls back to {@link ownerOf}.
    */
   async templateOwnerOf(uriTemplate: string, signal?: AbortSignal): Promise<string | undefined> {
-    const listed = (): string | undefined => this.templates.find((t) => t.template === uriTemplate)?.server;
+    const listed = (): string | undefined => this.templates.find((t) => t.template === uriTemplate && this.exists(t.server))?.server;
     if (listed() === undefined) await this.listTemplates(signal).catch(() => undefined);
     return listed() ?? this.ownerOf(uriTemplate, signal);
   }
@@ -104,22 +144,30 @@ export class ResourceAggregator {
     const lists = await Promise.allSettled(
       this.servers("prompts").map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, "prompts/list", "prompts", { ...(signal ? { signal } : {}) }) })),
     );
+    const origins = new Map<string, Origin>();
+    const answered = new Set<string>();
     for (const list of lists) {
       if (list.status !== "fulfilled") continue;
+      answered.add(list.value.server);
       for (const item of list.value.items) {
         if (typeof item.name !== "string") continue;
         const name = this.exposed(list.value.server, item.name);
-        this.promptOrigin.set(name, { server: list.value.server, original: item.name });
+        origins.set(name, { server: list.value.server, original: item.name });
         out.push({ ...item, name });
       }
     }
+    // Rebuilt, not added to: after a prefix change the old names must stop resolving.
+    this.promptOrigin = this.merged(this.promptOrigin, origins, answered);
     return out.sort((a, b) => compareStrings(String(a.name), String(b.name)));
   }
 
-  /** Where the prompt exposed as `name` lives (lists on demand). */
+  /** Where the prompt exposed as `name` lives (lists on demand, and again when its server is gone). */
   async promptOriginOf(name: string, signal?: AbortSignal): Promise<Origin | undefined> {
-    if (!this.promptOrigin.has(name)) await this.listPrompts(signal);
-    return this.promptOrigin.get(name);
+    const known = this.promptOrigin.get(name);
+    if (known !== undefined && this.exists(known.server)) return known;
+    await this.listPrompts(signal);
+    const found = this.promptOrigin.get(name);
+    return found !== undefined && this.exists(found.server) ? found : undefined;
   }
 }
 

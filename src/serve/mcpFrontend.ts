@@ -168,8 +168,9 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const mode = options.mode ?? bridge.config.mode;
   const logger = options.logger ?? silentLogger;
   const pageSize = options.pageSize ?? 500;
-  const servers = new Map(bridge.config.servers.map((s) => [s.name, s]));
-  const resources = new ResourceAggregator(bridge.pool, bridge.config.separator, (s) => servers.get(s)?.prefix !== false);
+  // The config is looked up per request, not kept: a session outlives hot reloads (servers
+  // added, removed, prefix switched), and stale names would route reads to servers now gone.
+  const resources = new ResourceAggregator(bridge.pool, () => bridge.config);
   const clientId = `${options.client ?? "client"}:${randomUUID()}`;
   const capabilityOf = (server: string, key: string): JsonObject | undefined => {
     const value = bridge.pool.status(server)?.capabilities?.[key];

@@ -142,8 +142,7 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
  * loose result schemas so the upstream's answers reach the model exactly as sent.
  */
 export class UpstreamConnection {
-  /** The server's config entry. */
-  readonly config: ServerConfig;
+  private currentConfig: ServerConfig;
   private readonly logger: Logger;
   private readonly clientInfo: ClientInfo;
   private readonly backoff: BackoffOptions;
@@ -151,7 +150,7 @@ export class UpstreamConnection {
   private readonly stderrLogLevel: "info" | "debug";
   private readonly listChangedDebounceMs: number;
   private readonly sandboxHide: readonly string[];
-  private readonly filter: ToolFilter;
+  private filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
   private readonly currentRelay: (() => CallRelay | undefined) | undefined;
@@ -166,7 +165,14 @@ export class UpstreamConnection {
   private serverInfo: { name: string; version: string } | undefined;
   private capabilities: JsonObject | undefined;
   private instructions: string | undefined;
+  /** What the server listed (malformed and duplicate tools dropped), before allow/deny. */
+  private listedTools: RawTool[] = [];
+  /** {@link listedTools} after allow/deny: what the pool exposes. */
   private toolList: RawTool[] = [];
+  /**
+   * True once the pool has been shown a list for this server, even an empty one after a failed
+   * start: a later list that differs is then a change the pool must hear about.
+   */
   private discovered = false;
 
   private client: Client | undefined;
@@ -198,7 +204,7 @@ export class UpstreamConnection {
   private readonly progressHandlers = new Map<string, (update: ProgressUpdate) => void>();
 
   constructor(config: ServerConfig, options: UpstreamConnectionOptions = {}) {
-    this.config = config;
+    this.currentConfig = config;
     this.logger = (options.logger ?? silentLogger).child({ server: config.name });
     this.clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
@@ -219,9 +225,34 @@ export class UpstreamConnection {
     this.state = config.enabled ? "connecting" : "disabled";
   }
 
+  /** The server's config entry (replaced by {@link updateConfig}). */
+  get config(): ServerConfig {
+    return this.currentConfig;
+  }
+
   /** Server name. */
   get name(): string {
     return this.config.name;
+  }
+
+  /**
+   * Takes a config entry that differs from the current one only in fields a running process does
+   * not depend on (allow/deny, prefix, timeouts, policy and output settings): the filter is
+   * re-applied to the last listed tools at once, with no reconnect, so calls in flight go on.
+   * Returns true when the exposed tool list changed; the caller re-assigns names and tells its
+   * listeners (one event for a whole reload rather than one per server).
+   */
+  updateConfig(config: ServerConfig): boolean {
+    if (config.name !== this.currentConfig.name) {
+      throw new AbridgeError(ErrorCode.INTERNAL, `config of "${config.name}" given to the connection of "${this.currentConfig.name}"`);
+    }
+    this.currentConfig = config;
+    this.filter = createToolFilter(config.allow, config.deny);
+    const before = JSON.stringify(this.toolList);
+    this.toolList = this.filtered(this.listedTools);
+    const changed = JSON.stringify(this.toolList) !== before;
+    if (changed) this.onStatusChanged?.(this.status());
+    return changed;
   }
 
   /** Current status (a fresh object). */
@@ -260,7 +291,13 @@ export class UpstreamConnection {
 
   /**
    * Connects and discovers tools. Never rejects: a failure leaves the state `failed` with its
-   * reason (`UPSTREAM_START_FAILED`, `UPSTREAM_TIMEOUT` or `CANCELLED`). Idempotent.
+   * reason (`UPSTREAM_START_FAILED`, `UPSTREAM_TIMEOUT` or `CANCELLED`) and resolves at once.
+   * A server that failed is then retried in the background with the restart backoff (a slow
+   * `npx` or a network blip at start-up must not cost the server for the whole session); the
+   * state stays `failed`, with the last attempt's error, until an attempt succeeds, so a status
+   * does not flap between `failed` and `restarting` every few seconds. When it comes up, its
+   * tools appear through `onToolsChanged`. Not retried: a cancelled start and a config error
+   * (neither gets better by waiting). Idempotent.
    */
   start(signal?: AbortSignal): Promise<void> {
     this.startPromise ??= this.firstStart(signal);
@@ -274,9 +311,13 @@ export class UpstreamConnection {
     } catch (err) {
       if (this.closePromise) return;
       const error = this.startError(err, signal);
+      const retry = error.code !== ErrorCode.CANCELLED && error.code !== ErrorCode.CONFIG_INVALID;
       this.error = { code: error.code, message: error.message };
-      this.logger.warn("upstream failed to start", { code: error.code, error: error.message });
+      this.logger.warn("upstream failed to start", { code: error.code, error: error.message, ...(retry ? { retrying: "in the background" } : {}) });
+      // The pool now exposes no tools for this server; a later successful start is a change.
+      this.discovered = true;
       this.setState("failed");
+      if (retry) this.restartTask = this.restartLoop("start");
     }
   }
 
@@ -354,7 +395,7 @@ export class UpstreamConnection {
         this.client = undefined;
         this.retire(transport, client);
       }
-      this.logger.info("upstream ready", { tools: tools.length, restarts: this.restarts });
+      this.logger.info("upstream ready", { tools: this.toolList.length, restarts: this.restarts });
       this.setState("ready");
       if (changed) this.onToolsChanged?.();
     } catch (err) {
@@ -501,22 +542,31 @@ export class UpstreamConnection {
         this.logger.warn("skipping a duplicate tool", { tool: tool.name });
         continue;
       }
-      if (!this.filter(tool.name)) {
-        this.logger.debug("tool filtered out by allow/deny", { tool: tool.name });
-        continue;
-      }
       byName.set(tool.name, tool);
     }
     return [...byName.values()].sort((a, b) => compareStrings(a.name, b.name));
   }
 
-  /** Installs a new tool list; true when it differs from the previous one. */
-  private replaceTools(tools: RawTool[]): boolean {
+  /** The tools allow/deny let through. */
+  private filtered(tools: readonly RawTool[]): RawTool[] {
+    return tools.filter((tool) => {
+      if (this.filter(tool.name)) return true;
+      this.logger.debug("tool filtered out by allow/deny", { tool: tool.name });
+      return false;
+    });
+  }
+
+  /**
+   * Installs a new listing (unfiltered; the filter is applied here and kept re-appliable by
+   * {@link updateConfig}); true when the exposed list differs from the previous one.
+   */
+  private replaceTools(listed: RawTool[]): boolean {
     const before = JSON.stringify(this.toolList);
     const wasDiscovered = this.discovered;
-    this.toolList = tools;
+    this.listedTools = listed;
+    this.toolList = this.filtered(listed);
     this.discovered = true;
-    return wasDiscovered && JSON.stringify(tools) !== before;
+    return wasDiscovered && JSON.stringify(this.toolList) !== before;
   }
 
   private setState(state: ServerState): void {
@@ -564,7 +614,7 @@ export class UpstreamConnection {
       const tools = await this.listTools(client, this.lifetime.signal);
       if (client !== this.client) return;
       const changed = this.replaceTools(tools);
-      this.logger.info("upstream tools re-listed", { tools: tools.length, changed });
+      this.logger.info("upstream tools re-listed", { tools: this.toolList.length, changed });
       if (changed) {
         this.onStatusChanged?.(this.status());
         this.onToolsChanged?.();
@@ -584,13 +634,22 @@ export class UpstreamConnection {
     // State first: retiring closes the client, and HTTP transports call onclose synchronously.
     this.setState("restarting");
     this.retire(transport, client);
-    this.restartTask = this.restartLoop();
+    this.restartTask = this.restartLoop("close");
   }
 
-  /** Reconnects with exponential backoff and full jitter until it works or the pool closes. */
-  private async restartLoop(): Promise<void> {
+  /**
+   * Reconnects with exponential backoff and full jitter until it works or the connection closes:
+   * after a ready connection closed (`close`; state `restarting`, each attempt counted in
+   * `restarts`), or after a failed first start (`start`; state stays `failed`, attempts are not
+   * restarts of a running server). Only the first failure is a warning: a server that stays down
+   * is tried every `capMs` for as long as abridge runs, and a warning each time would bury
+   * everything else in the log; later failures are logged at debug, with the attempt number.
+   */
+  private async restartLoop(after: "close" | "start"): Promise<void> {
     if (this.readySinceMs !== undefined && Date.now() - this.readySinceMs >= this.backoff.resetAfterMs) this.attempt = 0;
     this.readySinceMs = undefined;
+    // After a failed start the warning has been given already.
+    let warned = after === "start";
     while (!this.closePromise) {
       const waitMs = backoffDelayMs(this.attempt, this.backoff, this.random);
       this.attempt++;
@@ -599,16 +658,23 @@ export class UpstreamConnection {
       } catch {
         return;
       }
-      this.restarts++;
-      this.logger.info("restarting upstream", { attempt: this.attempt, restarts: this.restarts, delayMs: waitMs });
+      if (after === "close") {
+        this.restarts++;
+        this.logger.info("restarting upstream", { attempt: this.attempt, restarts: this.restarts, delayMs: waitMs });
+      } else {
+        this.logger.debug("retrying the upstream start", { attempt: this.attempt, delayMs: waitMs });
+      }
       try {
         await this.connectOnce();
+        if (after === "start") this.logger.info("upstream started after failing at first", { attempts: this.attempt + 1 });
         return;
       } catch (err) {
         if (this.closePromise) return;
         const error = this.startError(err);
         this.error = { code: error.code, message: error.message };
-        this.logger.warn("restart failed", { code: error.code, error: error.message });
+        const message = after === "close" ? "restart failed" : "upstream start failed again";
+        this.logger[warned ? "debug" : "warn"](message, { code: error.code, error: error.message, attempt: this.attempt });
+        warned = true;
         this.onStatusChanged?.(this.status());
       }
     }
@@ -629,7 +695,11 @@ export class UpstreamConnection {
       case "closed":
         throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is closed`);
       case "failed":
-        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} failed to start: ${this.error?.message ?? "unknown"}`);
+        // Retried in the background (see start), so a later call may well succeed.
+        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} failed to start: ${this.error?.message ?? "unknown"}`, {
+          retryable: true,
+          details: { server: name, state: this.state, ...(this.error ? { error: { ...this.error } } : {}) },
+        });
       default:
         throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is ${this.state}; try again shortly`, { retryable: true });
     }

@@ -21,6 +21,33 @@ export interface UpstreamPoolEvents {
   notification: [server: string, notification: UpstreamNotification];
 }
 
+/**
+ * Server settings a running connection does not depend on: they are re-read on every call
+ * (timeouts), applied by the pool to the last listed tools (allow/deny, prefix), or enforced
+ * above the pool (`CallGuard`: read_only, destructive, output limit, spill). Editing only these
+ * must not restart the server and kill its calls in flight.
+ */
+const LIVE_FIELDS = ["allow", "deny", "prefix", "timeout_ms", "connect_timeout_ms", "read_only", "destructive", "max_output_bytes", "spill"] as const;
+
+/** The part of a server's config that needs a new process (or connection) when it changes. */
+function connectionShape(config: ServerConfig): string {
+  const shape: Partial<ServerConfig> = { ...config };
+  for (const field of LIVE_FIELDS) delete shape[field];
+  return JSON.stringify(shape);
+}
+
+/** What {@link UpstreamPool.reconfigure} did. */
+export interface ReconfigureResult {
+  /** Servers new in the config, connected. */
+  added: string[];
+  /** Servers gone from the config, closed. */
+  removed: string[];
+  /** Servers whose connection settings changed, reconnected. */
+  changed: string[];
+  /** Servers whose other settings changed (filters, prefix, timeouts, policy), applied in place. */
+  updated: string[];
+}
+
 /** Options of an {@link UpstreamPool}. */
 export interface UpstreamPoolOptions {
   /** Every configured server, enabled or not. */
@@ -77,7 +104,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
 
   private createConnection(config: ServerConfig): UpstreamConnection {
     const options = this.options;
-    return new UpstreamConnection(config, {
+    let wasReady = false;
+    const connection: UpstreamConnection = new UpstreamConnection(config, {
       logger: this.logger,
       ...(options.clientInfo ? { clientInfo: options.clientInfo } : {}),
       ...(options.backoff ? { backoff: options.backoff } : {}),
@@ -85,24 +113,49 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
       ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
       ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
       ...(options.sandboxHide ? { sandboxHide: options.sandboxHide } : {}),
-      onStatusChanged: (status) => this.emit("statusChanged", status),
+      onStatusChanged: (status) => {
+        const ready = status.state === "ready";
+        // A new process (restart, reconnect after a reload) knows nothing of the old one's
+        // subscriptions: without renewing them, subscribers silently stop getting updates.
+        if (ready && !wasReady) this.renewSubscriptions(connection);
+        wasReady = ready;
+        this.emit("statusChanged", status);
+      },
       onToolsChanged: () => this.handleToolsChanged(config.name),
       currentRelay: () => this.relays.getStore(),
       onNotification: (notification) => this.emit("notification", config.name, notification),
+    });
+    return connection;
+  }
+
+  /** Sends `resources/subscribe` again for every URI of `connection`'s server that has subscribers. */
+  private renewSubscriptions(connection: UpstreamConnection): void {
+    const prefix = `${connection.name}\0`;
+    const uris = [...this.subscriptions.keys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
+    if (uris.length === 0 || connection.config.lifecycle === "per_call") return;
+    void Promise.allSettled(uris.map((uri) => connection.request("resources/subscribe", { uri }))).then((results) => {
+      const failed = results.flatMap((r, i) => (r.status === "rejected" ? [`${uris[i]}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : []));
+      if (failed.length > 0) this.logger.warn("renewing resource subscriptions failed", { server: connection.name, failed: failed.join("; ") });
+      this.logger.debug("resource subscriptions renewed", { server: connection.name, renewed: uris.length - failed.length });
     });
   }
 
   /**
    * Applies a new server list without a restart: removed servers are closed, added ones started,
-   * changed ones (any field differs) reconnected; unchanged servers keep their connection and the
-   * calls in flight on it. Resolves when the new and changed servers are ready or failed.
+   * ones whose connection settings changed (command, args, env, url, headers, sandbox, lifecycle,
+   * ...) reconnected. A server where only filters, prefix, timeouts or policy settings changed
+   * keeps its connection and the calls in flight on it: the new filters and names apply at once
+   * to its last listed tools. Removals and in-place updates show in {@link tools} (and
+   * `toolsChanged` fires) before this awaits anything; it resolves when the new and reconnected
+   * servers are ready or failed, with a second `toolsChanged`.
    */
-  async reconfigure(servers: readonly ServerConfig[], signal?: AbortSignal): Promise<{ added: string[]; removed: string[]; changed: string[] }> {
+  async reconfigure(servers: readonly ServerConfig[], signal?: AbortSignal): Promise<ReconfigureResult> {
     if (this.closePromise) throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, "the upstream pool is closed");
     const next = new Map(servers.map((s) => [s.name, s]));
     const added: string[] = [];
     const removed: string[] = [];
     const changed: string[] = [];
+    const updated: string[] = [];
     const closing: Promise<void>[] = [];
     const starting: UpstreamConnection[] = [];
     for (const [name, connection] of this.connections) {
@@ -111,12 +164,15 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         removed.push(name);
         this.connections.delete(name);
         closing.push(connection.close());
-      } else if (JSON.stringify(config) !== JSON.stringify(connection.config)) {
+      } else if (connectionShape(config) !== connectionShape(connection.config)) {
         changed.push(name);
         closing.push(connection.close());
         const fresh = this.createConnection(config);
         this.connections.set(name, fresh);
         starting.push(fresh);
+      } else if (JSON.stringify(config) !== JSON.stringify(connection.config)) {
+        updated.push(name);
+        connection.updateConfig(config);
       }
     }
     for (const [name, config] of next) {
@@ -126,12 +182,15 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
       this.connections.set(name, fresh);
       starting.push(fresh);
     }
+    // Right away, not after the new servers connected (up to connect_timeout_ms): a front end
+    // that re-lists now must not keep showing a removed server's tools or a tool just denied.
+    if (removed.length + updated.length > 0) this.handleToolsChanged([...removed, ...updated].join(","));
     await Promise.all([...starting.map((c) => c.start(signal)), ...closing.map((p) => p.catch(() => undefined))]);
-    if (added.length + removed.length + changed.length > 0) {
-      this.logger.info("upstream servers reconfigured", { added, removed, changed });
-      this.handleToolsChanged([...added, ...removed, ...changed].join(","));
+    if (added.length + changed.length > 0) this.handleToolsChanged([...added, ...changed].join(","));
+    if (added.length + removed.length + changed.length + updated.length > 0) {
+      this.logger.info("upstream servers reconfigured", { added, removed, changed, updated });
     }
-    return { added, removed, changed };
+    return { added, removed, changed, updated };
   }
 
   /**

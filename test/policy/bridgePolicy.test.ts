@@ -91,7 +91,8 @@ describe("output limits and trust marking in the Bridge", () => {
     const { bridge } = await startBridge(toml);
     const cut = await bridge.callTool("cut_big", { bytes: 400, blocks: 5 });
     expect(cut.content).toHaveLength(3);
-    expect(resultText(cut)).toContain("output cut: 1200 of 2000 bytes left out (limit 1000); kept 2 of 5 content blocks");
+    // Each block counts by its JSON: 400 characters + 25 = 425 bytes.
+    expect(resultText(cut)).toContain("output cut: 1275 of 2125 bytes left out (limit 1000); kept 2 of 5 content blocks");
     // Binary blocks count by their decoded size.
     expect(resultText(await bridge.callTool("cut_image", { bytes: 900 }))).not.toContain("output cut");
     expect(resultText(await bridge.callTool("cut_image", { bytes: 1001 }))).toContain("kept 0 of 1 content blocks");
