@@ -65,6 +65,8 @@ export class ToolCatalog {
   private readonly rendered = new Map<Mode, ListedTool[]>();
   private searchIndex: SearchIndex | undefined;
   private readonly validator = new ArgumentValidator();
+  /** Keys of tools whose "forwarded unvalidated" warning was logged already. */
+  private readonly warnedUnvalidated = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | undefined;
   private counters = { hits: 0, misses: 0 };
@@ -179,7 +181,10 @@ export class ToolCatalog {
   /** Validates call arguments against the tool's full original schema. */
   validate(tool: CatalogTool, args: unknown): ValidationResult {
     const result = this.validator.validate(tool, args);
-    if (result.ok && result.skipped !== undefined) {
+    // Once per cache key: every call of such a tool skips validation, and a warning per call would
+    // flood the log; a changed schema is a new key and is worth one warning of its own.
+    if (result.ok && result.skipped !== undefined && !this.warnedUnvalidated.has(tool.key)) {
+      this.warnedUnvalidated.add(tool.key);
       this.logger.warn("input schema does not compile; calls are forwarded unvalidated", {
         server: tool.server,
         tool: tool.tool.name,

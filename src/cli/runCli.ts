@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/loadConfig.js";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../errors.js";
-import { createLogger, LOG_LEVELS, SecretSet, type LogLevel } from "../log/logger.js";
+import { LOG_LEVELS, SecretSet, type LogLevel } from "../log/logger.js";
+import { createAdjustableLogger, recordingLogger } from "./adjustableLogger.js";
 import { VERSION } from "../version.js";
 import { writeLine, type CliIo } from "./cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "./command.js";
@@ -16,22 +17,49 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   help: { type: "boolean", short: "h", description: "Show help" },
 };
 
-function findCommand(argv: string[]): { spec: CommandSpec | undefined; rest: string[]; words: string[] } {
-  const words: string[] = [];
-  for (const arg of argv) {
-    if (arg.startsWith("-")) break;
-    words.push(arg);
+/** How many arguments global flag `arg` takes up (2 with a separate value, else 1), or 0 when `arg` is no global flag. */
+function globalFlagLength(arg: string): number {
+  for (const [name, option] of Object.entries(GLOBAL_OPTIONS)) {
+    if (arg === `--${name}` || (option.short !== undefined && arg === `-${option.short}`)) return option.type === "string" ? 2 : 1;
+    if (arg.startsWith(`--${name}=`)) return 1;
   }
+  return 0;
+}
+
+/**
+ * Finds the command words in `argv`. Global options may come first (`abridge --config x.toml
+ * tools`), so they and their values are stepped over; any other flag ends the command words, since
+ * what follows it belongs to the command.
+ */
+function findCommand(argv: string[]): { spec: CommandSpec | undefined; rest: string[]; words: string[]; stop: string | undefined } {
+  const found: { word: string; index: number }[] = [];
+  let stop: string | undefined;
+  for (let i = 0; i < argv.length; ) {
+    const arg = argv[i] ?? "";
+    if (arg.startsWith("-")) {
+      const length = globalFlagLength(arg);
+      if (length === 0) {
+        stop = arg;
+        break;
+      }
+      i += length;
+      continue;
+    }
+    found.push({ word: arg, index: i });
+    i++;
+  }
+  const words = found.map((f) => f.word);
   // Longest matching command path wins (`summarize warm` over `summarize`).
   for (let n = words.length; n > 0; n--) {
     const spec = COMMANDS.find((c) => c.path.length === n && c.path.every((w, i) => w === words[i]));
     if (spec) {
-      const rest = [...argv];
-      for (const w of spec.path) rest.splice(rest.indexOf(w), 1);
-      return { spec, rest, words };
+      // By position, not by value: a flag's value may spell a command word (`--config tools tools`).
+      const used = new Set(found.slice(0, n).map((f) => f.index));
+      return { spec, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
     }
   }
-  return { spec: undefined, rest: argv, words };
+  const used = new Set(found.map((f) => f.index));
+  return { spec: undefined, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
 }
 
 function optionLines(options: Record<string, OptionSpec>): string[] {
@@ -107,15 +135,24 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return ExitCode.OK;
   }
 
-  const { spec, rest, words } = findCommand(argv);
+  const { spec, rest, words, stop } = findCommand(argv);
   if (!spec) {
-    const group = groupHelp(words);
-    if (group && (words.length === argv.length || rest.includes("--help") || rest.includes("-h"))) {
-      const asked = rest.includes("--help") || rest.includes("-h");
+    const group = words.length > 0 ? groupHelp(words) : undefined;
+    const asked = rest.includes("--help") || rest.includes("-h");
+    if (group && (stop === undefined || asked)) {
       writeLine(asked ? io.stdout : io.stderr, group);
       return asked ? ExitCode.OK : ExitCode.USAGE;
     }
-    const typed = words.join(" ") || argv[0] || "";
+    if (words.length === 0 && asked) {
+      writeLine(io.stdout, mainHelp());
+      return ExitCode.OK;
+    }
+    if (words.length === 0) {
+      writeLine(io.stderr, `abridge: expected a command${stop !== undefined ? ` before "${stop}"` : ""}`);
+      writeLine(io.stderr, "Run `abridge --help` for the list of commands.");
+      return ExitCode.USAGE;
+    }
+    const typed = words.join(" ");
     const hint = didYouMean(typed, COMMANDS.map((c) => c.path.join(" ")));
     writeLine(io.stderr, `abridge: unknown command "${typed}"${hint ? `; did you mean "${hint}"?` : ""}`);
     writeLine(io.stderr, "Run `abridge --help` for the list of commands.");
@@ -167,7 +204,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return ExitCode.USAGE;
   }
   const secrets = new SecretSet();
-  const logger = createLogger({
+  const logger = createAdjustableLogger({
     level: (level as LogLevel | undefined) ?? "warn",
     sink: (line) => writeLine(io.stderr, line),
     secrets,
@@ -180,8 +217,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     positionals: parsed.positionals,
     logger,
     secrets,
-    loadConfig: () =>
-      loadConfig({ configPath: values.config as string | undefined, cwd: io.cwd, env: io.env, secrets, logger }),
+    loadConfig: async () => {
+      // What the loader says waits for the config's log_level; `--log-level` and
+      // $ABRIDGE_LOG_LEVEL, already applied, win over it.
+      const held = recordingLogger();
+      try {
+        const config = await loadConfig({ configPath: values.config as string | undefined, cwd: io.cwd, env: io.env, secrets, logger: held.logger });
+        if (level === undefined) logger.setLevel(config.log_level ?? "warn");
+        return config;
+      } finally {
+        held.replay(logger);
+      }
+    },
   };
   try {
     return await spec.run(ctx);

@@ -1,13 +1,14 @@
 import { configJsonSchema } from "./configJsonSchema.js";
-import { describeValue, formatPath, unknownKeyMessage } from "./formatIssues.js";
+import { describeValue, formatPath } from "./formatIssues.js";
+import { didYouMean } from "../util/suggest.js";
 import { setOwn } from "./setOwn.js";
 
 /**
  * MCP client config files (Claude Desktop / Cursor / Claude Code `mcpServers`, VS Code `servers` +
  * `inputs`) read as abridge config, so a user can point abridge at the file they already have.
  *
- * Keys that belong to the client are handled deliberately; anything else stays an unknown-key
- * error, because a silently ignored typo (`comand`) is worse than a refused file.
+ * Keys of server entries that belong to the client are handled deliberately; anything else there
+ * stays an unknown-key error, because a silently ignored typo (`comand`) is worse than a refused file.
  *
  * Mapped, per server:
  * - `disabled: true` (Claude Desktop, Cline, Roo) -> `enabled = false`.
@@ -24,7 +25,11 @@ import { setOwn } from "./setOwn.js";
  *   server may then miss variables it expects.
  *
  * Ignored at the top level: `inputs` (VS Code prompt definitions; a `${input:...}` reference is an
- * error at expansion time since nobody can be prompted) and `$schema`.
+ * error at expansion time since nobody can be prompted) and `$schema`; any other key the client
+ * keeps there (Claude Desktop's `globalShortcut`, `preferences`) with a warning, since the file is
+ * the client's and must load unchanged. Inside server entries unknown keys stay errors, and so do
+ * one of abridge's own top-level settings (it belongs in the `abridge` object) and a near miss of
+ * a key abridge reads (`mcpServer`).
  * Allowed at the top level: an `"abridge": {...}` object carrying abridge's own global keys
  * (mode, separator, summary, ...).
  */
@@ -84,13 +89,20 @@ export function normalizeMcpJson(doc: Record<string, unknown>): NormalizedMcpJso
 
   for (const key of Object.keys(doc)) {
     if ((CLIENT_TOP_KEYS as readonly string[]).includes(key)) continue;
-    const ours = configJsonSchema().properties?.[key] !== undefined;
-    problem(
-      [],
-      ours
-        ? `unknown key ${JSON.stringify(key)}; in an MCP client file abridge's own settings go in the "abridge" object`
-        : unknownKeyMessage(key, CLIENT_TOP_KEYS),
-    );
+    // One of abridge's own settings at the top level was meant for abridge: say where it goes.
+    if (configJsonSchema().properties?.[key] !== undefined) {
+      problem([], `unknown key ${JSON.stringify(key)}; in an MCP client file abridge's own settings go in the "abridge" object`);
+      continue;
+    }
+    // A near miss of a key abridge reads (`mcpServer`) is a typo that would drop servers silently.
+    const hint = didYouMean(key, CLIENT_TOP_KEYS);
+    if (hint !== undefined) {
+      problem([], `unknown key ${JSON.stringify(key)}; did you mean ${JSON.stringify(hint)}?`);
+      continue;
+    }
+    // Anything else belongs to the client (Claude Desktop writes `globalShortcut`, `preferences`...):
+    // the user's unchanged file must load, so it is skipped with a warning, not refused.
+    warnings.push(`ignored top-level key ${JSON.stringify(key)}: not an MCP server setting abridge reads`);
   }
 
   const serversKey = "mcpServers" in doc ? "mcpServers" : "servers";

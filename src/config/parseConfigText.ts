@@ -145,6 +145,12 @@ export function parseConfigText(text: string, options: ParseConfigOptions): Conf
   return buildConfig(result.data, path.resolve(options.file), homeDir);
 }
 
+/** True for a command written as a relative path: it has a separator (`./x`, `bin/x`, `~/x`) and is not absolute. */
+function isRelativePath(command: string): boolean {
+  const hasSeparator = command.includes("/") || (path.sep === "\\" && command.includes("\\"));
+  return hasSeparator && !path.isAbsolute(command);
+}
+
 /** Fills in what the schema cannot: names, transports, inherited policy and absolute paths. */
 function buildConfig(file: ConfigFile, source: string, homeDir: string): Config {
   const dir = path.dirname(source);
@@ -172,6 +178,15 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
       spill: spill ?? globals.spill ?? false,
     };
     if (cwd !== undefined) entry.cwd = resolve(cwd);
+    if (entry.transport === "stdio") {
+      // Relative paths mean the same under `serve`, the CLI and a daemon started elsewhere: the
+      // config's folder is the default working directory, and a command given as a path
+      // (`./server.sh`, `bin/server`) is found from there. A bare name (`npx`) stays a PATH lookup.
+      if (entry.command !== undefined && isRelativePath(entry.command)) entry.command = resolve(entry.command);
+      // Not inside bwrap: its fresh /tmp and hidden folders may not have the config's folder
+      // (`--chdir` would fail), and a cwd there would keep a hidden folder visible.
+      if (cwd === undefined && entry.sandbox === "none") entry.cwd = dir;
+    }
     list.push(entry);
   }
   const config: Config = { ...globals, source, servers: list };

@@ -31,10 +31,18 @@ const policyFields = {
 export const serverSchema = z
   .strictObject({
     type: z.enum(["stdio", "http", "sse"]).optional().describe("Transport; inferred from command/url"),
-    command: z.string().min(1).optional().describe("Executable of a stdio server"),
+    command: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Executable of a stdio server; a relative path (`./server.sh`) is taken from the config file's folder, a bare name (`npx`) from PATH"),
     args: z.array(z.string()).default([]).describe("Arguments of a stdio server"),
     env: z.record(z.string(), z.string()).default({}).describe("Extra environment of a stdio server"),
-    cwd: z.string().min(1).optional().describe("Working directory of a stdio server"),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Working directory of a stdio server; default: the config file's folder, under serve, the CLI and the daemon alike (not with sandbox = \"bwrap\")"),
     // http(s) only: z.url() alone accepts `file:` or `mailto:`, which no MCP transport can use.
     url: z.url({ protocol: /^https?$/ }).optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
     headers: z.record(z.string(), z.string()).default({}).describe("HTTP headers sent to a url server"),
@@ -112,7 +120,10 @@ export const configFileSchema = z.strictObject({
   idle_timeout_minutes: z.number().positive().default(5).describe("Daemon exits after this long idle"),
   cache_dir: z.string().min(1).optional().describe("Where summaries.jsonl lives"),
   state_dir: z.string().min(1).optional().describe("Where the daemon lockfile and spilled outputs live"),
-  log_level: z.enum(["debug", "info", "warn", "error", "silent"]).optional().describe("Log verbosity"),
+  log_level: z
+    .enum(["debug", "info", "warn", "error", "silent"])
+    .optional()
+    .describe("Log verbosity on stderr (unset: warn); `--log-level` and $ABRIDGE_LOG_LEVEL override it"),
   audit_log: z.string().min(1).optional().describe("JSONL audit log of every call"),
   audit_arguments: z.boolean().default(false).describe("Write argument values into the audit log"),
   ...policyFields,

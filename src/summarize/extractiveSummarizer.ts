@@ -104,11 +104,43 @@ function stripOpeners(sentence: string): string {
   return out.trim();
 }
 
+/** Words that end a list's intro ("... including:"), longest first so "the following" beats "following". */
+const LIST_INTRO_WORDS = [
+  "the following", "as follows", "including", "following", "includes", "include", "such as", "using", "like",
+  "with", "from", "e.g.", "i.e.", "for", "via", "by", "of",
+];
+
+/**
+ * Removes trailing characters found in `chars`, and white space too with `spaces` (what
+ * `/[chars]+$/` did, but scanning from the end: the regex retried from every character of a long
+ * run that does not reach the end).
+ */
+function trimEndChars(text: string, chars: string, spaces = false): string {
+  let end = text.length;
+  while (end > 0 && (chars.includes(text.charAt(end - 1)) || (spaces && isSpace(text.charAt(end - 1))))) end--;
+  return text.slice(0, end);
+}
+
+function isSpace(char: string): boolean {
+  return /\s/.test(char);
+}
+
 /** A sentence ending in a colon introduces a list: its intro ("... including:") is cut. */
 function dropListIntro(sentence: string): string {
   if (!/:\s*$/.test(sentence)) return sentence;
   let out = sentence.replace(/:\s*$/, "");
-  out = out.replace(/(?:,?\s+(?:including|includes|include|such as|like|with|for|as follows|the following|following|e\.g\.|i\.e\.|via|by|from|using|of))+$/i, "");
+  // Joiners (each after white space and an optional comma) cut from the end one by one: as one
+  // repeated group anchored at `$` the regex was retried from every joiner of a long chain.
+  let end = out.length;
+  for (;;) {
+    const lower = out.slice(Math.max(0, end - 16), end).toLowerCase();
+    const word = LIST_INTRO_WORDS.find((w) => lower.endsWith(w) && isSpace(out.charAt(end - w.length - 1)));
+    if (word === undefined) break;
+    end -= word.length;
+    while (end > 0 && isSpace(out.charAt(end - 1))) end--;
+    if (out.charAt(end - 1) === ",") end--;
+  }
+  out = out.slice(0, end);
   return out.trim();
 }
 
@@ -126,7 +158,7 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
     }
   }
   while (kept.length > 1) {
-    const last = (kept[kept.length - 1] ?? "").replace(/[,;:—–-]+$/, "");
+    const last = trimEndChars(kept[kept.length - 1] ?? "", ",;:—–-");
     if (last === "" || DANGLING.has(last.toLowerCase())) {
       kept.pop();
       continue;
@@ -138,7 +170,7 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
   // An opening bracket left without its partner is dropped with what follows it.
   const openParen = out.lastIndexOf("(");
   if (openParen > 0 && out.indexOf(")", openParen) === -1) out = out.slice(0, openParen).trim();
-  out = out.replace(/[\s,;:(—–-]+$/, "");
+  out = trimEndChars(out, ",;:(—–-", true);
   return { text: out, cut: true };
 }
 
@@ -191,7 +223,7 @@ function shape(sentence: string, wordBudget: number, original: string): string {
   if (cut) {
     if (text.length + 1 < limit) text += "…";
   } else if (!/[.!?…]$/.test(text)) {
-    text = text.replace(/[,;:]+$/, "");
+    text = trimEndChars(text, ",;:");
     // A period only when it does not make the summary longer than the original.
     if (text.length + 1 <= limit || limit === 0) text += ".";
   }
@@ -309,10 +341,22 @@ function wordKey(word: string): string {
 function keysOf(text: string): string[] {
   return text
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    // Lookarounds, not `([A-Z]+)([A-Z][a-z])`, which rescanned a long capital run from each capital.
+    .replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ")
     .split(/[^\p{L}\p{N}]+/u)
     .filter((w) => w.length > 0)
     .map(wordKey);
+}
+
+/** `part` without leading and trailing characters that are neither letters nor digits, scanned by hand. */
+function trimNonWord(part: string): string {
+  const isWordChar = (char: string): boolean => /[\p{L}\p{N}]/u.test(char);
+  const chars = [...part];
+  let start = 0;
+  let end = chars.length;
+  while (start < end && !isWordChar(chars[start] ?? "")) start++;
+  while (end > start && !isWordChar(chars[end - 1] ?? "")) end--;
+  return chars.slice(start, end).join("");
 }
 
 /** True for a word that may carry meaning in a detail phrase. */
@@ -349,7 +393,7 @@ function phrasesOf(text: string): string[][] {
     }
     const parts = raw.split(/([^\p{L}\p{N}_.'’+-]+)/u);
     for (const part of parts) {
-      const word = part.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, "");
+      const word = trimNonWord(part);
       const brokenBefore = /^[^\p{L}\p{N}]/u.test(part) || part === "" || word === "";
       if (brokenBefore) end();
       if (word === "") continue;
@@ -423,7 +467,8 @@ function detailPhrases(sources: readonly DetailSource[], known: readonly string[
 function identifierWords(name: string): string[] {
   return name
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    // Lookarounds, not `([A-Z]+)([A-Z][a-z])`, which rescanned a long capital run from each capital.
+    .replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ")
     .split(/[\s_.:/-]+/)
     .filter((w) => w.length > 0)
     .map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase()));
@@ -438,17 +483,24 @@ export function summaryFromName(name: string, title?: string): string {
   const parts = /\s/.test(source)
     ? source.split(/\s+/).map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase()))
     : identifierWords(source);
-  const text = parts.join(" ").replace(/[.!?]+$/, "");
+  const text = trimEndChars(parts.join(" "), ".!?");
   return text ? `${capitalise(text)}.` : "Tool.";
 }
 
 /** Removes optional/required markers from a parameter text: the schema says which it is. */
 function stripRequirementMarkers(text: string): string {
-  return text
-    .replace(/\s*\((?:optional|required)\)/gi, "")
-    .replace(/^(?:optional|required)\s*[:.,-]\s*/i, "")
-    .replace(/,?\s*(?:optional|required)\.?$/i, "")
-    .trim();
+  // `(?<!\s)`: a match starts at the first space of a run only; `\s*` retried from every space of
+  // a long run that is not followed by a marker was quadratic.
+  let out = text.replace(/(?<!\s)\s*\((?:optional|required)\)/gi, "").replace(/^(?:optional|required)\s*[:.,-]\s*/i, "");
+  // A trailing marker with the space and comma before it, cut by hand for the same reason.
+  const marker = /(?:optional|required)\.?$/i.exec(out);
+  if (marker) {
+    let start = marker.index;
+    while (start > 0 && isSpace(out.charAt(start - 1))) start--;
+    if (out.charAt(start - 1) === ",") start--;
+    out = out.slice(0, start);
+  }
+  return out.trim();
 }
 
 /** Options of {@link ExtractiveSummarizer}. */

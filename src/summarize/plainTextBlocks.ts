@@ -48,18 +48,89 @@ const CONTINUATION_WORDS = new Set([
   "to", "which", "with", "without", "unless", "via", "is", "are", "be", "can", "will", "its", "their", "your",
 ]);
 
+/*
+ * Descriptions come from upstream servers, so every pattern here must run in linear time: a
+ * pattern that can rescan the rest of the text from each of many start positions (a lazy body
+ * looking for a closing tag, a run followed by `$`, a lazy group followed by `\s*`) turns a
+ * 100 kB description into seconds of blocked event loop. Such spots are scanned by hand below.
+ */
 const UNCLOSED_INSTRUCTION = new RegExp(`<(?:${[...INSTRUCTION_TAGS].join("|")})(?:\\s[^<>]*)?>[\\s\\S]*$`, "i");
-const PAIRED_TAG = /<([A-Za-z][\w-]*)(?:\s[^<>]*)?>([\s\S]*?)<\/\1\s*>/g;
-const ANY_TAG = /<(\/?)([A-Za-z][\w.-]*)((?:\s[^<>]*?)?)\s*(\/?)>/g;
+/** An opening tag; `[^<>]*` stops at the next angle bracket, so no two attempts scan the same text. */
+const OPEN_TAG = /<([A-Za-z][\w-]*)(?:\s[^<>]*)?>/g;
+const CLOSE_TAG = /<\/([A-Za-z][\w-]*)\s*>/g;
+/**
+ * Any tag: `<`, an optional `/`, a name, then attributes up to `>`. Trailing white space and a
+ * self-closing `/` are told apart from attributes in code: the pattern `(\s[^<>]*?)?\s*(\/?)>`
+ * that did it in the regex backtracked quadratically over `<a` followed by spaces and no `>`.
+ */
+const ANY_TAG = /<(\/?)([A-Za-z][\w.-]*)(\s[^<>]*)?(\/?)>/g;
+
+/** Removes `<!-- ... -->` comments (an unclosed one stays), scanning with indexOf: linear. */
+function stripComments(text: string): string {
+  let out = "";
+  let from = 0;
+  for (;;) {
+    const open = text.indexOf("<!--", from);
+    if (open === -1) break;
+    const close = text.indexOf("-->", open + 4);
+    // No `-->` after this opener means none after any later one either.
+    if (close === -1) break;
+    out += `${text.slice(from, open)} `;
+    from = close + 3;
+  }
+  return out + text.slice(from);
+}
+
+/**
+ * Replaces every `<name ...>inner</name>` pair, left to right, each opener paired with the
+ * nearest closing tag of the same name after it (what the lazy regex `<(name)...>([\s\S]*?)<\/\1>`
+ * did, without rescanning the rest of the text from every opener that has no partner).
+ */
+function replacePairs(text: string, replace: (name: string, inner: string) => string): string {
+  const closers = new Map<string, { start: number; end: number }[]>();
+  for (const match of text.matchAll(CLOSE_TAG)) {
+    const name = match[1] ?? "";
+    let list = closers.get(name);
+    if (list === undefined) closers.set(name, (list = []));
+    list.push({ start: match.index, end: match.index + match[0].length });
+  }
+  if (closers.size === 0) return text;
+  let out = "";
+  let copied = 0;
+  const open = new RegExp(OPEN_TAG.source, "g");
+  for (let match = open.exec(text); match !== null; match = open.exec(text)) {
+    const name = match[1] ?? "";
+    const bodyStart = match.index + match[0].length;
+    const list = closers.get(name);
+    // First closing tag starting at or after the body: binary search (the lists are in order).
+    let lo = 0;
+    let hi = list?.length ?? 0;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((list?.[mid]?.start ?? 0) < bodyStart) lo = mid + 1;
+      else hi = mid;
+    }
+    const closer = list?.[lo];
+    if (closer === undefined) {
+      // No partner: try the next position, as the regex did.
+      open.lastIndex = match.index + 1;
+      continue;
+    }
+    out += text.slice(copied, match.index) + replace(name, text.slice(bodyStart, closer.start));
+    copied = closer.end;
+    open.lastIndex = closer.end;
+  }
+  return out + text.slice(copied);
+}
 
 /** Removes or unwraps XML-ish tags; see {@link INSTRUCTION_TAGS} and {@link INLINE_TAGS}. */
 function stripTags(text: string, keepTagBlocks: boolean): string {
-  let out = text.replace(/<!--[\s\S]*?-->/g, " ");
+  let out = stripComments(text);
   // Autolinks look like tags but carry text worth keeping.
   out = out.replace(/<((?:https?|mailto):[^<>\s]+)>/g, "$1");
   // Nested pairs unwrap from the inside out, so repeat until nothing changes (bounded).
   for (let round = 0; round < 5; round++) {
-    const next = out.replace(PAIRED_TAG, (_whole, rawName: string, inner: string) => {
+    const next = replacePairs(out, (rawName, inner) => {
       const name = rawName.toLowerCase();
       if (INLINE_TAGS.has(name)) return inner;
       if (keepTagBlocks) return `\n${inner}\n`;
@@ -79,8 +150,9 @@ function stripTags(text: string, keepTagBlocks: boolean): string {
   // its word; a closing tag, a self-closing tag or one with attributes (`<div style=...>`) is markup.
   return out.replace(
     ANY_TAG,
-    (whole: string, closing: string, name: string, attrs: string, selfClosing: string, offset: number, all: string) => {
-      if (closing || selfClosing || attrs.trim() || INLINE_TAGS.has(name.toLowerCase()) || name.toLowerCase() === "br") {
+    (whole: string, closing: string, name: string, attrs: string | undefined, selfClosing: string, offset: number, all: string) => {
+      // `attrs` holds a spaced self-closing slash too (`<x />`): any non-space in it means markup.
+      if (closing || selfClosing || (attrs ?? "").trim() || INLINE_TAGS.has(name.toLowerCase()) || name.toLowerCase() === "br") {
         return " ";
       }
       // `<width>x<height>` must not fuse into one word.
@@ -94,8 +166,10 @@ function stripTags(text: string, keepTagBlocks: boolean): string {
 /** Removes inline markdown (links, images, code spans, emphasis) from one line. */
 export function stripInlineMarkdown(line: string): string {
   let out = line;
-  out = out.replace(/!\[([^\]]*)\]\([^)]*\)/g, " ");
-  out = out.replace(/\[([^\]]+)\]\((?:[^()]|\([^)]*\))*\)/g, "$1");
+  // Link text stops at any bracket and a target at an unpaired paren: with `[^\]]*` and `[^)]*`,
+  // each of many `[` or `](` rescanned the rest of a line that never closes them.
+  out = out.replace(/!\[([^[\]]*)\]\((?:[^()]|\([^()]*\))*\)/g, " ");
+  out = out.replace(/\[([^[\]]+)\]\((?:[^()]|\([^()]*\))*\)/g, "$1");
   out = out.replace(/``([^`]+)``/g, "$1");
   out = out.replace(/`([^`]*)`/g, "$1");
   out = out.replace(/`/g, "");
@@ -121,8 +195,11 @@ function collapse(text: string): string {
 function continues(prev: string, next: string): boolean {
   if (/^[a-z(]/.test(next)) return true;
   if (/[,;(/&\-–—+]$/.test(prev)) return true;
-  const lastWord = /([A-Za-z]+)$/.exec(prev)?.[1]?.toLowerCase();
-  return lastWord !== undefined && CONTINUATION_WORDS.has(lastWord);
+  // The trailing ASCII word, found from the end: `/([A-Za-z]+)$/` retried from every letter of a
+  // long run that does not reach the end.
+  let start = prev.length;
+  while (start > 0 && /[A-Za-z]/.test(prev.charAt(start - 1))) start--;
+  return start < prev.length && CONTINUATION_WORDS.has(prev.slice(start).toLowerCase());
 }
 
 /**
@@ -130,7 +207,8 @@ function continues(prev: string, next: string): boolean {
  * blocks dropped; headings and list items kept as blocks of their own; hard-wrapped lines joined.
  */
 export function plainTextBlocks(description: string, options: PlainTextOptions = {}): TextBlock[] {
-  let text = description.replace(/\r\n?/g, "\n");
+  // U+2028/U+2029 end lines too; as "\n" they keep `.` in the line patterns below matching a whole line.
+  let text = description.replace(/\r\n?|[\u2028\u2029]/g, "\n");
   // Fenced code is examples; an unclosed fence runs to the end.
   text = text.replace(/(^|\n)[ \t]*(```|~~~)[\s\S]*?(\n[ \t]*\2[^\n]*|$)/g, "\n\n");
   text = stripTags(text, options.keepTagBlocks ?? false);
@@ -158,10 +236,15 @@ export function plainTextBlocks(description: string, options: PlainTextOptions =
       continue;
     }
     line = line.replace(/^(>\s?)+/, "");
-    const heading = /^#{1,6}\s+(.*?)\s*#*$/.exec(line);
+    const heading = /^#{1,6}\s+/.exec(line);
     if (heading) {
       flush();
-      blocks.push({ text: collapse(stripInlineMarkdown(heading[1] ?? "")), kind: "heading" });
+      // Closing hashes and the space before them trimmed by hand: `(.*?)\s*#*$` was quadratic
+      // over a long run of spaces inside the heading.
+      let end = line.length;
+      while (end > heading[0].length && line.charAt(end - 1) === "#") end--;
+      const title = line.slice(heading[0].length, end).trimEnd();
+      blocks.push({ text: collapse(stripInlineMarkdown(title)), kind: "heading" });
       continue;
     }
     const item = /^(?:[-*+•◦▪●]|\d{1,3}[.)])\s+(.*)$/.exec(line);

@@ -15,7 +15,9 @@ const ABBREVIATIONS = new Set([
  */
 export function splitSentences(text: string): string[] {
   const sentences: string[] = [];
-  const boundary = /([.!?]+)(["'”’)\]]*)(\s+|$)/g;
+  // The lookbehind starts a match only at the first mark of a run: from every later one, `[.!?]+`
+  // would rescan the same run ("....." without a space after it), quadratic in its length.
+  const boundary = /(?<![.!?])([.!?]+)(["'”’)\]]*)(\s+|$)/g;
   let start = 0;
   for (let match = boundary.exec(text); match !== null; match = boundary.exec(text)) {
     const end = match.index + (match[1]?.length ?? 0) + (match[2]?.length ?? 0);
@@ -34,7 +36,7 @@ function endsSentence(before: string, punctuation: string, rest: string): boolea
   const next = rest.charAt(0);
   if (/\p{Ll}/u.test(next)) return false;
   if (punctuation !== ".") return true;
-  const word = /(\S+)$/.exec(before)?.[1] ?? "";
+  const word = lastToken(before);
   const bare = word.replace(/^[("'[]+/, "").toLowerCase();
   if (bare === "etc") return /^\p{Lu}\p{Ll}/u.test(rest);
   if (ABBREVIATIONS.has(bare)) return false;
@@ -42,4 +44,14 @@ function endsSentence(before: string, punctuation: string, rest: string): boolea
   // number already consumed as text ("step 2. Then") and does end a sentence.
   if (/^\p{Lu}$/u.test(bare)) return false;
   return true;
+}
+
+/**
+ * The run of non-space characters that ends `text` ("" when it ends in white space), found from the
+ * end: `/(\S+)$/` retried from every character and rescanned every word of a long text.
+ */
+function lastToken(text: string): string {
+  let start = text.length;
+  while (start > 0 && !/\s/.test(text.charAt(start - 1))) start--;
+  return text.slice(start);
 }

@@ -18,8 +18,12 @@ describe("bundled examples", () => {
     expect(summary(json)).toEqual(summary(toml));
     expect(json.mode).toBe(toml.mode);
     expect(toml.summary.summarizer).toBe("extractive");
-    // Without ABRIDGE_EXAMPLE_DIR the filesystem server gets the folder abridge runs in.
-    expect(toml.servers.find((s) => s.name === "filesystem")?.args.at(-1)).toBe(".");
+    // Without ABRIDGE_EXAMPLE_DIR the filesystem server gets ".", its working directory: the
+    // examples folder, the same under serve, the CLI and a daemon started anywhere.
+    const filesystem = toml.servers.find((s) => s.name === "filesystem");
+    expect(filesystem?.args.at(-1)).toBe(".");
+    expect(filesystem?.cwd).toBe(path.join(REPO, "examples"));
+    expect(json.servers.find((s) => s.name === "filesystem")?.cwd).toBe(path.join(REPO, "examples"));
     const withDir = await loadConfig({ configPath: "examples/abridge.toml", cwd: REPO, env: { ABRIDGE_EXAMPLE_DIR: "/tmp" } });
     expect(withDir.servers.find((s) => s.name === "filesystem")?.args.at(-1)).toBe("/tmp");
   });

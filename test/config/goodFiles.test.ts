@@ -184,7 +184,8 @@ describe("parseConfigText accepts good files", () => {
     expect(config.audit_log).toBe("/var/log/abridge.jsonl");
     expect(server(config, "a").cwd).toBe(path.resolve(DIR, "../work"));
     expect(server(config, "a").sandbox_write).toEqual([path.join(DIR, "out")]);
-    expect(server(config, "b").cwd).toBeUndefined();
+    // A stdio server without `cwd` runs in the config's folder, as it does under an auto-started daemon.
+    expect(server(config, "b").cwd).toBe(DIR);
   });
 
   it("adds values expanded into env and headers to the SecretSet, not other values", () => {

@@ -5,7 +5,8 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerConfig } from "../../src/config/schema.js";
 import { isPidAlive } from "../../src/upstream/childStdioTransport.js";
 
@@ -16,9 +17,15 @@ export function fixturePath(file: string): string {
   return `${FIXTURES}${file}`;
 }
 
-/** Command and args that run a fixture with tsx. */
+/**
+ * tsx's loader as a file URL: `--import tsx` is resolved from the child's working directory, which
+ * for a server from a config file is the config's folder (a temp dir in tests), where tsx is not.
+ */
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+
+/** Command and args that run a fixture with tsx, from any working directory. */
 export function fixtureCommand(file: string, args: readonly string[] = []): { command: string; args: string[] } {
-  return { command: process.execPath, args: ["--import", "tsx", fixturePath(file), ...args] };
+  return { command: process.execPath, args: ["--import", TSX_LOADER, fixturePath(file), ...args] };
 }
 
 /**

@@ -1,21 +1,25 @@
 import { clearCache, compactCache, verifyCache } from "../../cache/cacheMaintenance.js";
+import { AbridgeError, ErrorCode } from "../../errors.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount } from "../formatTable.js";
 import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
 
-/** The cache file without requiring a config: cache maintenance works with none. */
+/**
+ * The cache file without requiring a config: cache maintenance works with none. Only a config that
+ * is not there is optional; an invalid one is reported (exit 2), because the `cache_dir` it may set
+ * is unknown and falling back to the default would clear or rewrite another cache than intended.
+ */
 async function cacheFile(ctx: CommandContext): Promise<string> {
   const explicit = ctx.values.config !== undefined || ctx.io.env.ABRIDGE_CONFIG !== undefined;
-  if (typeof ctx.values["cache-dir"] === "string" || !explicit) {
-    try {
-      return cacheFileFor(ctx, await ctx.loadConfig());
-    } catch {
-      // No config found: the cache directory comes from the flag, the environment or the default.
-      return cacheFileFor(ctx);
-    }
+  // `--cache-dir` names the file on its own; a config looked for by default may well be absent.
+  const configOptional = typeof ctx.values["cache-dir"] === "string" || !explicit;
+  try {
+    return cacheFileFor(ctx, await ctx.loadConfig());
+  } catch (err) {
+    if (configOptional && err instanceof AbridgeError && err.code === ErrorCode.CONFIG_NOT_FOUND) return cacheFileFor(ctx);
+    throw err;
   }
-  return cacheFileFor(ctx, await ctx.loadConfig());
 }
 
 const MAX_LISTED = 20;

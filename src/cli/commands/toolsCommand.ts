@@ -31,10 +31,12 @@ export const toolsCommand: CommandSpec = {
           writeLine(ctx.io.stdout, tool.name);
           if (tool.description) writeLine(ctx.io.stdout, tool.description.replace(/^/gm, "    "));
         }
-        const failed = bridge.servers().filter((s) => s.state === "failed");
-        for (const s of failed) writeLine(ctx.io.stderr, `abridge: server ${s.name} failed: ${s.error?.message ?? "unknown error"}`);
       }
-      return ExitCode.OK;
+      // Like `servers`: a list with a server missing is an incomplete answer, so it is exit 1 (the
+      // README's exit codes), and stderr says which server, in JSON mode too (stdout stays JSON).
+      const failed = bridge.servers().filter((s) => s.state === "failed");
+      for (const s of failed) writeLine(ctx.io.stderr, `abridge: server ${s.name} failed: ${s.error?.message ?? "unknown error"}`);
+      return failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
     });
   },
 };
