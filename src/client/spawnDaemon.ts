@@ -66,8 +66,8 @@ export function spawnDaemon(options: SpawnDaemonOptions): SpawnedDaemon {
         options.configPath,
         "--state-dir",
         options.stateDir,
-        "--log-level",
-        options.logLevel ?? "info",
+        // Without an explicit level the daemon follows the config's `log_level` (default warn).
+        ...(options.logLevel !== undefined ? ["--log-level", options.logLevel] : []),
         ...(options.extraArgs ?? []),
       ],
       {
