@@ -188,7 +188,21 @@ export class Bridge {
     if (config.mode !== running.mode) needsRestart.push("mode");
     if (config.separator !== running.separator) needsRestart.push("separator");
     if (JSON.stringify(config.summary) !== JSON.stringify(running.summary)) needsRestart.push("summary");
-    this.currentConfig = { ...config, mode: running.mode, separator: running.separator, summary: running.summary };
+    // Opened once at start: the audit log (and whether it records argument values), the state dir
+    // (spilled outputs) and the cache. The config in force keeps their running values, so nothing
+    // claims a setting that is not applied (turning audit_arguments off must not look done).
+    const fixedAtStart = ["audit_log", "audit_arguments", "state_dir", "cache_dir"] as const;
+    for (const key of fixedAtStart) if (config[key] !== running[key]) needsRestart.push(key);
+    this.currentConfig = {
+      ...config,
+      mode: running.mode,
+      separator: running.separator,
+      summary: running.summary,
+      audit_log: running.audit_log,
+      audit_arguments: running.audit_arguments,
+      state_dir: running.state_dir,
+      cache_dir: running.cache_dir,
+    };
     // The guard follows `config` and so applies the new policy from now on; the list must follow
     // now as well, not once new servers have connected (up to connect_timeout_ms), or a tool just
     // made read-only stays listed and a tool just allowed stays hidden meanwhile. reconfigure

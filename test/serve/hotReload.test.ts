@@ -1,4 +1,4 @@
-import { rename, writeFile } from "node:fs/promises";
+import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -77,5 +77,20 @@ describe("hot reload of the config", () => {
     expect(session.stderr()).toContain("mode: expected");
     const r = await session.client.callTool({ name: "echo_echo", arguments: { text: "still here" } });
     expect((r.content as Text[])[0]!.text).toBe("still here");
+  });
+
+  it("keeps settings opened at start (audit log) and says they need a restart", async () => {
+    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]);
+    const config = await writeConfig(dir, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
+    session = await serveOverStdio(config, ["--log-level", "info"]);
+    await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n` + echo);
+    await until("the restart notice", () => (session!.stderr().includes("take effect after a restart") ? true : undefined));
+    expect(session.stderr()).toMatch(/keys=.*audit_log/);
+    await session.client.callTool({ name: "echo_echo", arguments: { text: "where does this go" } });
+    const audit1 = await readFile(path.join(dir, "audit1.jsonl"), "utf8");
+    expect(audit1).toContain('"tool":"echo"');
+    // Still the running setting: no argument values, and no second log.
+    expect(audit1).not.toContain("where does this go");
+    await expect(readFile(path.join(dir, "audit2.jsonl"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
