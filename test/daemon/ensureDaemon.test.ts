@@ -180,6 +180,12 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const { isLockStale } = await import("../../src/daemon/daemonLock.js");
     await mkdir(setup.stateDir, { recursive: true });
     const daemon = spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {}, extraArgs: ["--heartbeat-ms", "100"] });
+    // Wait until this daemon holds the lock: an ensureDaemon call before that would spawn a second
+    // daemon, and ours could lose the race and exit before it is frozen.
+    await waitFor(async () => {
+      const seen = await readLock(lockFilePath(setup.stateDir));
+      return seen.state === "ok" && seen.lock.pid === daemon.pid;
+    }, 20_000);
     await ensureDaemon(setup.ensure);
     const c = new DaemonClient({ stateDir: setup.stateDir });
     clients.push(c);
