@@ -6,7 +6,7 @@ import { createToolHasher } from "../catalog/toolHash.js";
 import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../catalog/toolCatalog.js";
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
 import { extraMetaTools } from "../policy/readOutputTool.js";
@@ -361,7 +361,13 @@ export class Bridge {
 
   /** The full original schema and description of a tool (`get_schema`). */
   getSchema(name: string): ReturnType<typeof getSchemaResult> {
-    return getSchemaResult(this.resolveTool(name));
+    try {
+      return getSchemaResult(this.resolveTool(name));
+    } catch (err) {
+      // A tool of a server that is down is missing for that reason, not because the name is wrong.
+      if (isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw this.unavailableServerError(name) ?? err;
+      throw err;
+    }
   }
 
   /** Counters and states for `stats`. */

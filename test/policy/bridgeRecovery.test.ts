@@ -26,6 +26,8 @@ describe("a server that is down", () => {
     await expect(bridge.callTool("gated_echo", { text: "x" })).rejects.toMatchObject(unavailable);
     await expect(bridge.callTool("mcp://gated/echo", { text: "x" })).rejects.toMatchObject(unavailable);
     await expect(bridge.callTool("call_tool", { tool: "gated_echo", arguments: { text: "x" } })).rejects.toMatchObject(unavailable);
+    expect(() => bridge.getSchema("gated_echo")).toThrow(expect.objectContaining(unavailable));
+    await expect(bridge.callTool("get_schema", { tool: "gated_echo" })).rejects.toMatchObject(unavailable);
     // Names that point at no down server stay unknown, with suggestions.
     await expect(bridge.callTool("echo_ehco", {})).rejects.toMatchObject({ code: "TOOL_NOT_FOUND" });
     await expect(bridge.callTool("nowhere_echo", {})).rejects.toMatchObject({ code: "TOOL_NOT_FOUND" });
