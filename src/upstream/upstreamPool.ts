@@ -4,11 +4,10 @@ import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import type { BackoffOptions } from "./backoff.js";
 import { assignNames, compareStrings } from "./naming.js";
 import type { AssignedName } from "./naming.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
-import type { CallRelay, ClientInfo, UpstreamNotification } from "./upstreamConnection.js";
+import type { CallRelay, UpstreamConnectionOptions, UpstreamNotification } from "./upstreamConnection.js";
 import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "./types.js";
 
 /** Events of an {@link UpstreamPool}. */
@@ -48,24 +47,16 @@ export interface ReconfigureResult {
   updated: string[];
 }
 
-/** Options of an {@link UpstreamPool}. */
-export interface UpstreamPoolOptions {
+/** Options of an {@link UpstreamPool}: the servers, plus what every connection is given as it is. */
+export interface UpstreamPoolOptions
+  extends Pick<
+    UpstreamConnectionOptions,
+    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide"
+  > {
   /** Every configured server, enabled or not. */
   servers: ServerConfig[];
   /** Between server and tool in exposed names (config `separator`). */
   separator: string;
-  logger?: Logger;
-  clientInfo?: ClientInfo;
-  /** Restart backoff (default base 250 ms, factor 2, cap 30 s, reset after 30 s up). */
-  backoff?: BackoffOptions;
-  /** Jitter source for the backoff. */
-  random?: () => number;
-  /** Level of upstream stderr lines in the log (default `debug`). */
-  stderrLogLevel?: "info" | "debug";
-  /** Quiet time that coalesces bursts of `tools/list_changed` (default 50 ms). */
-  listChangedDebounceMs?: number;
-  /** abridge's own files a sandboxed server must not read (see `sandboxCommand`). */
-  sandboxHide?: readonly string[];
 }
 
 /**
@@ -103,16 +94,11 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   }
 
   private createConnection(config: ServerConfig): UpstreamConnection {
-    const options = this.options;
+    const { servers: _servers, separator: _separator, ...shared } = this.options;
     let wasReady = false;
     const connection: UpstreamConnection = new UpstreamConnection(config, {
+      ...shared,
       logger: this.logger,
-      ...(options.clientInfo ? { clientInfo: options.clientInfo } : {}),
-      ...(options.backoff ? { backoff: options.backoff } : {}),
-      ...(options.random ? { random: options.random } : {}),
-      ...(options.stderrLogLevel ? { stderrLogLevel: options.stderrLogLevel } : {}),
-      ...(options.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: options.listChangedDebounceMs } : {}),
-      ...(options.sandboxHide ? { sandboxHide: options.sandboxHide } : {}),
       onStatusChanged: (status) => {
         const ready = status.state === "ready";
         // A new process (restart, reconnect after a reload) knows nothing of the old one's
