@@ -39,7 +39,15 @@ async function e2eSetup(extra = ""): Promise<Awaited<ReturnType<typeof testSetup
   markers.push(setup.dir);
   return {
     ...setup,
-    ensure: { stateDir: setup.stateDir, config: setup.configFile, env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeoutMs: 45_000 },
+    ensure: {
+      stateDir: setup.stateDir,
+      config: setup.configFile,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      timeoutMs: 45_000,
+      // afterEach stops daemons with SIGTERM; on a loaded machine the default 10 s grace plus the
+      // children's stdin-end/SIGTERM/SIGKILL steps could outlast its 15 s wait.
+      daemonArgs: ["--grace-ms", "2000"],
+    },
   };
 }
 
@@ -172,6 +180,11 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     // --read-only: only the fixture's readOnlyHint tool is listed.
     expect((await c.listTools()).map((t) => t.name)).toEqual(["echo"]);
     await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"));
+    // Stopped the way a user would, waiting for it: under load a bare SIGTERM in afterEach can
+    // outlast its deadline while the daemon ends its upstream children.
+    c.close();
+    const stopped = await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir]);
+    expect(stopped.code, stopped.stderr).toBe(0);
   });
 
   it("daemon stop ends a hung daemon (stale heartbeat, live pid) with SIGTERM then SIGKILL, children included", async () => {
