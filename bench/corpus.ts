@@ -17,8 +17,8 @@ import type { ExposedTool, RawTool } from "../src/upstream/types.js";
 /** The repository root (bench/ lives directly below it). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** `../shared/corpus` relative to the repository root. */
-export const CORPUS_DIR = path.resolve(REPO_ROOT, "../shared/corpus");
+/** The vendored corpus, `bench/corpus` in the repository. */
+export const CORPUS_DIR = path.resolve(REPO_ROOT, "bench/corpus");
 
 /** One recorded `tools/list` answer of the corpus. */
 export interface CorpusServer {
@@ -41,7 +41,7 @@ export interface CorpusQuery {
 function missing(what: string): AbridgeError {
   return new AbridgeError(
     ErrorCode.INPUT_INVALID,
-    `benchmark corpus missing: expected ${what} (../shared/corpus relative to the repository root, ${CORPUS_DIR})`,
+    `benchmark corpus missing: expected ${what} (${CORPUS_DIR}, vendored in the repository under bench/corpus)`,
   );
 }
 

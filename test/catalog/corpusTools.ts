@@ -5,8 +5,8 @@ import type { CatalogTool } from "../../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { RawTool } from "../../src/upstream/types.js";
 
-/** The shared corpus, `../shared/corpus` relative to the repo root. */
-export const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../shared/corpus");
+/** The corpus vendored in the repository, `bench/corpus`. */
+export const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bench/corpus");
 
 /** One corpus file: the server's name and its tools exactly as recorded. */
 export interface CorpusServer {
@@ -19,7 +19,7 @@ export interface CorpusServer {
 export function loadCorpus(): CorpusServer[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) {
-    throw new Error(`corpus missing: expected the real tools/list answers in ${dir} (../shared/corpus relative to the repo root)`);
+    throw new Error(`corpus missing: expected the real tools/list answers in ${dir} (bench/corpus in the repository)`);
   }
   return readdirSync(dir)
     .filter((f) => f.endsWith(".json"))

@@ -10,7 +10,7 @@ import { isAbridgeError } from "../../src/errors.js";
 import type { RawTool } from "../../src/upstream/types.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CORPUS_DIR = resolve(REPO_ROOT, "../shared/corpus/servers");
+const CORPUS_DIR = resolve(REPO_ROOT, "bench/corpus/servers");
 
 const echo: RawTool = { name: "echo", inputSchema: { type: "object" } };
 
@@ -181,7 +181,7 @@ describe("ToolHasher", () => {
 describe("hashes of the real corpus", () => {
   it("are unique per server:tool and stable", async () => {
     if (!existsSync(CORPUS_DIR)) {
-      throw new Error(`corpus missing: expected ${CORPUS_DIR} (../shared/corpus relative to the repo root)`);
+      throw new Error(`corpus missing: expected ${CORPUS_DIR} (bench/corpus/servers in the repository)`);
     }
     const files = (await readdir(CORPUS_DIR)).filter((name) => name.endsWith(".json")).sort();
     expect(files.length).toBeGreaterThan(0);

@@ -3,10 +3,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAbridge, tempDir } from "../helpers/cliHarness.js";
 
-const CORPUS = path.resolve("../shared/corpus/servers");
+const CORPUS = path.resolve("bench/corpus/servers");
 
 function corpusFiles(): string[] {
-  if (!existsSync(CORPUS)) throw new Error(`the corpus is missing: expected ${CORPUS} (../shared/corpus beside the repository)`);
+  if (!existsSync(CORPUS)) throw new Error(`the corpus is missing: expected ${CORPUS} (bench/corpus/servers in the repository)`);
   return readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort();
 }
 

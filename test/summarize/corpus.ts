@@ -3,8 +3,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RawTool } from "../../src/upstream/types.js";
 
-/** `../shared/corpus` relative to the repository root. */
-export const CORPUS_DIR = path.resolve(fileURLToPath(new URL("../../", import.meta.url)), "../shared/corpus");
+/** The corpus vendored in the repository, `bench/corpus`. */
+export const CORPUS_DIR = path.resolve(fileURLToPath(new URL("../../", import.meta.url)), "bench/corpus");
 
 /** One tool of the corpus with the server it came from. */
 export interface CorpusTool {
@@ -17,7 +17,7 @@ export function loadCorpusTools(): CorpusTool[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) {
     throw new Error(
-      `The tool corpus is missing: expected ${dir} (../shared/corpus/servers relative to the repository root). ` +
+      `The tool corpus is missing: expected ${dir} (bench/corpus/servers in the repository). ` +
         "These tests read the recorded tools/list answers there.",
     );
   }

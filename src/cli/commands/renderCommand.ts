@@ -92,7 +92,7 @@ async function renderConfig(ctx: CommandContext): Promise<Config> {
 export const renderCommand: CommandSpec = {
   path: ["render"],
   summary: "Print a recorded tools/list answer as a client would receive it in a mode, summarized through the cache",
-  details: "Input: a file like ../shared/corpus/servers/*.json, a tools/list result, or a bare tools array (--input - or no --input reads stdin).",
+  details: "Input: a recorded answer like bench/corpus/servers/*.json, a tools/list result, or a bare tools array (--input - or no --input reads stdin).",
   options: {
     input: { type: "string", short: "i", value: "FILE", description: "Recorded tools/list answer (default: stdin)" },
     server: { type: "string", value: "NAME", description: "Server name (default: the file's \"server\" field or its base name)" },
