@@ -40,12 +40,18 @@ export interface CommandSpec {
   run(ctx: CommandContext): Promise<number>;
 }
 
-/** Exit codes of the CLI. */
+/**
+ * Every exit code the CLI returns (the README's list follows this one; a test checks it). An
+ * uncaught error and a command left pending with nothing to wait for end as 1 (`bin.ts`).
+ */
 export const ExitCode = {
   OK: 0,
   /** The operation ran and failed (an upstream failed, a call returned an error). */
   FAILURE: 1,
   /** Bad command line or bad config: nothing was done. */
   USAGE: 2,
+  /** Interrupted by SIGINT or SIGTERM (what was written stays written). */
   INTERRUPTED: 130,
+  /** A second SIGTERM while the first one was being handled: ended at once. */
+  TERMINATED: 143,
 } as const;
