@@ -26,6 +26,7 @@ import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
+import { normalizeTool } from "./normalizeTool.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
@@ -530,7 +531,8 @@ export class UpstreamConnection {
       signal,
     );
     const byName = new Map<string, RawTool>();
-    for (const item of items) {
+    // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
+    for (const item of items.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
       if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
         this.logger.warn("skipping a malformed tool (no name or inputSchema)", {
           tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,
