@@ -15,7 +15,7 @@ import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
-import { parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { clientPrefixedMatches, parseToolUri, sanitizeName } from "../upstream/naming.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
@@ -242,9 +242,11 @@ export class Bridge {
   }
 
   /**
-   * The tool a name refers to: an exposed name, `mcp://server/tool`, or `server/tool`.
+   * The tool a name refers to: an exposed name, `mcp://server/tool`, `server/tool`, or an exposed
+   * name behind the prefix a client added to it (`mcp__abridge__everything_echo`, see
+   * {@link clientPrefixedMatches}) when exactly one tool matches that way.
    *
-   * @throws AbridgeError TOOL_NOT_FOUND with the closest names in the message.
+   * @throws AbridgeError TOOL_NOT_FOUND with the closest names (or the several that matched) in the message.
    */
   resolveTool(name: string): CatalogTool {
     const direct = this.catalog.get(name);
@@ -252,10 +254,14 @@ export class Bridge {
     const origin = parseToolUri(name) ?? splitServerTool(name);
     const byOrigin = origin ? this.catalog.find(origin.server, origin.tool) : undefined;
     if (byOrigin) return byOrigin;
-    const near = closestNames(name, this.catalog.names());
+    const prefixed = clientPrefixedMatches(name, this.catalog.names());
+    const single = prefixed.length === 1 ? this.catalog.get(prefixed[0] as string) : undefined;
+    if (single) return single;
+    const near = prefixed.length > 1 ? prefixed : closestNames(name, this.catalog.names());
+    const hint = prefixed.length > 1 ? `; it ends with the names of several tools, use one of: ` : "; closest: ";
     throw new AbridgeError(
       ErrorCode.TOOL_NOT_FOUND,
-      `unknown tool "${name}"${near.length > 0 ? `; closest: ${near.join(", ")}` : ""}`,
+      `unknown tool "${name}"${near.length > 0 ? `${hint}${near.join(", ")}` : ""}`,
       { details: { tool: name, suggestions: near } },
     );
   }
