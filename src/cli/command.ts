@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.js";
+import { RECURSION_EXIT_CODE } from "../upstream/nestedAbridge.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { CliIo } from "./cliIo.js";
 
@@ -50,6 +51,11 @@ export const ExitCode = {
   FAILURE: 1,
   /** Bad command line or bad config: nothing was done. */
   USAGE: 2,
+  /**
+   * Refused to start: an abridge above this one serves the same config (it lists abridge itself).
+   * The parent abridge maps this code to that server's CONFIG_RECURSION error.
+   */
+  RECURSION: RECURSION_EXIT_CODE,
   /** Interrupted by SIGINT or SIGTERM (what was written stays written). */
   INTERRUPTED: 130,
   /** A second SIGTERM while the first one was being handled: ended at once. */

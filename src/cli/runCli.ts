@@ -267,6 +267,10 @@ export function exitCodeFor(error: AbridgeError): number {
       return ExitCode.USAGE;
     case ErrorCode.CANCELLED:
       return ExitCode.INTERRUPTED;
+    case ErrorCode.CONFIG_RECURSION:
+      // Only this process's own refusal (it names the config): the parent reads the code as that.
+      // A server of ours that refused (`call` to it) is a failed operation like any other.
+      return error.details?.["config"] !== undefined ? ExitCode.RECURSION : ExitCode.FAILURE;
     default:
       return ExitCode.FAILURE;
   }

@@ -16,6 +16,7 @@ import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from 
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
 import { clientPrefixedMatches, parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
@@ -108,6 +109,8 @@ export class Bridge {
         ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
       ],
       logger: this.logger,
+      // Lets an abridge among the servers see that it would serve this config again.
+      childEnv: childMarkerEnv(options.config.source, options.env),
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
     });
@@ -116,6 +119,9 @@ export class Bridge {
 
   /** Opens the cache and builds every part; upstreams connect on {@link start}. */
   static async open(options: BridgeOptions): Promise<Bridge> {
+    // First, before any file is opened: an abridge started by one serving the same config must
+    // stop at once, so that its parent hears of it at once and not after a timeout.
+    assertNotNested(options.config.source, options.env);
     const logger = options.logger ?? silentLogger;
     const summary = options.config.summary;
     const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
