@@ -9,6 +9,13 @@ import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfi
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 
+/**
+ * A nested abridge answers `initialize` once its own servers are up: on a loaded machine a chain of
+ * three node processes under tsx takes longer than the default 15 s. Generous, since nothing here
+ * waits for it to pass: a refusal arrives at once.
+ */
+const SLOW_START = "connect_timeout_ms = 120000";
+
 describe("the nesting marker", () => {
   it("refuses a config an abridge above serves, and passes its own on to children", () => {
     const env = childMarkerEnv("/etc/a.toml", {});
@@ -88,18 +95,18 @@ describe("abridge among its own servers", () => {
   it("a loop through two configs is caught where it closes", async () => {
     const a = path.join(dir, "a.toml");
     const b = path.join(dir, "b.toml");
-    await writeFile(a, `cache_dir = "cache-a"\n` + abridgeServerToml("b", ["serve", "--config", b]));
-    await writeFile(b, `cache_dir = "cache-b"\n` + abridgeServerToml("a", ["serve", "--config", a]) + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]));
+    await writeFile(a, `cache_dir = "cache-a"\n` + abridgeServerToml("b", ["serve", "--config", b], SLOW_START));
+    await writeFile(b, `cache_dir = "cache-b"\n` + abridgeServerToml("a", ["serve", "--config", a], SLOW_START) + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]));
     const r = await runAbridge(["tools", "--config", a], { cwd: dir });
     // a -> b -> a: the second a refuses; b serves its echo server and a lists it.
     expect(r.stdout).toContain("b_echo_echo");
     expect(r.code).toBe(ExitCode.OK);
-  }, 90_000);
+  }, 150_000);
 
   it("abridge in front of abridge with another config works, and compact shows each parameter line once", async () => {
     const inner = await writeConfig(dir, `cache_dir = "inner-cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker]));
     const outer = path.join(dir, "outer.toml");
-    await writeFile(outer, `cache_dir = "outer-cache"\n` + abridgeServerToml("inner", ["serve", "--config", inner, "--mode", "compact"]));
+    await writeFile(outer, `cache_dir = "outer-cache"\n` + abridgeServerToml("inner", ["serve", "--config", inner, "--mode", "compact"], SLOW_START));
     const warm = await runAbridge(["summarize", "warm", "--config", outer], { cwd: dir });
     expect(warm.code).toBe(ExitCode.OK);
     const r = await runAbridge(["tools", "--mode", "compact", "--config", outer], { cwd: dir });
@@ -112,5 +119,5 @@ describe("abridge among its own servers", () => {
     const description = lines.slice(start, end).join("\n");
     // The summary keeps the inner list's `(text)`; the outer list adds no second one.
     expect(description.match(/\(text\)/g)).toHaveLength(1);
-  }, 120_000);
+  }, 150_000);
 });
