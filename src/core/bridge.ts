@@ -15,7 +15,7 @@ import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
-import { clientPrefixedMatches, parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../upstream/naming.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
@@ -343,7 +343,9 @@ export class Bridge {
         if (!candidate.prefix) continue;
         // Exposed names are sanitized, prefix included (`my.server` -> `my_server_`).
         const prefix = sanitizeName(`${candidate.name}${this.config.separator}`);
-        if (name.length > prefix.length && name.startsWith(prefix) && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
+        // Our name as is, or behind a client's own prefix (`mcp__abridge__everything_echo`).
+        const at = name.startsWith(prefix) ? 0 : clientPrefixedStart(name, prefix);
+        if (at >= 0 && name.length > at + prefix.length && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
       }
     }
     if (server === undefined) return undefined;
@@ -519,6 +521,14 @@ export class Bridge {
       throw err;
     }
   }
+}
+
+/** Where `prefix` starts in `name` behind a client's own prefix (see {@link isClientPrefix}), or -1. */
+function clientPrefixedStart(name: string, prefix: string): number {
+  for (let at = name.indexOf(prefix, 1); at > 0; at = name.indexOf(prefix, at + 1)) {
+    if (isClientPrefix(name.slice(0, at))) return at;
+  }
+  return -1;
 }
 
 function splitServerTool(name: string): { server: string; tool: string } | undefined {

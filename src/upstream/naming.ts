@@ -179,8 +179,12 @@ export function clientPrefixedMatches(name: string, known: Iterable<string>): st
   const matches: string[] = [];
   for (const candidate of known) {
     if (candidate.length === 0 || candidate.length >= name.length || !name.endsWith(candidate)) continue;
-    const prefix = name.slice(0, name.length - candidate.length);
-    if (CLIENT_PREFIXES.some((form) => form.test(prefix))) matches.push(candidate);
+    if (isClientPrefix(name.slice(0, name.length - candidate.length))) matches.push(candidate);
   }
   return matches.sort(compareStrings);
+}
+
+/** True when `prefix` is one a client puts before a server's tool names (see {@link CLIENT_PREFIXES}). */
+export function isClientPrefix(prefix: string): boolean {
+  return CLIENT_PREFIXES.some((form) => form.test(prefix));
 }
