@@ -6,6 +6,8 @@ export const ErrorCode = {
   CONFIG_NOT_FOUND: "CONFIG_NOT_FOUND",
   CONFIG_INVALID: "CONFIG_INVALID",
   CONFIG_ENV_MISSING: "CONFIG_ENV_MISSING",
+  /** The config lists abridge itself: an abridge above this one serves the same config. */
+  CONFIG_RECURSION: "CONFIG_RECURSION",
   USAGE: "USAGE",
   UPSTREAM_START_FAILED: "UPSTREAM_START_FAILED",
   UPSTREAM_TIMEOUT: "UPSTREAM_TIMEOUT",

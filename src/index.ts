@@ -14,6 +14,7 @@ export type { Config, ConfigFile, Mode, ServerConfig, SummaryConfig } from "./co
 export { UpstreamPool } from "./upstream/upstreamPool.js";
 export type { UpstreamPoolOptions } from "./upstream/upstreamPool.js";
 export { assignNames, parseToolUri, toolUri } from "./upstream/naming.js";
+export { normalizeTool } from "./upstream/normalizeTool.js";
 export type { CallToolResult, ExposedTool, RawTool, ServerStatus } from "./upstream/types.js";
 
 export { JsonlStore } from "./cache/jsonlStore.js";

@@ -249,9 +249,22 @@ export function compactDescription(tool: CatalogTool, always = false): string {
   // sent alone (`always`) it is the only statement of the parameters, so it keeps everything.
   const params = parameterList(tool.tool.inputSchema, { schemaAlongside: !always });
   const signature = params === "()" && !always ? "" : params;
-  if (signature === "") return summary;
+  if (signature === "" || endsWithLine(summary, signature)) return summary;
   // The line break ends the sentence: its period would cost a token in every listed tool.
   return summary === "" ? signature : `${summary.replace(/(?<!\.)\.$/, "")}\n${signature}`;
+}
+
+/**
+ * True when `text` already ends with `line`, on a line of its own or after a space. abridge in
+ * front of another abridge (or any server that writes its own parameter line) would otherwise show
+ * the line twice: the inner list says `Echoes back the input string\n(message)`, the summary of
+ * that keeps `(message)`, and the outer list would append `(message)` again.
+ */
+function endsWithLine(text: string, line: string): boolean {
+  const trimmed = text.trimEnd();
+  if (!trimmed.endsWith(line)) return false;
+  const before = trimmed.slice(0, trimmed.length - line.length);
+  return before === "" || /\s$/.test(before);
 }
 
 function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {

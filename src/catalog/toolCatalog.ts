@@ -3,6 +3,7 @@ import { cacheKey } from "../cache/cacheEntry.js";
 import type { JsonlStore } from "../cache/jsonlStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { SummarizeInput } from "../summarize/types.js";
+import { normalizeTool } from "../upstream/normalizeTool.js";
 import type { ExposedTool } from "../upstream/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
 import { renderTools, sortTools } from "./renderTools.js";
@@ -88,7 +89,10 @@ export class ToolCatalog {
     const counts = new Map<string, DiscoveryCounts>();
     const byName = new Map<string, CatalogTool>();
     const byKey = new Map<string, CatalogTool>();
-    for (const exposed of tools) {
+    for (const given of tools) {
+      // A no-op for tools from the pool or `render` (normalized where they entered); a library
+      // caller handing in tools as a server sent them gets the same rule: null means absent.
+      const exposed = { ...given, tool: normalizeTool(given.tool) };
       const hash = this.hasher.hash(exposed.tool);
       const key = cacheKey(exposed.server, exposed.tool.name, hash);
       const entry = this.store.get(key);

@@ -1,6 +1,7 @@
 import xxhash from "xxhash-wasm";
 import { cacheKey } from "../cache/cacheEntry.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
+import { normalizeTool } from "../upstream/normalizeTool.js";
 import type { RawTool } from "../upstream/types.js";
 
 /**
@@ -98,11 +99,17 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
-/** The part of a tool the hash covers, with keys absent when the tool does not set them. */
+/**
+ * The part of a tool the hash covers, with keys absent when the tool does not set them. `null`
+ * hashes as absent: the tool is normalized first ({@link normalizeTool}, the rule every reader
+ * follows), so `"annotations": null` and no annotations give one key and share one summary, even
+ * for a tool that did not come through an entry point that normalizes already.
+ */
 export function hashedView(tool: RawTool): Record<string, unknown> {
+  const normalized = normalizeTool(tool);
   const view: Record<string, unknown> = {};
   for (const field of HASHED_TOOL_FIELDS) {
-    if (tool[field] !== undefined) view[field] = tool[field];
+    if (normalized[field] !== undefined) view[field] = normalized[field];
   }
   return view;
 }

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from "node:stream";
+import { AbridgeError, ErrorCode } from "../errors.js";
 
 /**
  * Everything a command may touch of the outside world. Only `bin.ts` builds one from `process`;
@@ -11,7 +12,7 @@ export interface CliIo {
   stdin: Readable;
   env: Record<string, string | undefined>;
   cwd: string;
-  /** Aborted on SIGINT/SIGTERM (bin.ts) or by a test. */
+  /** Aborted on SIGINT/SIGTERM (bin.ts), when stdout's reader goes away, or by a test. */
   signal: AbortSignal;
   /** Whether stderr is a terminal (progress bar vs plain lines). */
   isTTY: boolean;
@@ -20,4 +21,19 @@ export interface CliIo {
 /** Writes a line to a stream. */
 export function writeLine(stream: Writable, text = ""): void {
   stream.write(`${text}\n`);
+}
+
+/**
+ * The abort reason when stdout's reader went away (`abridge tools | head`): the command stops,
+ * its children are ended, and nothing more is said, as a Unix tool ends on a closed pipe.
+ */
+export class OutputClosedError extends AbridgeError {
+  constructor(cause?: unknown) {
+    super(ErrorCode.CANCELLED, "stdout was closed by its reader", cause === undefined ? {} : { cause });
+  }
+}
+
+/** True when `signal` was aborted because stdout was closed (see {@link OutputClosedError}). */
+export function outputClosed(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof OutputClosedError;
 }

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.js";
+import { RECURSION_EXIT_CODE } from "../upstream/nestedAbridge.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { CliIo } from "./cliIo.js";
 
@@ -40,12 +41,23 @@ export interface CommandSpec {
   run(ctx: CommandContext): Promise<number>;
 }
 
-/** Exit codes of the CLI. */
+/**
+ * Every exit code the CLI returns (the README's list follows this one; a test checks it). An
+ * uncaught error and a command left pending with nothing to wait for end as 1 (`bin.ts`).
+ */
 export const ExitCode = {
   OK: 0,
   /** The operation ran and failed (an upstream failed, a call returned an error). */
   FAILURE: 1,
   /** Bad command line or bad config: nothing was done. */
   USAGE: 2,
+  /**
+   * Refused to start: an abridge above this one serves the same config (it lists abridge itself).
+   * The parent abridge maps this code to that server's CONFIG_RECURSION error.
+   */
+  RECURSION: RECURSION_EXIT_CODE,
+  /** Interrupted by SIGINT or SIGTERM (what was written stays written). */
   INTERRUPTED: 130,
+  /** A second SIGTERM while the first one was being handled: ended at once. */
+  TERMINATED: 143,
 } as const;

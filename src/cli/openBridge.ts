@@ -40,14 +40,19 @@ export function cacheFileFor(ctx: CommandContext, config?: Config): string {
   });
 }
 
-/** Keeps only the named servers (from `--server`), failing with a hint on an unknown name. */
-export function selectServers(config: Config, names: string[] | undefined): Config {
+/**
+ * Keeps only the named servers, failing with a hint on an unknown name. `from` is where the names
+ * came from: `--server` (named in the message), or a positional argument such as `call <server>`,
+ * where speaking of an option would send the user looking for one that does not exist.
+ */
+export function selectServers(config: Config, names: string[] | undefined, from: "--server" | "positional" = "--server"): Config {
   if (!names || names.length === 0) return config;
   const known = config.servers.map((s) => s.name);
   for (const name of names) {
     if (!known.includes(name)) {
       const hint = didYouMean(name, known);
-      throw usageError(`--server: no server "${name}" in ${config.source}${hint ? `; did you mean "${hint}"?` : ""} (servers: ${known.join(", ") || "none"})`);
+      const message = `no server "${name}" in ${config.source}${hint ? `; did you mean "${hint}"?` : ""} (servers: ${known.join(", ") || "none"})`;
+      throw usageError(from === "positional" ? message : `${from}: ${message}`);
     }
   }
   return { ...config, servers: config.servers.filter((s) => names.includes(s.name)) };

@@ -4,7 +4,7 @@ import { AbridgeError, ErrorCode, toAbridgeError } from "../errors.js";
 import { LOG_LEVELS, SecretSet, type LogLevel } from "../log/logger.js";
 import { createAdjustableLogger, recordingLogger } from "./adjustableLogger.js";
 import { VERSION } from "../version.js";
-import { writeLine, type CliIo } from "./cliIo.js";
+import { outputClosed, writeLine, type CliIo } from "./cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "./command.js";
 import { COMMANDS } from "./commands/index.js";
 import { didYouMean } from "../util/suggest.js";
@@ -117,14 +117,29 @@ function groupHelp(prefix: string[]): string | undefined {
   ].join("\n");
 }
 
+/** Where a wrong or missing command word is pointed. */
+const COMMANDS_HINT = "Run `abridge --help` for the list of commands.";
+
+/**
+ * A wrong command line: the message ending with `[USAGE]` like every other error (scripts and
+ * users find the code in one place), then `hint` (the usage line) when given. Exit code 2.
+ */
+function usageFailure(io: CliIo, message: string, hint?: string): number {
+  writeLine(io.stderr, `${message} [${ErrorCode.USAGE}]`);
+  if (hint !== undefined) writeLine(io.stderr, hint);
+  return ExitCode.USAGE;
+}
+
 /**
  * Runs the abridge CLI with the given arguments (without `node` and the script) and returns the
- * exit code: 0 success, 1 the operation failed, 2 bad usage or config, 130 interrupted.
+ * exit code (see {@link ExitCode}): 0 success, 1 the operation failed, 2 bad usage or config,
+ * 130 interrupted.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   if (argv.length === 0) {
+    const code = usageFailure(io, "abridge: expected a command");
     writeLine(io.stderr, mainHelp());
-    return ExitCode.USAGE;
+    return code;
   }
   if (argv[0] === "--version" || argv[0] === "-V") {
     writeLine(io.stdout, VERSION);
@@ -140,23 +155,22 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const group = words.length > 0 ? groupHelp(words) : undefined;
     const asked = rest.includes("--help") || rest.includes("-h");
     if (group && (stop === undefined || asked)) {
-      writeLine(asked ? io.stdout : io.stderr, group);
-      return asked ? ExitCode.OK : ExitCode.USAGE;
+      if (asked) {
+        writeLine(io.stdout, group);
+        return ExitCode.OK;
+      }
+      return usageFailure(io, `abridge ${words.join(" ")}: expected one of its commands`, group);
     }
     if (words.length === 0 && asked) {
       writeLine(io.stdout, mainHelp());
       return ExitCode.OK;
     }
     if (words.length === 0) {
-      writeLine(io.stderr, `abridge: expected a command${stop !== undefined ? ` before "${stop}"` : ""}`);
-      writeLine(io.stderr, "Run `abridge --help` for the list of commands.");
-      return ExitCode.USAGE;
+      return usageFailure(io, `abridge: expected a command${stop !== undefined ? ` before "${stop}"` : ""}`, COMMANDS_HINT);
     }
     const typed = words.join(" ");
     const hint = didYouMean(typed, COMMANDS.map((c) => c.path.join(" ")));
-    writeLine(io.stderr, `abridge: unknown command "${typed}"${hint ? `; did you mean "${hint}"?` : ""}`);
-    writeLine(io.stderr, "Run `abridge --help` for the list of commands.");
-    return ExitCode.USAGE;
+    return usageFailure(io, `abridge: unknown command "${typed}"${hint ? `; did you mean "${hint}"?` : ""}`, COMMANDS_HINT);
   }
 
   const options = { ...GLOBAL_OPTIONS, ...(spec.options ?? {}) };
@@ -177,9 +191,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const message = err instanceof Error ? err.message.replace(/\. To specify a positional.*$/s, "") : String(err);
     const flag = /'(--?[\w-]+)/.exec(message)?.[1];
     const hint = flag ? didYouMean(flag.replace(/^-+/, ""), Object.keys(options)) : undefined;
-    writeLine(io.stderr, `abridge ${spec.path.join(" ")}: ${message}${hint ? `; did you mean "--${hint}"?` : ""}`);
-    writeLine(io.stderr, commandUsage(spec));
-    return ExitCode.USAGE;
+    return usageFailure(io, `abridge ${spec.path.join(" ")}: ${message}${hint ? `; did you mean "--${hint}"?` : ""}`, commandUsage(spec));
   }
 
   const values = parsed.values as CommandContext["values"];
@@ -190,18 +202,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const range = spec.positionals ?? { min: 0, max: 0 };
   if (parsed.positionals.length < range.min || parsed.positionals.length > range.max) {
     const got = parsed.positionals.length;
-    writeLine(
-      io.stderr,
+    return usageFailure(
+      io,
       `abridge ${spec.path.join(" ")}: expected ${range.min === range.max ? range.min : `${range.min} to ${range.max}`} argument(s)${spec.args ? ` (${spec.args})` : ""}, got ${got}${got > range.max ? `: ${parsed.positionals.slice(range.max).join(" ")}` : ""}`,
+      commandUsage(spec),
     );
-    writeLine(io.stderr, commandUsage(spec));
-    return ExitCode.USAGE;
   }
 
   const level = (values["log-level"] as string | undefined) ?? io.env.ABRIDGE_LOG_LEVEL;
   if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level)) {
-    writeLine(io.stderr, `abridge: --log-level: expected one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
-    return ExitCode.USAGE;
+    const from = values["log-level"] === undefined ? "$ABRIDGE_LOG_LEVEL" : "--log-level";
+    return usageFailure(io, `abridge: ${from}: expected one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
   }
   const secrets = new SecretSet();
   const logger = createAdjustableLogger({
@@ -233,6 +244,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   try {
     return await spec.run(ctx);
   } catch (err) {
+    // The reader of stdout is gone (`| head`): it has what it wanted, and the rest is nobody's to read.
+    if (outputClosed(io.signal)) return ExitCode.OK;
     const error = toAbridgeError(err);
     writeLine(io.stderr, secrets.redact(`abridge: ${error.message} [${error.code}]`));
     if (error.code === ErrorCode.INTERNAL && err instanceof Error && err.stack) {
@@ -254,6 +267,10 @@ export function exitCodeFor(error: AbridgeError): number {
       return ExitCode.USAGE;
     case ErrorCode.CANCELLED:
       return ExitCode.INTERRUPTED;
+    case ErrorCode.CONFIG_RECURSION:
+      // Only this process's own refusal (it names the config): the parent reads the code as that.
+      // A server of ours that refused (`call` to it) is a failed operation like any other.
+      return error.details?.["config"] !== undefined ? ExitCode.RECURSION : ExitCode.FAILURE;
     default:
       return ExitCode.FAILURE;
   }

@@ -15,7 +15,8 @@ import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
-import { parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
@@ -108,6 +109,8 @@ export class Bridge {
         ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
       ],
       logger: this.logger,
+      // Lets an abridge among the servers see that it would serve this config again.
+      childEnv: childMarkerEnv(options.config.source, options.env),
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
     });
@@ -116,6 +119,9 @@ export class Bridge {
 
   /** Opens the cache and builds every part; upstreams connect on {@link start}. */
   static async open(options: BridgeOptions): Promise<Bridge> {
+    // First, before any file is opened: an abridge started by one serving the same config must
+    // stop at once, so that its parent hears of it at once and not after a timeout.
+    assertNotNested(options.config.source, options.env);
     const logger = options.logger ?? silentLogger;
     const summary = options.config.summary;
     const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
@@ -242,9 +248,11 @@ export class Bridge {
   }
 
   /**
-   * The tool a name refers to: an exposed name, `mcp://server/tool`, or `server/tool`.
+   * The tool a name refers to: an exposed name, `mcp://server/tool`, `server/tool`, or an exposed
+   * name behind the prefix a client added to it (`mcp__abridge__everything_echo`, see
+   * {@link clientPrefixedMatches}) when exactly one tool matches that way.
    *
-   * @throws AbridgeError TOOL_NOT_FOUND with the closest names in the message.
+   * @throws AbridgeError TOOL_NOT_FOUND with the closest names (or the several that matched) in the message.
    */
   resolveTool(name: string): CatalogTool {
     const direct = this.catalog.get(name);
@@ -252,10 +260,14 @@ export class Bridge {
     const origin = parseToolUri(name) ?? splitServerTool(name);
     const byOrigin = origin ? this.catalog.find(origin.server, origin.tool) : undefined;
     if (byOrigin) return byOrigin;
-    const near = closestNames(name, this.catalog.names());
+    const prefixed = clientPrefixedMatches(name, this.catalog.names());
+    const single = prefixed.length === 1 ? this.catalog.get(prefixed[0] as string) : undefined;
+    if (single) return single;
+    const near = prefixed.length > 1 ? prefixed : closestNames(name, this.catalog.names());
+    const hint = prefixed.length > 1 ? `; it ends with the names of several tools, use one of: ` : "; closest: ";
     throw new AbridgeError(
       ErrorCode.TOOL_NOT_FOUND,
-      `unknown tool "${name}"${near.length > 0 ? `; closest: ${near.join(", ")}` : ""}`,
+      `unknown tool "${name}"${near.length > 0 ? `${hint}${near.join(", ")}` : ""}`,
       { details: { tool: name, suggestions: near } },
     );
   }
@@ -331,7 +343,9 @@ export class Bridge {
         if (!candidate.prefix) continue;
         // Exposed names are sanitized, prefix included (`my.server` -> `my_server_`).
         const prefix = sanitizeName(`${candidate.name}${this.config.separator}`);
-        if (name.length > prefix.length && name.startsWith(prefix) && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
+        // Our name as is, or behind a client's own prefix (`mcp__abridge__everything_echo`).
+        const at = name.startsWith(prefix) ? 0 : clientPrefixedStart(name, prefix);
+        if (at >= 0 && name.length > at + prefix.length && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
       }
     }
     if (server === undefined) return undefined;
@@ -507,6 +521,14 @@ export class Bridge {
       throw err;
     }
   }
+}
+
+/** Where `prefix` starts in `name` behind a client's own prefix (see {@link isClientPrefix}), or -1. */
+function clientPrefixedStart(name: string, prefix: string): number {
+  for (let at = name.indexOf(prefix, 1); at > 0; at = name.indexOf(prefix, at + 1)) {
+    if (isClientPrefix(name.slice(0, at))) return at;
+  }
+  return -1;
 }
 
 function splitServerTool(name: string): { server: string; tool: string } | undefined {

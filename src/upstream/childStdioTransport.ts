@@ -122,6 +122,7 @@ export class ChildStdioTransport implements Transport {
   private child: ChildProcess | undefined;
   private spawnedPid: number | undefined;
   private exited = false;
+  private exitStatus: number | null | undefined;
   private closedNotified = false;
   private closing: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
@@ -141,6 +142,11 @@ export class ChildStdioTransport implements Transport {
   /** Pid of the child while it runs. */
   get pid(): number | null {
     return this.exited ? null : (this.spawnedPid ?? null);
+  }
+
+  /** The child's exit code once it has exited (null when a signal ended it), else undefined. */
+  get exitCode(): number | null | undefined {
+    return this.exitStatus;
   }
 
   /** Pid of the child once spawned; kept after it exits. */
@@ -167,8 +173,9 @@ export class ChildStdioTransport implements Transport {
         reject(err);
         this.onerror?.(err);
       });
-      child.once("close", () => {
+      child.once("close", (code) => {
         this.exited = true;
+        this.exitStatus = code;
         this.reader.clear();
         this.notifyClosed();
       });

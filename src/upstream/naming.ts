@@ -157,3 +157,34 @@ export function parseToolUri(uri: string): { server: string; tool: string } | un
     return undefined;
   }
 }
+
+/**
+ * The prefixes clients put before a server's tool names, `S` being the client's name for abridge
+ * (never starting or ending with `_`, so `___` cannot be split two ways): `S__` (mcp-hub; it also
+ * covers Claude Code's `mcp__S__`), `mcp_S_` (Gemini CLI), and `mcp://S/` or `S/`.
+ */
+const CLIENT_PREFIXES = [/^(?!_).*[^_]__$/, /^mcp_(?!_).*[^_]_$/, /^(?:mcp:\/\/)?[^/]+\/$/];
+
+/**
+ * The exposed names that `name` ends with behind a client's own prefix. Clients show the model
+ * our tools under names of their own making: `mcp__abridge__everything_echo` (Claude Code),
+ * `abridge__everything_echo` (mcp-hub), `mcp_abridge_everything_echo` (Gemini CLI),
+ * `mcp://abridge/everything_echo`; a model then hands that name to `get_schema` or `call_tool`.
+ * A known name counts when `name` ends with it and the rest is one of {@link CLIENT_PREFIXES}.
+ * The caller uses a single match and reports several as ambiguous: with tools `echo` (of a
+ * `prefix = false` server) and `everything_echo`, Gemini's `mcp_abridge_everything_echo` reads
+ * either way (its server part may hold `_`).
+ */
+export function clientPrefixedMatches(name: string, known: Iterable<string>): string[] {
+  const matches: string[] = [];
+  for (const candidate of known) {
+    if (candidate.length === 0 || candidate.length >= name.length || !name.endsWith(candidate)) continue;
+    if (isClientPrefix(name.slice(0, name.length - candidate.length))) matches.push(candidate);
+  }
+  return matches.sort(compareStrings);
+}
+
+/** True when `prefix` is one a client puts before a server's tool names (see {@link CLIENT_PREFIXES}). */
+export function isClientPrefix(prefix: string): boolean {
+  return CLIENT_PREFIXES.some((form) => form.test(prefix));
+}

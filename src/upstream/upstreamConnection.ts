@@ -26,6 +26,8 @@ import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
+import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
+import { normalizeTool } from "./normalizeTool.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
@@ -74,6 +76,11 @@ export interface UpstreamConnectionOptions {
   listChangedDebounceMs?: number;
   /** abridge's own files and folders a sandboxed server must not read (state dir, cache, audit log, config). */
   sandboxHide?: readonly string[];
+  /**
+   * Added to the environment of every stdio server, after its own `env`: the marker that lets a
+   * nested abridge see which configs the abridge processes above it serve (see nestedAbridge.ts).
+   */
+  childEnv?: Record<string, string>;
   /** Called whenever {@link UpstreamConnection.status} changes. */
   onStatusChanged?: (status: ServerStatus) => void;
   /** Called when the (filtered) tool list changed after the first discovery. */
@@ -150,6 +157,7 @@ export class UpstreamConnection {
   private readonly stderrLogLevel: "info" | "debug";
   private readonly listChangedDebounceMs: number;
   private readonly sandboxHide: readonly string[];
+  private readonly childEnv: Record<string, string>;
   private filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
@@ -212,6 +220,7 @@ export class UpstreamConnection {
     this.stderrLogLevel = options.stderrLogLevel ?? "debug";
     this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
     this.sandboxHide = options.sandboxHide ?? [];
+    this.childEnv = options.childEnv ?? {};
     this.filter = createToolFilter(config.allow, config.deny);
     for (const value of [...Object.values(config.env), ...Object.values(config.headers)]) {
       this.secrets.add(value);
@@ -311,7 +320,7 @@ export class UpstreamConnection {
     } catch (err) {
       if (this.closePromise) return;
       const error = this.startError(err, signal);
-      const retry = error.code !== ErrorCode.CANCELLED && error.code !== ErrorCode.CONFIG_INVALID;
+      const retry = error.code !== ErrorCode.CANCELLED && error.code !== ErrorCode.CONFIG_INVALID && error.code !== ErrorCode.CONFIG_RECURSION;
       this.error = { code: error.code, message: error.message };
       this.logger.warn("upstream failed to start", { code: error.code, error: error.message, ...(retry ? { retrying: "in the background" } : {}) });
       // The pool now exposes no tools for this server; a later successful start is a change.
@@ -404,6 +413,11 @@ export class UpstreamConnection {
       // Not awaited: ending a hung child takes the SDK's grace periods, and a failed start must
       // not wait for that. close() still waits, through the transports set.
       this.retire(transport, client);
+      // A nested abridge that found its own config above it exits at once with this code: the
+      // entry would start abridge again and again, which no retry or timeout can mend.
+      if (transport instanceof ChildStdioTransport && transport.exitCode === RECURSION_EXIT_CODE) {
+        throw recursionRefused(this.config.name);
+      }
       if (timeout.signal.aborted && isAbridgeError(timeout.signal.reason)) throw timeout.signal.reason;
       if (err instanceof McpError && err.code === (RpcErrorCode.RequestTimeout as number) && !this.lifetime.signal.aborted && !signal?.aborted) {
         throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${this.config.name}: ${err.message}`, { cause: err, retryable: true });
@@ -476,7 +490,7 @@ export class UpstreamConnection {
       if (config.command === undefined) {
         throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${config.name}: a stdio server needs a command`);
       }
-      const env = childEnvironment(config.env);
+      const env = childEnvironment({ ...config.env, ...this.childEnv });
       // sandbox = "bwrap": the same server, confined; a missing bwrap throws UPSTREAM_START_FAILED.
       const spawn = config.sandbox === "bwrap" ? sandboxCommand(config, env, this.sandboxHide) : { command: config.command, args: config.args, env };
       const transport = new ChildStdioTransport({
@@ -530,7 +544,8 @@ export class UpstreamConnection {
       signal,
     );
     const byName = new Map<string, RawTool>();
-    for (const item of items) {
+    // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
+    for (const item of items.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
       if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
         this.logger.warn("skipping a malformed tool (no name or inputSchema)", {
           tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,

@@ -51,7 +51,7 @@ export interface ReconfigureResult {
 export interface UpstreamPoolOptions
   extends Pick<
     UpstreamConnectionOptions,
-    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide"
+    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv"
   > {
   /** Every configured server, enabled or not. */
   servers: ServerConfig[];

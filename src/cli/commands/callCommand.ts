@@ -38,7 +38,7 @@ export const callCommand: CommandSpec = {
     if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs <= 0)) {
       throw usageError(`--timeout-ms: expected a positive integer, got "${timeoutText}"`);
     }
-    const config = selectServers(await ctx.loadConfig(), [server]);
+    const config = selectServers(await ctx.loadConfig(), [server], "positional");
     return withBridge(
       ctx,
       async (bridge) => {

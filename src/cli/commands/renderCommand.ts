@@ -12,6 +12,7 @@ import { createSummarizer } from "../../summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue } from "../../summarize/summarizeQueue.js";
 import { assignNames } from "../../upstream/naming.js";
+import { normalizeTool } from "../../upstream/normalizeTool.js";
 import type { ExposedTool, RawTool } from "../../upstream/types.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
@@ -53,7 +54,9 @@ export function parseRecordedList(text: string, source: string): RecordedList {
   }
   const problems: string[] = [];
   const seen = new Set<string>();
-  tools.forEach((tool, i) => {
+  // `null` members mean absent, as in a live server's list (see normalizeTool).
+  tools = tools.map((tool: unknown) => (record(tool) ? normalizeTool(tool) : tool));
+  (tools as unknown[]).forEach((tool, i) => {
     if (!record(tool)) problems.push(`tools[${i}]: expected an object, got ${Array.isArray(tool) ? "array" : typeof tool}`);
     else if (typeof tool.name !== "string" || tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(tool.name) ?? "nothing"}`);
     else if (!record(tool.inputSchema)) problems.push(`tools[${i}].inputSchema: expected an object, got ${JSON.stringify(tool.inputSchema) ?? "nothing"}`);

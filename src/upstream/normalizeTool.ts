@@ -1,0 +1,125 @@
+import type { JsonObject, RawTool } from "./types.js";
+
+/**
+ * Schema keywords whose value is a map of name -> subschema, one subschema, or a list of
+ * subschemas: where the walk goes on. (Kept here rather than shared with the renderer: this walk
+ * must reach every place a schema can hold a null, and nothing else.)
+ */
+const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+const SCHEMA_ONE = new Set([
+  "additionalProperties",
+  "additionalItems",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "contains",
+  "propertyNames",
+  "not",
+  "if",
+  "then",
+  "else",
+  "contentSchema",
+]);
+const SCHEMA_LISTS = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
+/** Keywords whose value is data, where `null` is a value like any other (`"default": null`). */
+const DATA_KEYWORDS = new Set(["default", "const", "enum", "examples"]);
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `object` without its null members, or `object` itself when it has none. */
+function withoutNulls(object: JsonObject): JsonObject {
+  if (!Object.values(object).includes(null)) return object;
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== null));
+}
+
+/**
+ * A JSON Schema with every null keyword dropped (`"properties": null`, `"description": null`,
+ * `"items": null`), and null subschemas dropped from maps and lists. Data keywords keep their
+ * nulls: `"default": null` and `"enum": [null, "a"]` mean something. Copies only what changes.
+ */
+export function normalizeSchema(schema: JsonObject): JsonObject {
+  let out: JsonObject | undefined;
+  const set = (key: string, value: unknown): void => {
+    out ??= { ...schema };
+    if (value === undefined) delete out[key];
+    else out[key] = value;
+  };
+  for (const [key, value] of Object.entries(schema)) {
+    if (DATA_KEYWORDS.has(key)) continue;
+    if (value === null) {
+      set(key, undefined);
+    } else if ((SCHEMA_MAPS.has(key) || key === "dependencies") && isObject(value)) {
+      const map = normalizeMap(value);
+      if (map !== value) set(key, map);
+    } else if ((SCHEMA_ONE.has(key) || key === "items") && isObject(value)) {
+      const sub = normalizeSchema(value);
+      if (sub !== value) set(key, sub);
+    } else if ((SCHEMA_LISTS.has(key) || key === "items") && Array.isArray(value)) {
+      const list = normalizeList(value);
+      if (list !== value) set(key, list);
+    }
+  }
+  return out ?? schema;
+}
+
+function normalizeMap(map: JsonObject): JsonObject {
+  let out: JsonObject | undefined;
+  for (const [name, sub] of Object.entries(map)) {
+    // draft-07 `dependencies` mixes subschemas and property lists; only the subschemas are walked.
+    const next = sub === null ? undefined : isObject(sub) ? normalizeSchema(sub) : sub;
+    if (next === sub) continue;
+    out ??= { ...map };
+    if (next === undefined) delete out[name];
+    else out[name] = next;
+  }
+  return out ?? map;
+}
+
+function normalizeList(list: unknown[]): unknown[] {
+  let changed = false;
+  const out: unknown[] = [];
+  for (const item of list) {
+    if (item === null) {
+      changed = true;
+      continue;
+    }
+    const next = isObject(item) ? normalizeSchema(item) : item;
+    if (next !== item) changed = true;
+    out.push(next);
+  }
+  return changed ? out : list;
+}
+
+/**
+ * The one rule for `null` in a tool: it means absent. Real servers send `"annotations": null`,
+ * `"outputSchema": null`, `"title": null`, `"description": null` or `"properties": null` where the
+ * spec has an optional member, and every reader downstream (hash, summarizer, renderer, policy,
+ * argument validation, an SDK client validating the list we pass on) expects the member to be
+ * either there with its type or missing. So tools are normalized once, where they enter (an
+ * upstream's `tools/list`, a recorded list given to `render`), and the hash is taken of the
+ * normalized form: a tool hashes the same whether its server writes `null` or leaves the member
+ * out, and a server that stops sending nulls keeps its cached summaries.
+ *
+ * Drops every null top-level member, null members of `annotations`, and null keywords of
+ * `inputSchema` and `outputSchema` (see {@link normalizeSchema}). The result is a new object only
+ * where something changed; a tool without nulls is returned as it is.
+ */
+export function normalizeTool<T extends JsonObject>(tool: T): T & RawTool {
+  let out = withoutNulls(tool);
+  const fix = (key: string, value: unknown): void => {
+    if (out === tool) out = { ...tool };
+    out[key] = value;
+  };
+  if (isObject(out.annotations)) {
+    const annotations = withoutNulls(out.annotations);
+    if (annotations !== out.annotations) fix("annotations", annotations);
+  }
+  for (const key of ["inputSchema", "outputSchema"] as const) {
+    const schema = out[key];
+    if (!isObject(schema)) continue;
+    const normalized = normalizeSchema(schema);
+    if (normalized !== schema) fix(key, normalized);
+  }
+  return out as T & RawTool;
+}
