@@ -81,8 +81,11 @@ describe("cache file faults", () => {
     expect(writable).toMatchObject({ hits: 0, writeErrors: 0, summarized: 7 });
     const before = await readFile(path.join(cacheDir, "summaries.jsonl"), "utf8");
     // Then one tool more, in a mount namespace where the cache folder is read-only.
-    const sandbox = ["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", cacheDir, cacheDir, "--"];
-    const readOnly = JSON.parse((await run("bwrap", [...sandbox, process.execPath, ...probe, "6"])).stdout) as Record<string, unknown>;
+    // unshare (util-linux, on every Linux) rather than bwrap: this is a test of the cache, and it
+    // must not depend on the optional sandbox. A user namespace lets a non-root user mount too.
+    const remountReadOnly = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"';
+    const readOnlyNamespace = ["--user", "--map-root-user", "--mount", "sh", "-c", remountReadOnly, cacheDir];
+    const readOnly = JSON.parse((await run("unshare", [...readOnlyNamespace, process.execPath, ...probe, "6"])).stdout) as Record<string, unknown>;
     expect(readOnly).toMatchObject({ hits: 7, summarized: 8, call: [{ type: "text", text: "ro" }], warned: true });
     expect(readOnly.writeErrors).toBeGreaterThan(0);
     expect(await readFile(path.join(cacheDir, "summaries.jsonl"), "utf8")).toBe(before);
