@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -130,10 +131,27 @@ async function openLibrary(configFile: string, cacheDir: string): Promise<Connec
   };
 }
 
+/**
+ * The peer the HTTP path is compared with. Not a dev dependency: it declares Node >= 22 through a
+ * dependency of its own (it runs on 20), and `npm ci` would warn every user about it. Installed on
+ * first use into node_modules/.cache, outside the lockfile.
+ */
+const MCP_PROXY_PACKAGE = "mcp-proxy@6.7.19";
+
+/** The peer's bin, installed into node_modules/.cache/abridge-bench-peers on first use. */
+function peerBin(pkg: string, bin: string): string {
+  const prefix = path.join(REPO_ROOT, "node_modules", ".cache", "abridge-bench-peers");
+  const file = path.join(prefix, "node_modules", ".bin", bin);
+  if (!installed(file)) {
+    const done = spawnSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", prefix, pkg], { stdio: "inherit" });
+    if (done.status !== 0 || !installed(file)) throw new Error(`not available: npm install ${pkg} failed`);
+  }
+  return file;
+}
+
 /** `mcp-proxy` (npm) wrapping the same stdio echo fixture, over streamable HTTP. */
 async function openMcpProxy(signal?: AbortSignal): Promise<Connected> {
-  const bin = path.join(REPO_ROOT, "node_modules", ".bin", "mcp-proxy");
-  if (!installed(bin)) throw new Error("not available: mcp-proxy is not installed (node_modules/.bin/mcp-proxy)");
+  const bin = peerBin(MCP_PROXY_PACKAGE, "mcp-proxy");
   const port = await freePort(signal);
   const { command, args } = tsxCommand(ECHO_FIXTURE);
   const child = spawnGroup(bin, ["--port", String(port), "--server", "stream", "--", command, ...args], REPO_ROOT);
