@@ -118,6 +118,13 @@ export const configFileSchema = z.strictObject({
     .default("_")
     .describe("Between server and tool in exposed names"),
   idle_timeout_minutes: z.number().positive().default(5).describe("Daemon exits after this long idle"),
+  startup_grace_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(600_000)
+    .default(3_000)
+    .describe("How long after start a tools/list waits for upstreams still starting; later ones are announced with list_changed"),
   cache_dir: z.string().min(1).optional().describe("Where summaries.jsonl lives"),
   state_dir: z.string().min(1).optional().describe("Where the daemon lockfile and spilled outputs live"),
   log_level: z

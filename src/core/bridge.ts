@@ -22,6 +22,12 @@ import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
 import { VERSION } from "../version.js";
 
+/**
+ * How much longer than a server's `connect_timeout_ms` a request waits for that server to be
+ * ready or failed: the connection's own timer fires first and its error is the better answer.
+ */
+export const START_WAIT_SLACK_MS = 1_000;
+
 /** Options of {@link Bridge.open}. */
 export interface BridgeOptions {
   config: Config;
@@ -87,6 +93,8 @@ export class Bridge {
   private readonly startedAt = Date.now();
   private readonly calls = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
   private closePromise: Promise<void> | undefined;
+  private startPromise: Promise<DiscoveryCounts[]> | undefined;
+  private startedAtMs: number | undefined;
   private lastDiscovery: DiscoveryCounts[] = [];
 
   private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer, guard: CallGuard) {
@@ -159,10 +167,42 @@ export class Bridge {
     return bridge;
   }
 
-  /** Connects every upstream (in parallel; failures are reported in {@link servers}) and discovers. */
-  async start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
-    await this.pool.start(signal);
-    return this.discover(discover);
+  /**
+   * Connects every upstream (in parallel; failures are reported in {@link servers}) and resolves
+   * once each is ready or failed, with the discovery of them all. Tools of each server enter the
+   * catalog as soon as that server is ready, so a front end may serve before this resolves (see
+   * {@link begin}). Idempotent.
+   */
+  start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
+    this.startedAtMs ??= Date.now();
+    this.startPromise ??= this.pool.start(signal).then(() => this.discover(discover));
+    return this.startPromise;
+  }
+
+  /**
+   * {@link start} without waiting for it: what front ends do, so that a client is answered at once
+   * while slow upstreams connect. A start that fails as a whole (a name collision of `prefix =
+   * false` servers, a cancelled start) is logged; servers that fail are in {@link servers}.
+   */
+  begin(signal?: AbortSignal): void {
+    this.start(signal).catch((err: unknown) => {
+      if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
+    });
+  }
+
+  /**
+   * Waits until no upstream is still making its first connection, at most until `graceMs` after
+   * the start: a front end answering its first `tools/list` gives slow servers this long, then lists what is ready (the
+   * rest follow with a list change). Resolves true when every server settled.
+   *
+   * @throws AbridgeError CANCELLED when `signal` aborts first.
+   */
+  waitForUpstreams(graceMs: number, signal?: AbortSignal): Promise<boolean> {
+    // The grace counts from the start, not from each request: once it has passed, lists answer
+    // at once with what is ready, however many servers still hang.
+    const leftMs = (this.startedAtMs ?? Date.now()) + graceMs - Date.now();
+    if (leftMs <= 0) return Promise.resolve(this.pool.servers().every((s) => s.state !== "connecting"));
+    return this.pool.waitSettled(undefined, leftMs, signal);
   }
 
   /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
@@ -296,7 +336,7 @@ export class Bridge {
    */
   private async resolveOrRefuse(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
     try {
-      return { tool: this.resolveTool(name) };
+      return { tool: await this.resolveWhenStarted(name, options.signal) };
     } catch (err) {
       if (!(err instanceof AbridgeError) || err.code !== ErrorCode.TOOL_NOT_FOUND) throw err;
       const candidates: { server: string; tool: string }[] = [];
@@ -327,14 +367,34 @@ export class Bridge {
   }
 
   /**
-   * For a name that no listed tool has but that points into a configured server which is not
-   * ready (failed at start, restarting, still connecting, disabled): the error naming that server
-   * and why, since its tools are missing only because it is down and "unknown tool" would send the
-   * model looking for another name. The server comes from `mcp://server/tool`, `server/tool`, or
-   * the longest `<server><separator>` prefix of the name (with servers `a` and `a_b`, `a_b_x`
-   * belongs to `a_b`). Names of `prefix = false` servers carry no server, so they stay unknown.
+   * {@link resolveTool}, but a name that no listed tool has yet, while the server it points into
+   * is still making its first connection, waits for that server (at most its
+   * `connect_timeout_ms`, whose own timer fails it first): a client served before every upstream
+   * was up may call a tool it learned of elsewhere. A name that points into no server waits for
+   * the `prefix = false` servers still starting, which could own any name.
    */
-  private unavailableServerError(name: string): AbridgeError | undefined {
+  private async resolveWhenStarted(name: string, signal?: AbortSignal): Promise<CatalogTool> {
+    try {
+      return this.resolveTool(name);
+    } catch (err) {
+      if (!isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw err;
+      const owner = this.serverOfName(name);
+      const candidates = owner !== undefined ? this.config.servers.filter((s) => s.name === owner) : this.config.servers.filter((s) => !s.prefix);
+      const waitFor = candidates.filter((s) => this.pool.isStarting(s.name));
+      if (waitFor.length === 0) throw err;
+      const boundMs = Math.max(...waitFor.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
+      await this.pool.waitSettled(waitFor.map((s) => s.name), boundMs, signal);
+      return this.resolveTool(name);
+    }
+  }
+
+  /**
+   * The configured server a name points into: from `mcp://server/tool`, `server/tool`, or the
+   * longest `<server><separator>` prefix of the name (with servers `a` and `a_b`, `a_b_x` belongs
+   * to `a_b`), also behind a client's own prefix. Names of `prefix = false` servers carry no
+   * server: `undefined`.
+   */
+  private serverOfName(name: string): string | undefined {
     const servers = this.config.servers;
     const origin = parseToolUri(name) ?? splitServerTool(name);
     let server = origin !== undefined && servers.some((s) => s.name === origin.server) ? origin.server : undefined;
@@ -348,6 +408,17 @@ export class Bridge {
         if (at >= 0 && name.length > at + prefix.length && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
       }
     }
+    return server;
+  }
+
+  /**
+   * For a name that no listed tool has but that points into a configured server which is not
+   * ready (failed at start, restarting, still connecting, disabled): the error naming that server
+   * and why, since its tools are missing only because it is down and "unknown tool" would send the
+   * model looking for another name (see {@link serverOfName}).
+   */
+  private unavailableServerError(name: string): AbridgeError | undefined {
+    const server = this.serverOfName(name);
     if (server === undefined) return undefined;
     const status = this.pool.status(server);
     if (status === undefined || status.state === "ready") return undefined;
@@ -362,15 +433,32 @@ export class Bridge {
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
   async callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
-    const found = this.catalog.find(server, tool);
+    let found = this.catalog.find(server, tool);
     if (!found) {
       // Let the pool give the precise reason (unknown server, filtered tool, server down).
-      if (!this.pool.status(server)) {
+      const config = this.config.servers.find((s) => s.name === server);
+      if (!config || !this.pool.status(server)) {
         throw new AbridgeError(ErrorCode.SERVER_NOT_FOUND, `unknown server "${server}"`, { details: { server } });
       }
-      return this.forward(server, tool, args, options);
+      // Still connecting: wait for it (its own connect timer ends the wait with the reason).
+      if (this.pool.isStarting(server)) await this.pool.waitSettled([server], config.connect_timeout_ms + START_WAIT_SLACK_MS, options.signal);
+      found = this.catalog.find(server, tool);
+      if (!found) return this.forward(server, tool, args, options);
     }
     return this.callResolved(found, args, options);
+  }
+
+  /**
+   * {@link getSchema}, waiting first for a server that is still starting and owns the name (as a
+   * call does).
+   */
+  async schemaWhenStarted(name: string, signal?: AbortSignal): Promise<ReturnType<typeof getSchemaResult>> {
+    try {
+      return getSchemaResult(await this.resolveWhenStarted(name, signal));
+    } catch (err) {
+      if (isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw this.unavailableServerError(name) ?? err;
+      throw err;
+    }
   }
 
   /** The full original schema and description of a tool (`get_schema`). */
@@ -492,7 +580,7 @@ export class Bridge {
         case GET_SCHEMA: {
           const target = stringArg("tool");
           if (target === undefined) return text('get_schema needs {"tool": "<tool name>"}', true);
-          return text(JSON.stringify(this.getSchema(target)));
+          return text(JSON.stringify(await this.schemaWhenStarted(target, options.signal)));
         }
         case SEARCH_TOOLS: {
           const query = stringArg("query");

@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tokenReport } from "../catalog/renderTools.js";
 import type { Mode } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
-import { Bridge, type BridgeOptions } from "../core/bridge.js";
+import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { toolUri } from "../upstream/naming.js";
@@ -20,11 +20,6 @@ import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest }
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 /** Default time `close` lets calls in flight finish before aborting them. */
 export const DEFAULT_GRACE_MS = 10_000;
-/**
- * How much longer than a server's `connect_timeout_ms` a request waits for that server to be
- * ready or failed: the connection's own timer fires first and its error is the better answer.
- */
-export const START_WAIT_SLACK_MS = 1_000;
 /** At most one "request refused" line per this window; the rest are counted. */
 const REFUSAL_LOG_WINDOW_MS = 10_000;
 
@@ -111,9 +106,6 @@ export class Daemon implements SessionHost {
   private lock: LockInfo;
   private readonly server: Server;
   private readonly config: Config;
-  private readonly ready: Promise<unknown>;
-  /** True once the pool's start has settled and the catalog has been discovered. */
-  private startSettled = false;
   private readonly identity: ConfigIdentity | undefined;
   private readonly refusals: RateLimitedLog;
   private readonly sessions = new Set<DaemonSession>();
@@ -153,20 +145,9 @@ export class Daemon implements SessionHost {
     this.socketPath = options.socketPath;
     this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
     this.bridge.onListChanged(() => (this.tokensDirty = true));
-    this.ready = this.bridge.start(options.signal).then(
-      (counts) => {
-        this.startSettled = true;
-        return counts;
-      },
-      (err: unknown) => {
-        this.startSettled = true;
-        this.logger.error("upstreams failed to start", { error: err });
-        throw err;
-      },
-    );
-    // Requests await `ready`; this keeps a start failure from being an unhandled rejection
-    // when no request comes.
-    this.ready.catch(() => undefined);
+    // Requests are answered while upstreams start: lists give them startup_grace_ms, calls and
+    // get_schema wait for their own server only.
+    this.bridge.begin(options.signal);
     this.server.on("connection", (socket) => this.accept(socket));
     const heartbeatMs = init.lock.heartbeatMs;
     this.heartbeatTimer = setInterval(() => void this.beat(), heartbeatMs);
@@ -309,29 +290,18 @@ export class Daemon implements SessionHost {
         this.logger.info("shutdown requested");
         return { body: {}, afterWrite: () => void this.close({ reason: "shutdown" }) };
       case "list_tools": {
-        // The catalog is filled once the pool's start settles (exposed names need every server's
-        // tools), and that start is bounded by the longest connect_timeout_ms; servers still
-        // starting after that bound are named in `starting`, their tools missing from the list.
-        await this.poolStarted(signal, true);
+        // Like a first tools/list over MCP: servers still starting get `startup_grace_ms`, then
+        // the list is what is ready; those still starting are named in `starting`.
+        await this.bridge.waitForUpstreams(this.config.startup_grace_ms, signal);
         const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
         return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode), ...(starting.length > 0 ? { starting } : {}) } };
       }
       case "get_schema":
-        await this.serverSettled(request.server, signal);
-        if (!this.bridge.catalog.find(request.server, request.tool)) await this.poolStarted(signal);
-        return { body: { schema: this.bridge.getSchema(toolUri(request.server, request.tool)) } };
+        // A server still starting is waited for (at most its connect_timeout_ms), not the others.
+        return { body: { schema: await this.bridge.schemaWhenStarted(toolUri(request.server, request.tool), signal) } };
       case "refresh":
-        await this.poolStarted(signal);
         return { body: { discovery: await this.bridge.refresh() } };
       case "call_tool": {
-        await this.serverSettled(request.server, signal);
-        // Before the pool's start settles the catalog does not know this server's tools yet. The
-        // call is forwarded then (the pool still enforces allow/deny and the tool's existence;
-        // argument validation waits for the catalog) unless the permission policy needs the tool's
-        // annotations to allow it: such a call waits for the catalog instead of being refused.
-        if (!this.bridge.catalog.find(request.server, request.tool) && !this.bridge.guard.check(request.server, request.tool).allowed) {
-          await this.poolStarted(signal);
-        }
         const result = await this.bridge.callServerTool(request.server, request.tool, request.args, {
           signal,
           mode: request.mode ?? this.config.mode,
@@ -343,87 +313,6 @@ export class Daemon implements SessionHost {
         // The bridge's own read_output handling: the same pages, markers and errors as over MCP.
         return { body: { result: await this.bridge.guard.readOutput({ handle: request.handle, offset: request.offset ?? 0 }) } };
     }
-  }
-
-  /**
-   * Waits until `server` is ready or has failed (not for the other servers), bounded by its
-   * `connect_timeout_ms` plus {@link START_WAIT_SLACK_MS}. An unknown server returns at once:
-   * the bridge answers SERVER_NOT_FOUND.
-   *
-   * @throws AbridgeError UPSTREAM_TIMEOUT (retryable) when the server is still starting at the bound.
-   */
-  private async serverSettled(server: string, signal: AbortSignal): Promise<void> {
-    const config = this.config.servers.find((s) => s.name === server);
-    const starting = (): boolean => !this.startSettled && this.bridge.pool.status(server)?.state === "connecting";
-    if (!config || !starting()) return;
-    const timeoutMs = config.connect_timeout_ms + START_WAIT_SLACK_MS;
-    const settled = await this.waitFor(
-      (wake) => {
-        const onStatus = (): void => {
-          if (!starting()) wake();
-        };
-        this.bridge.pool.on("statusChanged", onStatus);
-        void this.ready.then(wake, wake);
-        return () => this.bridge.pool.off("statusChanged", onStatus);
-      },
-      timeoutMs,
-      signal,
-    );
-    if (!settled && starting()) {
-      throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${server}: still starting after ${timeoutMs} ms`, { retryable: true, details: { server } });
-    }
-  }
-
-  /**
-   * Waits for the pool's start to settle (every server ready or failed), bounded by the longest
-   * `connect_timeout_ms` plus slack. With `lenient`, the bound passing is not an error.
-   *
-   * @throws AbridgeError UPSTREAM_TIMEOUT when the bound passes (unless `lenient`); the start's own
-   * error (a name collision) when it failed.
-   */
-  private async poolStarted(signal: AbortSignal, lenient = false): Promise<void> {
-    if (!this.startSettled) {
-      const timeoutMs = Math.max(0, ...this.config.servers.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
-      const settled = await this.waitFor(
-        (wake) => {
-          void this.ready.then(wake, wake);
-          return () => undefined;
-        },
-        timeoutMs,
-        signal,
-      );
-      if (!settled) {
-        if (lenient) return;
-        const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
-        throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `upstreams still starting after ${timeoutMs} ms: ${starting.join(", ")}`, { retryable: true });
-      }
-    }
-    await this.ready;
-  }
-
-  /**
-   * Resolves true when `subscribe`'s wake is called, false after `timeoutMs`; rejects CANCELLED
-   * when `signal` aborts (the client went away). Listeners and the timer are always removed.
-   */
-  private waitFor(subscribe: (wake: () => void) => () => void, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      let unsubscribe: () => void = () => undefined;
-      const finish = (value: boolean | Error): void => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", onAbort);
-        unsubscribe();
-        if (value instanceof Error) reject(value);
-        else resolve(value);
-      };
-      const onAbort = (): void => finish(new AbridgeError(ErrorCode.CANCELLED, "request cancelled while upstreams start", { cause: signal.reason }));
-      const timer = setTimeout(() => finish(false), timeoutMs);
-      if (signal.aborted) {
-        onAbort();
-        return;
-      }
-      signal.addEventListener("abort", onAbort, { once: true });
-      unsubscribe = subscribe(() => finish(true));
-    });
   }
 
   /** What the `stats` op answers. */

@@ -26,7 +26,7 @@ import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import type { JsonObject } from "../upstream/types.js";
+import type { JsonObject, ServerStatus } from "../upstream/types.js";
 import type { CallRelay, UpstreamNotification } from "../upstream/upstreamConnection.js";
 import { VERSION } from "../version.js";
 import { ResourceAggregator } from "./aggregateResources.js";
@@ -162,7 +162,7 @@ function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool
  * that ties an upstream's message to one call); `resources/updated` goes to the clients that
  * subscribed; list_changed to everyone. `logging/setLevel` is kept per client and filters what it
  * is sent; it is not forwarded, because the upstreams are shared and one client's level must not
- * silence another's. Capabilities are declared from what the upstreams offer at connect time.
+ * silence another's. Capabilities are declared whole (the upstreams may not be up yet at `initialize`).
  */
 export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = {}): McpFrontend {
   const mode = options.mode ?? bridge.config.mode;
@@ -176,9 +176,6 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     const value = bridge.pool.status(server)?.capabilities?.[key];
     return isObject(value) ? value : undefined;
   };
-  const upstreamCapabilities = bridge.pool.servers().map((s) => s.capabilities ?? {});
-  const canSubscribe = upstreamCapabilities.some((c) => isObject(c.resources) && c.resources.subscribe === true);
-  const canComplete = upstreamCapabilities.some((c) => isObject(c.completions));
 
   const instructions = [
     `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
@@ -193,19 +190,30 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     {
       capabilities: {
         tools: { listChanged: true },
-        resources: { listChanged: true, ...(canSubscribe ? { subscribe: true } : {}) },
+        // Declared always: `initialize` is answered before the upstreams are up, and what they
+        // offer is not known yet. A request for a server without the capability is refused (or,
+        // for completions, answered empty) by its handler below.
+        resources: { listChanged: true, subscribe: true },
         prompts: { listChanged: true },
         // abridge answers logging/setLevel itself and filters the upstreams' log lines per client.
         logging: {},
-        ...(canComplete ? { completions: {} } : {}),
+        completions: {},
       },
       instructions,
     },
   );
 
-  handle(server, ListToolsRequestSchema, (request) => {
+  /** The whole list as this client last fetched it (its first page), or undefined before it listed. */
+  let listedJson: string | undefined;
+  /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
+  const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitForUpstreams(bridge.config.startup_grace_ms, signal);
+  handle(server, ListToolsRequestSchema, async (request, extra) => {
+    // A client lists right after initialize, which is answered at once: upstreams still starting
+    // get a short grace, then the list is what is ready and the rest follow with list_changed.
+    await graceFor(extra.signal);
     const all = bridge.list(mode);
     const offset = decodeCursor(request.params?.cursor);
+    if (offset === 0) listedJson = JSON.stringify(all);
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
     return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
   });
@@ -275,70 +283,77 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
   };
 
-  handle(server, ListResourcesRequestSchema, async (_request, extra) => ({ resources: await resources.listResources(extra.signal) }));
-  handle(server, ListResourceTemplatesRequestSchema, async (_request, extra) => ({
-    resourceTemplates: await resources.listTemplates(extra.signal),
-  }));
+  handle(server, ListResourcesRequestSchema, async (_request, extra) => {
+    await graceFor(extra.signal);
+    return { resources: await resources.listResources(extra.signal) };
+  });
+  handle(server, ListResourceTemplatesRequestSchema, async (_request, extra) => {
+    await graceFor(extra.signal);
+    return { resourceTemplates: await resources.listTemplates(extra.signal) };
+  });
   handle(server, ReadResourceRequestSchema, async (request, extra) => {
+    await graceFor(extra.signal);
     const owner = await resources.ownerOf(request.params.uri, extra.signal);
     return forward(owner, "resources/read", request.params as JsonObject, extra.signal, `resource "${request.params.uri}"`) as never;
   });
-  handle(server, ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await resources.listPrompts(extra.signal) }));
+  handle(server, ListPromptsRequestSchema, async (_request, extra) => {
+    await graceFor(extra.signal);
+    return { prompts: await resources.listPrompts(extra.signal) };
+  });
   handle(server, GetPromptRequestSchema, async (request, extra) => {
+    await graceFor(extra.signal);
     const origin = await resources.promptOriginOf(request.params.name, extra.signal);
     return forward(origin?.server, "prompts/get", { ...request.params, name: origin?.original ?? request.params.name } as JsonObject, extra.signal, `prompt "${request.params.name}"`) as never;
   });
 
   // Subscriptions of this client, uri -> owning server; released when the client goes.
   const subscribed = new Map<string, string>();
-  if (canSubscribe) {
-    handle(server, SubscribeRequestSchema, async (request, extra) => {
-      const uri = request.params.uri;
-      if (subscribed.has(uri)) return {};
-      const owner = await resources.ownerOf(uri, extra.signal);
-      if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown resource "${uri}"`);
-      if (capabilityOf(owner, "resources")?.subscribe !== true) throw new McpError(RpcCode.MethodNotFound, `server "${owner}" does not support resource subscriptions`);
-      subscribed.set(uri, owner);
-      try {
-        await bridge.pool.subscribeResource(owner, uri, { signal: extra.signal });
-      } catch (err) {
-        subscribed.delete(uri);
-        throw wireError(err);
-      }
-      return {};
-    });
-    handle(server, UnsubscribeRequestSchema, async (request, extra) => {
-      const owner = subscribed.get(request.params.uri);
-      if (owner === undefined) return {};
-      subscribed.delete(request.params.uri);
-      try {
-        await bridge.pool.unsubscribeResource(owner, request.params.uri, { signal: extra.signal });
-      } catch (err) {
-        throw wireError(err);
-      }
-      return {};
-    });
-  }
+  handle(server, SubscribeRequestSchema, async (request, extra) => {
+    const uri = request.params.uri;
+    if (subscribed.has(uri)) return {};
+    await graceFor(extra.signal);
+    const owner = await resources.ownerOf(uri, extra.signal);
+    if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown resource "${uri}"`);
+    if (capabilityOf(owner, "resources")?.subscribe !== true) throw new McpError(RpcCode.MethodNotFound, `server "${owner}" does not support resource subscriptions`);
+    subscribed.set(uri, owner);
+    try {
+      await bridge.pool.subscribeResource(owner, uri, { signal: extra.signal });
+    } catch (err) {
+      subscribed.delete(uri);
+      throw wireError(err);
+    }
+    return {};
+  });
+  handle(server, UnsubscribeRequestSchema, async (request, extra) => {
+    const owner = subscribed.get(request.params.uri);
+    if (owner === undefined) return {};
+    subscribed.delete(request.params.uri);
+    try {
+      await bridge.pool.unsubscribeResource(owner, request.params.uri, { signal: extra.signal });
+    } catch (err) {
+      throw wireError(err);
+    }
+    return {};
+  });
 
-  if (canComplete) {
-    handle(server, CompleteRequestSchema, async (request, extra) => {
-      const ref = request.params.ref;
-      let owner: string | undefined;
-      let params = request.params as JsonObject;
-      if (ref.type === "ref/prompt") {
-        const origin = await resources.promptOriginOf(ref.name, extra.signal);
-        owner = origin?.server;
-        if (origin) params = { ...params, ref: { ...ref, name: origin.original } };
-      } else {
-        owner = await resources.templateOwnerOf(ref.uri, extra.signal);
-      }
-      const what = ref.type === "ref/prompt" ? `prompt "${ref.name}"` : `resource template "${ref.uri}"`;
-      if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
-      // An owner without completions has none to offer; that is an empty answer, not an error.
-      if (capabilityOf(owner, "completions") === undefined) return { completion: { values: [], hasMore: false } };
-      return forward(owner, "completion/complete", params, extra.signal, what) as never;
-    });
-  }
+  handle(server, CompleteRequestSchema, async (request, extra) => {
+    const ref = request.params.ref;
+    await graceFor(extra.signal);
+    let owner: string | undefined;
+    let params = request.params as JsonObject;
+    if (ref.type === "ref/prompt") {
+      const origin = await resources.promptOriginOf(ref.name, extra.signal);
+      owner = origin?.server;
+      if (origin) params = { ...params, ref: { ...ref, name: origin.original } };
+    } else {
+      owner = await resources.templateOwnerOf(ref.uri, extra.signal);
+    }
+    const what = ref.type === "ref/prompt" ? `prompt "${ref.name}"` : `resource template "${ref.uri}"`;
+    if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
+    // An owner without completions has none to offer; that is an empty answer, not an error.
+    if (capabilityOf(owner, "completions") === undefined) return { completion: { values: [], hasMore: false } };
+    return forward(owner, "completion/complete", params, extra.signal, what) as never;
+  });
 
   const onUpstreamNotification = (origin: string, notification: UpstreamNotification): void => {
     const { method, params } = notification;
@@ -358,14 +373,24 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
   };
   bridge.pool.on("notification", onUpstreamNotification);
+  // A server that comes up after this client connected (or again after a restart) may bring
+  // resources and prompts the client has not seen; its tools arrive through onListChanged below.
+  const onStatus = (status: ServerStatus): void => {
+    if (status.state !== "ready") return;
+    if (isObject(status.capabilities?.resources)) server.sendResourceListChanged().catch(notDelivered("notifications/resources/list_changed"));
+    if (isObject(status.capabilities?.prompts)) server.sendPromptListChanged().catch(notDelivered("notifications/prompts/list_changed"));
+  };
+  bridge.pool.on("statusChanged", onStatus);
 
-  // One list_changed per real change: summaries that land in a mode that does not show them
-  // (full) change nothing the client sees, and a client's prompt cache should not be broken for it.
-  let lastList = JSON.stringify(bridge.list(mode));
+  // One list_changed per real change of what this client was shown: summaries that land in a
+  // mode that does not show them (full) change nothing the client sees, and a client's prompt
+  // cache should not be broken for it. Before its first tools/list the client has seen nothing to
+  // change (servers coming up during the start-up grace are simply in that first list).
   const unsubscribe = bridge.onListChanged(() => {
+    if (listedJson === undefined) return;
     const next = JSON.stringify(bridge.list(mode));
-    if (next === lastList) return;
-    lastList = next;
+    if (next === listedJson) return;
+    listedJson = next;
     server.sendToolListChanged().catch((err: unknown) => logger.debug("list_changed not delivered", { error: String(err) }));
   });
 
@@ -374,6 +399,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     dispose() {
       unsubscribe();
       bridge.pool.off("notification", onUpstreamNotification);
+      bridge.pool.off("statusChanged", onStatus);
       for (const [uri, owner] of subscribed) {
         bridge.pool.unsubscribeResource(owner, uri).catch(notDelivered("resources/unsubscribe"));
       }

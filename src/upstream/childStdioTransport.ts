@@ -21,16 +21,21 @@ export function isPidAlive(pid: number): boolean {
   }
 }
 
-/** Sleeps on an unref'd timer: shutdown must never be what keeps the event loop alive. */
-function sleepUnref(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/**
+ * Sleeps on a ref'd timer. Closing a child is bounded (stdin end, SIGTERM and SIGKILL each after
+ * a short grace), and it must keep the event loop alive: with unref'd timers a process whose only
+ * remaining work was ending a child that ignores SIGTERM ran dry and exited first, leaving that
+ * child behind with ppid 1.
+ */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Resolves once `pid` is gone, re-sending SIGKILL now and then in case the first was missed. */
 export async function waitForPidExit(pid: number): Promise<void> {
   let waitedMs = 0;
   while (isPidAlive(pid)) {
-    await sleepUnref(REAP_POLL_MS);
+    await sleep(REAP_POLL_MS);
     waitedMs += REAP_POLL_MS;
     if (waitedMs >= REKILL_AFTER_MS) {
       waitedMs = 0;
@@ -55,9 +60,21 @@ export function childEnvironment(env: Record<string, string>): Record<string, st
 
 /** Default bound of one message from an upstream server: far above any sane result, far below memory trouble. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
-/** How long a child has to exit after its stdin ends, and again after SIGTERM (the SDK's periods). */
-const STDIN_GRACE_MS = 2_000;
-const SIGTERM_GRACE_MS = 2_000;
+/** How long a child has to exit after its stdin ends, and again after SIGTERM. */
+export interface CloseGrace {
+  stdinMs: number;
+  sigtermMs: number;
+}
+
+/** The SDK's periods: a server restarted or retired mid-session has time to finish its writes. */
+export const DEFAULT_CLOSE_GRACE: CloseGrace = { stdinMs: 2_000, sigtermMs: 2_000 };
+
+/**
+ * When abridge itself stops (stdin closed, SIGINT, SIGTERM): a client that closed its end expects
+ * the whole tree gone within about two seconds, so the steps are short; a server that ignores the
+ * end of its stdin and SIGTERM is killed within 1.2 s.
+ */
+export const SHUTDOWN_CLOSE_GRACE: CloseGrace = { stdinMs: 700, sigtermMs: 500 };
 const ID = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
 /** `{"jsonrpc":"2.0","id":7,"result":` — the id first, as most non-JS SDKs write it. */
 const ID_FIRST = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*,\s*"(?:result|error)"\s*:`);
@@ -126,6 +143,8 @@ export class ChildStdioTransport implements Transport {
   private closedNotified = false;
   private closing: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
+  /** The grace of the close under way: the shortest any caller of {@link close} asked for. */
+  private grace: CloseGrace = DEFAULT_CLOSE_GRACE;
 
   constructor(params: ChildStdioParams) {
     this.params = params;
@@ -199,7 +218,13 @@ export class ChildStdioTransport implements Transport {
     });
   }
 
-  close(): Promise<void> {
+  /**
+   * Ends the child: stdin end, then SIGTERM, then SIGKILL, each step after its grace, and resolves
+   * once the pid is gone. Idempotent; a later call with a shorter `grace` shortens a close already
+   * under way (the bridge shutting down while a restart retires an old process).
+   */
+  close(grace: CloseGrace = DEFAULT_CLOSE_GRACE): Promise<void> {
+    this.grace = { stdinMs: Math.min(this.grace.stdinMs, grace.stdinMs), sigtermMs: Math.min(this.grace.sigtermMs, grace.sigtermMs) };
     this.closing ??= this.closeAndReap();
     return this.closing;
   }
@@ -252,17 +277,20 @@ export class ChildStdioTransport implements Transport {
       return;
     }
     if (!this.exited) {
-      const gone = new Promise<void>((resolve) => child.once("close", () => resolve()));
-      const within = (ms: number): Promise<void> => Promise.race([gone, sleepUnref(ms)]);
+      // Re-reads the grace as it waits: a close() with a shorter grace may come meanwhile.
+      const within = async (step: keyof CloseGrace): Promise<void> => {
+        const started = Date.now();
+        while (!this.exited && Date.now() - started < this.grace[step]) await sleep(REAP_POLL_MS);
+      };
       try {
         child.stdin?.end();
       } catch {
         // The pipe is already broken: the signals below still apply.
       }
-      await within(STDIN_GRACE_MS);
+      await within("stdinMs");
       if (!this.exited) {
         signal(pid, "SIGTERM");
-        await within(SIGTERM_GRACE_MS);
+        await within("sigtermMs");
       }
       if (!this.exited) signal(pid, "SIGKILL");
     }

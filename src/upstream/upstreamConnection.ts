@@ -23,7 +23,7 @@ import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
-import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
+import { ChildStdioTransport, childEnvironment, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
@@ -397,6 +397,7 @@ export class UpstreamConnection {
       this.error = undefined;
       this.readySinceMs = Date.now();
       this.startedAt = new Date(this.readySinceMs).toISOString();
+      const firstList = !this.discovered && tools.length > 0;
       const changed = this.replaceTools(tools);
       if (this.config.lifecycle === "per_call") {
         // per_call: the process that listed the tools is not kept; every call starts its own.
@@ -406,7 +407,9 @@ export class UpstreamConnection {
       }
       this.logger.info("upstream ready", { tools: this.toolList.length, restarts: this.restarts });
       this.setState("ready");
-      if (changed) this.onToolsChanged?.();
+      // The first list of a server counts as a change too: front ends serve before every upstream
+      // is up, and a server that comes up late must reach their lists (one list_changed).
+      if (changed || firstList) this.onToolsChanged?.();
     } catch (err) {
       clearTimeout(timer);
       if (this.client === client) this.client = undefined;
@@ -915,7 +918,8 @@ export class UpstreamConnection {
       client?.close(),
       this.startPromise,
       this.restartTask,
-      ...[...this.transports].map((t) => t.close()),
+      // Short steps: closing a connection is abridge stopping, or a server removed from the config.
+      ...[...this.transports].map((t) => (t instanceof ChildStdioTransport ? t.close(SHUTDOWN_CLOSE_GRACE) : t.close())),
     ]);
     this.transports.clear();
     if (wasState !== "disabled") {

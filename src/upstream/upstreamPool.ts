@@ -199,6 +199,41 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.logger.info("upstream pool started", { ready, servers: this.connections.size });
   }
 
+  /** True while `server` is making its first connection (or its reconnection after a config change). */
+  isStarting(server: string): boolean {
+    return this.connections.get(server)?.status().state === "connecting";
+  }
+
+  /**
+   * Waits until none of `servers` (default: every server) is still connecting, at most
+   * `timeoutMs`. Resolves true when they all settled (ready or failed), false at the bound.
+   *
+   * @throws AbridgeError CANCELLED when `signal` aborts first.
+   */
+  async waitSettled(servers: readonly string[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const names = servers ?? [...this.connections.keys()];
+    const pending = (): boolean => names.some((name) => this.isStarting(name));
+    if (!pending()) return true;
+    return new Promise<boolean>((resolve, reject) => {
+      const finish = (value: boolean | Error): void => {
+        clearTimeout(timer);
+        this.off("statusChanged", onStatus);
+        signal?.removeEventListener("abort", onAbort);
+        if (value instanceof Error) reject(value);
+        else resolve(value);
+      };
+      const onStatus = (): void => {
+        if (!pending()) finish(true);
+      };
+      const onAbort = (): void => finish(new AbridgeError(ErrorCode.CANCELLED, "cancelled while upstreams were starting", { cause: signal?.reason }));
+      const timer = setTimeout(() => finish(!pending()), timeoutMs);
+      timer.unref();
+      this.on("statusChanged", onStatus);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
   /** Recomputes every exposed name from the current tool lists. */
   private renameAll(): void {
     const requests = [];

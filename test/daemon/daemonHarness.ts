@@ -10,7 +10,7 @@ import type { Config } from "../../src/config/schema.js";
 import { Daemon, type DaemonOptions } from "../../src/daemon/daemon.js";
 import { parseAddress } from "../../src/daemon/protocol.js";
 import { createLogger, type Logger } from "../../src/log/logger.js";
-import { fixtureServerToml, tempDir } from "../helpers/cliHarness.js";
+import { fixtureServerToml, tempDir, TEST_STARTUP_GRACE } from "../helpers/cliHarness.js";
 import { alivePids, killAll } from "../helpers/processes.js";
 
 const daemons: Daemon[] = [];
@@ -47,7 +47,8 @@ export async function testSetup(servers?: string, extra = ""): Promise<{ dir: st
   const { dir, cleanup } = await tempDir("abridge-daemon-");
   cleanups.push(cleanup);
   const configFile = path.join(dir, "abridge.toml");
-  const text = `cache_dir = ${JSON.stringify(path.join(dir, "cache"))}\n${extra}\n${servers ?? fixtureServers(dir)}`;
+  const grace = extra.includes("startup_grace_ms") ? "" : TEST_STARTUP_GRACE;
+  const text = `${grace}cache_dir = ${JSON.stringify(path.join(dir, "cache"))}\n${extra}\n${servers ?? fixtureServers(dir)}`;
   const { writeFile } = await import("node:fs/promises");
   await writeFile(configFile, text);
   const config = parseConfigText(text, { file: configFile, env: {} });

@@ -59,10 +59,18 @@ export function fixtureServerToml(name: string, file: string, args: readonly str
   return [`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, extra].join("\n") + "\n";
 }
 
-/** Writes `abridge.toml` into `dir` and returns its path. */
+/**
+ * The start-up grace of test configs. Fixture servers run under tsx and take seconds to start on a
+ * loaded machine, past the default grace: tests of other things give them this long before a
+ * first list (the grace ends as soon as every server is up). The grace itself is tested with its
+ * own values.
+ */
+export const TEST_STARTUP_GRACE = "startup_grace_ms = 30000\n";
+
+/** Writes `abridge.toml` into `dir` (with {@link TEST_STARTUP_GRACE} unless it sets one) and returns its path. */
 export async function writeConfig(dir: string, toml: string): Promise<string> {
   const file = path.join(dir, "abridge.toml");
-  await writeFile(file, toml);
+  await writeFile(file, toml.includes("startup_grace_ms") ? toml : TEST_STARTUP_GRACE + toml);
   return file;
 }
 

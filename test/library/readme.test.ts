@@ -20,4 +20,44 @@ describe("README matches the code", () => {
   it("documents every command", () => {
     for (const command of COMMANDS) expect(readme).toContain(`abridge ${command.path.join(" ")}`);
   });
+
+  it("lists every option a command's --help shows in that command's table row", () => {
+    const rows = readme.split("\n").filter((line) => line.startsWith("| `abridge "));
+    for (const command of COMMANDS) {
+      const name = `abridge ${command.path.join(" ")}`;
+      const row = rows.find((line) => line.startsWith(`| \`${name} `) || line.startsWith(`| \`${name}\``));
+      expect(row, name).toBeDefined();
+      // --log-level and --log-json are global, listed once under the table.
+      const options = Object.keys(command.options ?? {}).filter((o) => o !== "log-level" && o !== "log-json");
+      for (const option of options) expect(row, `${name} --${option}`).toContain(`--${option}`);
+    }
+  });
+
+  it("runs the library snippet against examples/abridge.toml", { timeout: 120_000 }, async () => {
+    const section = readme.slice(readme.indexOf("## Library"), readme.indexOf("## Architecture"));
+    const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(snippet).toBeDefined();
+    const { mkdtemp, rm, writeFile } = await import("node:fs/promises");
+    const os = await import("node:os");
+    const path = await import("node:path");
+    const { execFile } = await import("node:child_process");
+    const { promisify } = await import("node:util");
+    const repo = process.cwd();
+    const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-snippet-"));
+    try {
+      // The snippet as a host would run it, with "abridge" resolved to this checkout's source.
+      const script = snippet!
+        .replace('from "abridge"', `from ${JSON.stringify(path.join(repo, "src", "index.ts"))}`)
+        .replace('"/path/to/abridge"', JSON.stringify(repo))
+        .replace('"/tmp/abridge-example/summaries.jsonl"', JSON.stringify(path.join(dir, "summaries.jsonl")));
+      const file = path.join(dir, "host.mts");
+      await writeFile(file, script);
+      const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", file], { cwd: repo, timeout: 110_000 });
+      expect(stdout).toContain("everything_echo");
+      expect(stdout).toContain("get_schema");
+      expect(stdout).toContain("Echo: hi");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -24,6 +24,7 @@ export const serveCommand: CommandSpec = {
   details: [
     "The config file is watched: servers added, removed or changed are applied without a restart.",
     "Over stdio, the end of stdin ends abridge and every upstream it started.",
+    "initialize is answered at once; a first tools/list waits up to startup_grace_ms for upstreams still starting.",
   ].join("\n"),
   options: {
     mode: { type: "string", value: "MODE", description: "full | summary | compact (default) | lazy" },
@@ -55,10 +56,10 @@ export const serveCommand: CommandSpec = {
     });
     let watcher: ConfigWatcher | undefined;
     try {
-      await bridge.start(ctx.io.signal);
-      for (const s of bridge.servers().filter((s) => s.state === "failed")) {
-        ctx.logger.warn("upstream failed to start; serving the others", { server: s.name, error: s.error?.message });
-      }
+      // Not awaited: a client is answered at once, whatever the upstreams do. Lists give servers
+      // still starting `startup_grace_ms`; calls to one wait for it; a failure is logged by the
+      // server's connection and shown in its status, and the others are served.
+      bridge.begin(ctx.io.signal);
       if (ctx.values["no-watch"] !== true && config.source !== "<built-in>") {
         watcher = new ConfigWatcher({ file: config.source, load: () => ctx.loadConfig(), bridge, logger: ctx.logger });
         watcher.start();
@@ -73,7 +74,8 @@ export const serveCommand: CommandSpec = {
           ...(token !== undefined ? { token } : {}),
           ...(pageSize !== undefined ? { pageSize } : {}),
         });
-        writeLine(ctx.io.stderr, `abridge serving ${bridge.catalog.tools().length} tools (${mode} mode) at ${http.url}`);
+        const servers = bridge.servers().filter((s) => s.state !== "disabled").length;
+        writeLine(ctx.io.stderr, `abridge serving ${servers} upstream server(s) (${mode} mode) at ${http.url}`);
         if (token === undefined) {
           // Loopback is not private: every local user and process can reach the port and would
           // call every upstream with the operator's credentials.
