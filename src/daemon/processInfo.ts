@@ -9,19 +9,7 @@ export function currentPid(): number {
   return process.pid;
 }
 
-/**
- * True while a process with `pid` exists. `kill(pid, 0)` sends nothing and only checks; EPERM
- * means the process exists but belongs to another user, which still makes a lock holder alive.
- */
-export function isPidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+export { isPidAlive } from "../util/pidAlive.js";
 
 /** The command line of `pid` (arguments joined by spaces), or undefined when it cannot be read (Linux /proc). */
 export async function processCommandLine(pid: number): Promise<string | undefined> {

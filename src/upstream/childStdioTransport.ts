@@ -4,22 +4,14 @@ import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
+import { isPidAlive } from "../util/pidAlive.js";
 
 /** How often a pid is probed while waiting for a child to go away. */
 const REAP_POLL_MS = 25;
 /** After a SIGKILL, how long to wait before sending SIGKILL again. */
 const REKILL_AFTER_MS = 2_000;
 
-/** True while a process with this pid exists (signal 0 probes without delivering anything). */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else (a reused pid); still "alive" for our purposes.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+export { isPidAlive };
 
 /**
  * Sleeps on a ref'd timer. Closing a child is bounded (stdin end, SIGTERM and SIGKILL each after
