@@ -95,6 +95,10 @@ export class Bridge {
   private closePromise: Promise<void> | undefined;
   private startPromise: Promise<DiscoveryCounts[]> | undefined;
   private startedAtMs: number | undefined;
+  /** The start has settled (every server ready or failed once). */
+  private startSettled = false;
+  /** A front end serves while the start runs ({@link begin}): discover each server as it comes up. */
+  private serving = false;
   private lastDiscovery: DiscoveryCounts[] = [];
 
   private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer, guard: CallGuard) {
@@ -122,7 +126,12 @@ export class Bridge {
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
     });
-    this.pool.on("toolsChanged", () => this.discover());
+    // While a plain start() runs, its own discovery at the end counts every server once (what
+    // `summarize warm` and `tools` report); a front end that serves during the start (begin())
+    // needs each server's tools as soon as it is ready.
+    this.pool.on("toolsChanged", () => {
+      if (this.startSettled || this.serving) this.discover();
+    });
   }
 
   /** Opens the cache and builds every part; upstreams connect on {@link start}. */
@@ -175,7 +184,10 @@ export class Bridge {
    */
   start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
     this.startedAtMs ??= Date.now();
-    this.startPromise ??= this.pool.start(signal).then(() => this.discover(discover));
+    this.startPromise ??= this.pool.start(signal).then(() => {
+      this.startSettled = true;
+      return this.discover(discover);
+    });
     return this.startPromise;
   }
 
@@ -185,6 +197,7 @@ export class Bridge {
    * false` servers, a cancelled start) is logged; servers that fail are in {@link servers}.
    */
   begin(signal?: AbortSignal): void {
+    this.serving = true;
     this.start(signal).catch((err: unknown) => {
       if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
     });
@@ -374,18 +387,18 @@ export class Bridge {
    * the `prefix = false` servers still starting, which could own any name.
    */
   private async resolveWhenStarted(name: string, signal?: AbortSignal): Promise<CatalogTool> {
-    try {
-      return this.resolveTool(name);
-    } catch (err) {
-      if (!isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw err;
-      const owner = this.serverOfName(name);
-      const candidates = owner !== undefined ? this.config.servers.filter((s) => s.name === owner) : this.config.servers.filter((s) => !s.prefix);
-      const waitFor = candidates.filter((s) => this.pool.isStarting(s.name));
-      if (waitFor.length === 0) throw err;
+    const exact = this.catalog.get(name);
+    if (exact) return exact;
+    // Any other form (a URI, a client's prefix, a typo) may also be claimed by a `prefix = false`
+    // server still starting: resolving it before that server is up could pick one tool where
+    // there will be two, so those servers are waited for too.
+    const owner = this.serverOfName(name);
+    const waitFor = this.config.servers.filter((s) => (s.name === owner || !s.prefix) && this.pool.isStarting(s.name));
+    if (waitFor.length > 0) {
       const boundMs = Math.max(...waitFor.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
       await this.pool.waitSettled(waitFor.map((s) => s.name), boundMs, signal);
-      return this.resolveTool(name);
     }
+    return this.resolveTool(name);
   }
 
   /**
