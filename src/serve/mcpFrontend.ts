@@ -203,7 +203,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
-  /** The whole list as this client last fetched it (its first page), or undefined before it listed. */
+  /** The list this client was last told of: what its first tools/list returned, then each change sent. */
   let listedJson: string | undefined;
   /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
   const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitForUpstreams(bridge.config.startup_grace_ms, signal);
@@ -213,7 +213,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     await graceFor(extra.signal);
     const all = bridge.list(mode);
     const offset = decodeCursor(request.params?.cursor);
-    if (offset === 0) listedJson = JSON.stringify(all);
+    listedJson ??= JSON.stringify(all);
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
     return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
   });
@@ -382,10 +382,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   };
   bridge.pool.on("statusChanged", onStatus);
 
-  // One list_changed per real change of what this client was shown: summaries that land in a
-  // mode that does not show them (full) change nothing the client sees, and a client's prompt
-  // cache should not be broken for it. Before its first tools/list the client has seen nothing to
-  // change (servers coming up during the start-up grace are simply in that first list).
+  // One list_changed per real change of the list: summaries that land in a mode that does not
+  // show them (full) change nothing the client sees, and a client's prompt cache should not be
+  // broken for it. Before its first tools/list the client has seen nothing to change (servers
+  // coming up during the start-up grace are simply in that first list).
   const unsubscribe = bridge.onListChanged(() => {
     if (listedJson === undefined) return;
     const next = JSON.stringify(bridge.list(mode));
