@@ -82,8 +82,6 @@ describe("the daemon before authentication", () => {
     await until(() => flood.closedCount() === flood.opened, "the daemon to close every flooding connection", 30_000);
     const growth = peakRssBytes(daemon.pid) - before;
     expect(growth, `the daemon grew by ${mib(growth)}; the peers sent ${mib(flood.sentBytes())}`).toBeLessThan(64 * 1024 * 1024);
-    // Each peer got no further than the pre-auth bound and what socket buffers hold.
-    expect(flood.sentBytes()).toBeLessThan(100 * 4 * 1024 * 1024);
     expect(text(await daemon.client.callTool("hostile", "echo", { text: "after" }))).toBe("after");
     const stats = (await daemon.client.stats()).daemon as { refused: number };
     expect(stats.refused).toBeGreaterThanOrEqual(100);
