@@ -3,15 +3,22 @@
  * and through the daemon to the echo fixture. Every answer must come back, to the call that
  * asked; the abridge process's RSS is sampled to show memory stays flat.
  *
- *   npx tsx bench/load.ts [--calls 20000] [--concurrency 64] [--only http|daemon]
+ *   npx tsx bench/load.ts [--calls 20000] [--concurrency 64] [--only http|daemon|hostile]
  *
  * Prints one JSON line per front end: calls, lost, mismatched, seconds, calls/s, RSS (MiB) after
  * warm-up and after each tenth of the calls. Exits 1 when anything was lost or mismatched.
+ *
+ * Hostile cases (`--only hostile`, and in a full run): a daemon serving the echo fixture and the
+ * hostile fixture, and healthy echo calls through it while, one case at a time, tokenless peers
+ * flood it without newlines, hold hundreds of silent connections, an upstream pours 96 MiB onto
+ * stderr without a newline, and a call carries a catastrophic `pattern` argument. One JSON line
+ * per case: RSS before/after and peak, healthy calls answered and lost, their p50/p99; written
+ * to bench/results/hostile.json too.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import type { Socket } from "node:net";
 import path from "node:path";
@@ -20,7 +27,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { lockFilePath, readLock } from "../src/daemon/daemonLock.js";
 import { parseAddress } from "../src/daemon/protocol.js";
 import { numberArg, stringArg } from "../test/fixtures/fixtureArgs.js";
+import { floodWithoutNewline, openSilent } from "../test/fixtures/hostilePeer.js";
 import { fixtureServerToml, tempDir, writeConfig } from "../test/helpers/cliHarness.js";
+import { peakRssBytes } from "../test/helpers/procMemory.js";
 import { BIN } from "../test/helpers/serveHarness.js";
 
 // The SDK's streamable HTTP client adds an abort listener per request to one long-lived signal;
@@ -194,14 +203,136 @@ async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
   }
 }
 
+/** Figures of one hostile case. */
+interface HostileOutcome {
+  case: string;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  /** Peak RSS of the daemon's whole life so far, after this case. */
+  rssPeakMiB: number;
+  healthyCalls: number;
+  healthyLost: number;
+  p50Ms: number;
+  p99Ms: number;
+  seconds: number;
+  detail?: Record<string, unknown>;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
+}
+
+async function benchHostile(config: string, stateDir: string): Promise<HostileOutcome[]> {
+  const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--log-level", "error"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  try {
+    await waitForStderr(child, /listening on/);
+    const lock = await readLock(lockFilePath(stateDir));
+    if (lock.state !== "ok") throw new Error("no lockfile");
+    const address = parseAddress(lock.lock.address);
+    if (address?.kind !== "tcp") throw new Error(`unexpected address ${lock.lock.address}`);
+    const pool: LineConnection[] = [];
+    const sockets: Socket[] = [];
+    for (let i = 0; i < 8; i++) {
+      const socket = connect({ host: address.host, port: address.port });
+      await once(socket, "connect");
+      sockets.push(socket);
+      pool.push(new LineConnection(socket));
+    }
+    let id = 0;
+    const call = async (server: string, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> =>
+      pool[id % pool.length]!.request({ token: lock.lock.token, op: "call_tool", server, tool, args, id: id++ });
+    // Warm-up: both servers started, the catalog known.
+    await call("echo", "echo", { text: "warm" });
+    await call("hostile", "echo", { text: "warm" });
+    /** Healthy echo calls, 8 at a time, while `attack` runs; at least `minimum` of them. */
+    const measure = async (name: string, attack: () => Promise<Record<string, unknown> | undefined>, minimum = 400): Promise<HostileOutcome> => {
+      const rssBefore = rssMiB(child.pid!);
+      const latencies: number[] = [];
+      let lost = 0;
+      let attackDone = false;
+      const started = performance.now();
+      const attacking = attack().finally(() => (attackDone = true));
+      const workers = Array.from({ length: 8 }, async () => {
+        while (!attackDone || latencies.length + lost < minimum) {
+          const t = performance.now();
+          const answer = await call("echo", "echo", { text: "healthy" }).catch(() => undefined);
+          if (answer?.ok === true) latencies.push(performance.now() - t);
+          else lost++;
+        }
+      });
+      const [detail] = await Promise.all([attacking, ...workers]);
+      latencies.sort((a, b) => a - b);
+      return {
+        case: name,
+        rssBeforeMiB: rssBefore,
+        rssAfterMiB: rssMiB(child.pid!),
+        rssPeakMiB: Math.round(peakRssBytes(child.pid!) / 1024 / 1024),
+        healthyCalls: latencies.length,
+        healthyLost: lost,
+        p50Ms: percentile(latencies, 50),
+        p99Ms: percentile(latencies, 99),
+        seconds: Math.round((performance.now() - started) / 100) / 10,
+        ...(detail ? { detail } : {}),
+      };
+    };
+    const outcomes: HostileOutcome[] = [];
+    outcomes.push(await measure("baseline (no attack)", async () => undefined));
+    outcomes.push(
+      await measure("100 tokenless connections x 4 MiB, no newline", async () => {
+        const peer = await floodWithoutNewline(lock.lock.address, 100, 4 * 1024 * 1024);
+        await peer.allClosed();
+        return { sentMiB: Math.round(peer.sentBytes() / 1024 / 1024), closedByDaemon: peer.closedCount() };
+      }),
+    );
+    outcomes.push(
+      await measure("300 silent tokenless connections", async () => {
+        const peer = await openSilent(lock.lock.address, 300);
+        await peer.allClosed();
+        return { opened: peer.opened, closedByDaemon: peer.closedCount() };
+      }),
+    );
+    outcomes.push(
+      await measure("upstream pours 96 MiB onto stderr, no newline", async () => {
+        const answer = await call("hostile", "stderr_flood", { mb: 96 });
+        return { ok: answer.ok };
+      }),
+    );
+    outcomes.push(
+      await measure("call with ^(a+)+$ against 48 a's and a !", async () => {
+        const answer = (await call("hostile", "match", { text: `${"a".repeat(48)}!` })) as { ok: boolean; result?: { isError?: boolean } };
+        return { ok: answer.ok, refused: answer.result?.isError === true };
+      }),
+    );
+    for (const socket of sockets) socket.destroy();
+    return outcomes;
+  } finally {
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
+
 const { dir, cleanup } = await tempDir("abridge-load-");
 try {
   const config = await writeConfig(dir, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts")}`);
   const outcomes: Outcome[] = [];
-  if (ONLY !== "daemon") outcomes.push(await benchHttp(config));
-  if (ONLY !== "http") outcomes.push(await benchDaemon(config, path.join(dir, "state")));
+  if (ONLY === "" || ONLY === "http") outcomes.push(await benchHttp(config));
+  if (ONLY === "" || ONLY === "daemon") outcomes.push(await benchDaemon(config, path.join(dir, "state")));
   for (const outcome of outcomes) process.stdout.write(`${JSON.stringify(outcome)}\n`);
-  process.exitCode = outcomes.some((o) => o.lost > 0 || o.mismatched > 0) ? 1 : 0;
+  let hostileLost = 0;
+  if (ONLY === "" || ONLY === "hostile") {
+    const hostileConfig = await writeConfig(
+      dir,
+      `cache_dir = "cache"\nmode = "compact"\n${fixtureServerToml("echo", "echoServer.ts")}\n${fixtureServerToml("hostile", "hostileServer.ts")}`,
+    );
+    const hostile = await benchHostile(hostileConfig, path.join(dir, "hostile-state"));
+    for (const outcome of hostile) process.stdout.write(`${JSON.stringify(outcome)}\n`);
+    hostileLost = hostile.reduce((sum, o) => sum + o.healthyLost, 0);
+    writeFileSync(new URL("./results/hostile.json", import.meta.url), `${JSON.stringify({ date: new Date().toISOString(), cases: hostile }, null, 2)}\n`);
+  }
+  process.exitCode = outcomes.some((o) => o.lost > 0 || o.mismatched > 0) || hostileLost > 0 ? 1 : 0;
 } finally {
   await cleanup();
 }

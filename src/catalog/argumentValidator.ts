@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options as AjvOptions, type ValidateFunctio
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { compileLinearPattern, type PatternTester } from "./linearRegExp.js";
 import type { CatalogTool } from "./types.js";
 
 /** Most errors listed in one result: past this the model learns nothing more from the list. */
@@ -15,11 +16,19 @@ export interface ArgumentError {
 
 /** Outcome of {@link ArgumentValidator.validate}. */
 export type ValidationResult =
-  | { ok: true; skipped?: string }
+  | {
+      ok: true;
+      skipped?: string;
+      /**
+       * Patterns of the schema left unchecked because they need a backtracking engine
+       * (lookaround, backreferences); the rest of the schema was checked.
+       */
+      unchecked?: string[];
+    }
   | { ok: false; errors: ArgumentError[]; text: string };
 
 type AnyAjv = Ajv | Ajv2019 | Ajv2020;
-type Compiled = { validate: ValidateFunction } | { skipped: string };
+type Compiled = { validate: ValidateFunction; unchecked?: string[] } | { skipped: string };
 
 // ajv-formats is CommonJS with `exports.default`: under NodeNext the default import is the module
 // object, whose `default` is the plugin.
@@ -74,10 +83,16 @@ function uncheckable(schema: Record<string, unknown>): string | undefined {
  * reply lists every problem. Each tool key is compiled once. A schema that cannot be compiled (or
  * that constrains nothing, like gitlab's as shipped) is not a reason to refuse calls: `validate`
  * returns `{ok: true, skipped}` and the caller logs the reason once.
+ *
+ * `pattern` and `patternProperties` run on a linear-time engine (see {@link compileLinearPattern}):
+ * a schema comes from an upstream server, and a catastrophic pattern must not freeze the process.
+ * A pattern only a backtracking engine can run is left unchecked, named in `unchecked`.
  */
 export class ArgumentValidator {
   private readonly compiled = new Map<string, Compiled>();
   private readonly engines = new Map<string, AnyAjv>();
+  /** Patterns found unsupported while the current schema compiles. */
+  private uncheckedWhileCompiling: string[] = [];
 
   /** Number of tool keys compiled (or found uncompilable) so far. */
   get size(): number {
@@ -93,7 +108,7 @@ export class ArgumentValidator {
     }
     const compiled = this.compile(tool);
     if ("skipped" in compiled) return { ok: true, skipped: compiled.skipped };
-    if (compiled.validate(value)) return { ok: true };
+    if (compiled.validate(value)) return compiled.unchecked ? { ok: true, unchecked: [...compiled.unchecked] } : { ok: true };
     const seen = new Set<string>();
     const errors: ArgumentError[] = [];
     for (const raw of compiled.validate.errors ?? []) {
@@ -124,8 +139,11 @@ export class ArgumentValidator {
       // `$schema` picks the engine and `$id` would register the schema globally in that engine
       // (two tools sharing an id would collide), so neither reaches ajv.
       const { $schema, $id: _id, ...rest } = schema;
+      this.uncheckedWhileCompiling = [];
       try {
-        result = { validate: this.engine(typeof $schema === "string" ? $schema : "").compile(rest) };
+        const validate = this.engine(typeof $schema === "string" ? $schema : "").compile(rest);
+        const unchecked = [...new Set(this.uncheckedWhileCompiling)];
+        result = unchecked.length > 0 ? { validate, unchecked } : { validate };
       } catch (err) {
         result = { skipped: `schema does not compile: ${err instanceof Error ? err.message : String(err)}` };
       }
@@ -134,12 +152,28 @@ export class ArgumentValidator {
     return result;
   }
 
+  /**
+   * ajv's pattern engine: linear-time matching; a pattern it cannot run matches everything and is
+   * noted for the schema being compiled (ajv asks for every pattern of every schema it compiles,
+   * even one an earlier schema had).
+   */
+  private patternEngine(): NonNullable<NonNullable<AjvOptions["code"]>["regExp"]> {
+    const engine = (pattern: string, u: string): PatternTester => {
+      const compiled = compileLinearPattern(pattern, u.includes("u"));
+      if ("tester" in compiled) return compiled.tester;
+      this.uncheckedWhileCompiling.push(pattern);
+      return { test: () => true, toString: () => `/${pattern}/${u} (unchecked)` };
+    };
+    // ajv's standalone code generation would print this name; abridge never generates code.
+    return Object.assign(engine, { code: "linearPattern" });
+  }
+
   private engine(dialect: string): AnyAjv {
     const kind = dialect.includes("2020-12") ? "2020" : dialect.includes("2019-09") ? "2019" : "07";
     let engine = this.engines.get(kind);
     if (engine === undefined) {
       // logger: false: ajv would otherwise warn on console (unknown formats), and the library never prints.
-      const options: AjvOptions = { strict: false, allErrors: true, logger: false };
+      const options: AjvOptions = { strict: false, allErrors: true, logger: false, code: { regExp: this.patternEngine() } };
       engine = kind === "2020" ? new Ajv2020(options) : kind === "2019" ? new Ajv2019(options) : new Ajv(options);
       addFormats(engine);
       this.engines.set(kind, engine);

@@ -195,6 +195,14 @@ export class ToolCatalog {
         reason: result.skipped,
       });
     }
+    if (result.ok && result.unchecked !== undefined && !this.warnedUnvalidated.has(tool.key)) {
+      this.warnedUnvalidated.add(tool.key);
+      this.logger.warn("input schema has patterns a linear-time engine cannot run (lookaround, backreferences); those are left to the server", {
+        server: tool.server,
+        tool: tool.tool.name,
+        patterns: result.unchecked,
+      });
+    }
     return result;
   }
 

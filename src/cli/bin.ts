@@ -35,6 +35,10 @@ process.once("beforeExit", () => {
   process.exit(ExitCode.FAILURE);
 });
 
+/** How long output nobody may read still gets to drain before the process leaves without it. */
+const ABANDONED_OUTPUT_GRACE_MS = 1_000;
+let outputAbandoned = false;
+
 const code = await runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
@@ -43,6 +47,16 @@ const code = await runCli(process.argv.slice(2), {
   cwd: process.cwd(),
   signal: controller.signal,
   isTTY: Boolean(process.stderr.isTTY),
+  abandonOutput: () => (outputAbandoned = true),
 });
 settled = true;
 process.exitCode = code;
+if (outputAbandoned && process.stdout.writableLength > 0) {
+  // A write waiting on a pipe nobody reads keeps the event loop alive for good: `serve` would
+  // linger after its client ended stdin. Its children are already gone; a moment to drain, then exit.
+  await new Promise<void>((resolve) => {
+    process.stdout.once("drain", resolve);
+    setTimeout(resolve, ABANDONED_OUTPUT_GRACE_MS).unref();
+  });
+  process.exit(code);
+}

@@ -16,6 +16,12 @@ export interface CliIo {
   signal: AbortSignal;
   /** Whether stderr is a terminal (progress bar vs plain lines). */
   isTTY: boolean;
+  /**
+   * Called by a command whose output still waiting in stdout has nobody left to read it (`serve`
+   * after its client ended stdin without reading): the process may then exit without waiting
+   * for stdout to drain, which for a client that never reads would be forever.
+   */
+  abandonOutput?: () => void;
 }
 
 /** Writes a line to a stream. */

@@ -153,7 +153,7 @@ export class DaemonClient {
       this.calls.add(connection);
       let reusable = false;
       try {
-        const response = await connection.request({ ...body, token: info.token }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+        const response = await connection.request({ token: info.token, ...body }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
         // Answered, whatever the answer: the connection is in a clean state for the next call.
         reusable = true;
         if (!response.ok) {
@@ -272,7 +272,8 @@ export class DaemonClient {
       let response: ClientResponse;
       try {
         if (!this.shared || this.shared.closed) this.shared = await this.open(info, signal);
-        response = await this.shared.request({ ...body, token: info.token }, { timeoutMs, ...(signal ? { signal } : {}) });
+        // The token first: the daemon reads at most 64 KiB of a connection before it has seen it.
+        response = await this.shared.request({ token: info.token, ...body }, { timeoutMs, ...(signal ? { signal } : {}) });
       } catch (err) {
         // These requests only read (or, for refresh, re-read), so repeating one is harmless.
         if (attempt === 0 && retryLost && this.isRestartSign(err)) continue;

@@ -54,7 +54,7 @@ export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal
   const timeoutMs = options.timeoutMs ?? 5_000;
   const connection = await ClientConnection.connect(address, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   try {
-    const response = await connection.request({ op: "stats", token: info.token }, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+    const response = await connection.request({ token: info.token, op: "stats" }, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
     if (!response.ok) {
       const code = response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED ? ErrorCode.DAEMON_UNAUTHORIZED : ErrorCode.DAEMON_UNAVAILABLE;
       throw new AbridgeError(code, `daemon refused the ping: ${response.error?.message ?? "no reason"}`);

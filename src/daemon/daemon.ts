@@ -22,6 +22,16 @@ export const DEFAULT_HEARTBEAT_MS = 5_000;
 export const DEFAULT_GRACE_MS = 10_000;
 /** At most one "request refused" line per this window; the rest are counted. */
 const REFUSAL_LOG_WINDOW_MS = 10_000;
+/**
+ * Connections that have not shown the token yet, at most (64). Past it the oldest of them is
+ * closed to make room: a flood of idle connections (1,100 under `ulimit -n 1024` used every
+ * descriptor) cannot lock the token holder out, whose connection shows the token in its first
+ * bytes and so never stays long among them. Node cannot read a unix socket's peer uid, so the
+ * bound is for all peers together.
+ */
+export const MAX_UNAUTHENTICATED_CONNECTIONS = 64;
+/** Connections that have shown the token, at most; past it a new one is refused (the OS limit is near). */
+export const MAX_AUTHENTICATED_CONNECTIONS = 512;
 
 /** Options of {@link Daemon.start}. */
 export interface DaemonOptions {
@@ -41,6 +51,8 @@ export interface DaemonOptions {
   heartbeatMs?: number;
   /** Longest request line (default 16 MiB). */
   maxLineBytes?: number;
+  /** How long a connection may stay without showing the token (default 10 s). */
+  preAuthDeadlineMs?: number;
   /** Extra options of the {@link Bridge} (a summarizer, a shorter backoff in tests). */
   bridge?: Omit<BridgeOptions, "config" | "cacheFile" | "env" | "logger">;
   signal?: AbortSignal;
@@ -65,6 +77,8 @@ interface DaemonCounters {
   requests: number;
   refused: number;
   badRequests: number;
+  /** Connections closed without a token to make room for new ones. */
+  evicted: number;
 }
 
 function listen(server: Server, target: { port: number; host: string } | { path: string }): Promise<void> {
@@ -98,6 +112,7 @@ async function unlinkQuietly(path: string): Promise<void> {
 export class Daemon implements SessionHost {
   readonly token: string;
   readonly maxLineBytes: number;
+  readonly preAuthDeadlineMs: number | undefined;
   readonly logger: Logger;
   readonly lockFile: string;
   readonly bridge: Bridge;
@@ -109,7 +124,7 @@ export class Daemon implements SessionHost {
   private readonly identity: ConfigIdentity | undefined;
   private readonly refusals: RateLimitedLog;
   private readonly sessions = new Set<DaemonSession>();
-  private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0 };
+  private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0, evicted: 0 };
   private readonly idleTimeoutMs: number;
   private readonly socketPath: string | undefined;
   private active = 0;
@@ -141,6 +156,7 @@ export class Daemon implements SessionHost {
     this.identity = init.identity;
     this.refusals = new RateLimitedLog(this.logger, "request refused: wrong or missing token", REFUSAL_LOG_WINDOW_MS);
     this.maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.preAuthDeadlineMs = options.preAuthDeadlineMs;
     this.idleTimeoutMs = options.idleTimeoutMs ?? Math.round(options.config.idle_timeout_minutes * 60_000);
     this.socketPath = options.socketPath;
     this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
@@ -272,6 +288,12 @@ export class Daemon implements SessionHost {
     this.armIdle();
   }
 
+  admitAuthenticated(): boolean {
+    let authenticated = 0;
+    for (const session of this.sessions) if (session.authenticated) authenticated += 1;
+    return authenticated < MAX_AUTHENTICATED_CONNECTIONS;
+  }
+
   logRefusal(fields: Record<string, unknown>): void {
     this.refusals.warn(fields);
   }
@@ -368,6 +390,19 @@ export class Daemon implements SessionHost {
       return;
     }
     this.counters.connections += 1;
+    let unauthenticated = 0;
+    let oldest: DaemonSession | undefined;
+    for (const open of this.sessions) {
+      if (open.authenticated) continue;
+      unauthenticated += 1;
+      oldest ??= open;
+    }
+    if (unauthenticated >= MAX_UNAUTHENTICATED_CONNECTIONS && oldest) {
+      this.counters.evicted += 1;
+      this.refusals.warn({ reason: `over ${MAX_UNAUTHENTICATED_CONNECTIONS} connections without a token: the oldest closed` });
+      oldest.evict();
+      this.sessions.delete(oldest);
+    }
     const session = new DaemonSession(socket, this, this.nextSession++);
     this.sessions.add(session);
     void session.done.then(() => this.sessions.delete(session));

@@ -15,6 +15,20 @@ const MAX_PIPELINED = 64;
 export const MAX_BUFFERED_ANSWER_BYTES = 1024 * 1024;
 /** How long a connection whose token was refused stays before it is destroyed (its answer is flushed first). */
 const REFUSED_LINGER_MS = 1_000;
+/**
+ * Bytes a connection may send before it has shown the token (64 KiB). A peer without the token
+ * could otherwise make the daemon hold a 16 MiB line per connection: 100 of them sending 15 MiB
+ * with no newline took the daemon from 145 MB to 1.6 GB. The token is looked for in these bytes
+ * (the client sends it as the first member of its first request), so a large first request from
+ * the token holder still goes through.
+ */
+export const PRE_AUTH_BYTES = 64 * 1024;
+/** How long a connection may stay without showing the token before it is closed. */
+export const PRE_AUTH_DEADLINE_MS = 10_000;
+/** `"token":"..."` members in the first bytes of a connection (any depth; each is checked). */
+const TOKEN_MEMBER = /"token"\s*:\s*"((?:[^"\\]|\\.){0,1000})"/g;
+/** Longest text {@link TOKEN_MEMBER} can match (whitespace around the colon aside, kept short by real clients). */
+const TOKEN_MEMBER_MAX_CHARS = 2_100;
 
 /** What a handled request produced: the fields of an `ok` answer, and work to do once it is sent. */
 export interface HandlerResult {
@@ -39,6 +53,10 @@ export interface SessionHost {
    * refusal is logged at warn on the session's logger.
    */
   logRefusal?(fields: Record<string, unknown>): void;
+  /** How long a connection may stay without showing the token (default {@link PRE_AUTH_DEADLINE_MS}). */
+  readonly preAuthDeadlineMs?: number | undefined;
+  /** Whether one more connection may join those that showed the token (a cap); default yes. */
+  admitAuthenticated?(): boolean;
 }
 
 function tokenMatches(given: unknown, expected: string): boolean {
@@ -73,6 +91,11 @@ export class DaemonSession {
   private backlog: string[] = [];
   private peakBuffered = 0;
   private readonly logger: Logger;
+  /** Set once the peer has shown the token; until then reading is bounded to {@link PRE_AUTH_BYTES}. */
+  private authenticatedFlag = false;
+  /** The connection's first bytes (up to {@link PRE_AUTH_BYTES}) while the token has not been seen. */
+  private preAuthHead = "";
+  private preAuthTimer: NodeJS.Timeout | undefined;
   /** Settles when the socket has closed. */
   readonly done: Promise<void>;
 
@@ -87,9 +110,30 @@ export class DaemonSession {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.logger.debug("connection error", { error: err }));
     socket.once("close", () => {
+      if (this.preAuthTimer) clearTimeout(this.preAuthTimer);
       this.controller.abort(new AbridgeError(ErrorCode.CANCELLED, "client disconnected"));
       this.logger.debug("connection closed");
     });
+    // A connection that never shows the token (silent, or trickling bytes) holds a descriptor
+    // and a slot: it gets this long.
+    this.preAuthTimer = setTimeout(() => {
+      if (!this.authenticatedFlag && !this.broken) this.refuse(undefined, undefined, "no token before the deadline");
+    }, host.preAuthDeadlineMs ?? PRE_AUTH_DEADLINE_MS);
+    this.preAuthTimer.unref();
+  }
+
+  /** True once the peer has shown the token. */
+  get authenticated(): boolean {
+    return this.authenticatedFlag;
+  }
+
+  /** Ends a connection that never showed the token at once, without an answer (to make room). */
+  evict(): void {
+    if (this.authenticatedFlag) return;
+    this.broken = true;
+    this.backlog = [];
+    this.host.count("refused");
+    this.socket.destroy();
   }
 
   /** Requests read but not yet answered. */
@@ -132,6 +176,7 @@ export class DaemonSession {
 
   private onData(chunk: Buffer): void {
     if (this.broken) return;
+    if (!this.authenticatedFlag && !this.preAuthorize(chunk)) return;
     const { lines, error } = this.splitter.push(chunk);
     this.backlog.push(...lines);
     this.drainBacklog();
@@ -140,6 +185,58 @@ export class DaemonSession {
       this.backlog = [];
       this.fail(error, null);
     }
+  }
+
+  /**
+   * Looks for the token in the connection's first {@link PRE_AUTH_BYTES}. Returns false (and
+   * refuses the connection) when they have passed without a newline or the token; true while the
+   * first line may still turn out well (its token is then checked exactly, like every request's).
+   */
+  private preAuthorize(chunk: Buffer): boolean {
+    const room = PRE_AUTH_BYTES - this.preAuthHead.length;
+    const seen = chunk.subarray(0, Math.max(0, room)).toString("latin1");
+    // Only the new bytes and a member's length before them are searched again: a peer trickling
+    // a byte at a time must not make each byte cost a scan of everything before it.
+    const from = Math.max(0, this.preAuthHead.length - TOKEN_MEMBER_MAX_CHARS);
+    this.preAuthHead += seen;
+    TOKEN_MEMBER.lastIndex = from;
+    for (let match = TOKEN_MEMBER.exec(this.preAuthHead); match !== null; match = TOKEN_MEMBER.exec(this.preAuthHead)) {
+      let given: unknown;
+      try {
+        given = JSON.parse(`"${match[1]}"`);
+      } catch {
+        continue;
+      }
+      if (tokenMatches(given, this.host.token)) return this.markAuthenticated();
+    }
+    // The first line is complete: its token is checked exactly when it is handled, right after.
+    if (seen.includes("\n")) return true;
+    if (chunk.length > room) {
+      this.refuse(undefined, undefined, `no token in the first ${PRE_AUTH_BYTES} bytes`);
+      return false;
+    }
+    return true;
+  }
+
+  /** Counts the connection among those that showed the token; false (and closed) when they are at their cap. */
+  private markAuthenticated(): boolean {
+    if (this.authenticatedFlag) return true;
+    if (this.preAuthTimer) clearTimeout(this.preAuthTimer);
+    this.preAuthTimer = undefined;
+    this.preAuthHead = "";
+    if (this.host.admitAuthenticated && !this.host.admitAuthenticated()) {
+      this.broken = true;
+      this.backlog = [];
+      this.splitter.clear();
+      this.socket.pause();
+      const error = new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, "too many connections to the daemon; close some and retry", { retryable: true });
+      this.logger.warn("connection refused: too many connections");
+      if (!this.socket.destroyed && this.socket.writable) this.socket.end(`${JSON.stringify({ ok: false, error: error.toJSON() })}\n`);
+      setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
+      return false;
+    }
+    this.authenticatedFlag = true;
+    return true;
   }
 
   /** Handles buffered lines until reading has to pause. */
@@ -181,6 +278,7 @@ export class DaemonSession {
       this.refuse(record, id);
       return;
     }
+    if (!this.markAuthenticated()) return;
     this.open += 1;
     this.updateFlow();
     this.host.begin();
@@ -189,16 +287,23 @@ export class DaemonSession {
   }
 
   /** Answers a wrong or missing token after everything earlier, then ends the connection. */
-  private refuse(record: Record<string, unknown> | undefined, id: RequestId | undefined): void {
+  private refuse(record: Record<string, unknown> | undefined, id: RequestId | undefined, reason?: string): void {
     this.broken = true;
+    if (this.preAuthTimer) clearTimeout(this.preAuthTimer);
+    this.preAuthHead = "";
+    this.splitter.clear();
     this.backlog = [];
     // Whatever else the peer sends is not read: it stays in the kernel's buffers until the close.
     this.socket.pause();
     this.host.count("refused");
-    const fields = { op: typeof record?.op === "string" ? record.op.slice(0, 40) : undefined, peer: this.socket.remoteAddress ?? "local" };
+    const fields = {
+      op: typeof record?.op === "string" ? record.op.slice(0, 40) : undefined,
+      peer: this.socket.remoteAddress ?? "local",
+      ...(reason !== undefined ? { reason } : {}),
+    };
     if (this.host.logRefusal) this.host.logRefusal(fields);
     else this.logger.warn("request refused: wrong or missing token", fields);
-    const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, "wrong or missing token (read it from the lockfile)");
+    const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, `wrong or missing token (read it from the lockfile)${reason !== undefined ? `: ${reason}` : ""}`);
     const line = `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() })}\n`;
     this.tail = this.tail.then(() => {
       if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);

@@ -32,6 +32,12 @@ export class LineSplitter {
     return { lines };
   }
 
+  /** Forgets anything held and reads nothing more (the connection is being refused). */
+  clear(): void {
+    this.failed = true;
+    this.reader.clear();
+  }
+
   /** Bytes of an unfinished line held so far. */
   get bufferedBytes(): number {
     return this.reader.bufferedBytes;

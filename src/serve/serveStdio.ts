@@ -32,7 +32,10 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
   });
   // Our own transport: the SDK's ends serving when a line exceeds 10 MiB (see stdioServerTransport.ts).
-  const transport = new StdioServerTransport(options.stdin, options.stdout, options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {});
+  const transport = new StdioServerTransport(options.stdin, options.stdout, {
+    logger,
+    ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
+  });
   let finish!: (reason: string) => void;
   const done = new Promise<string>((resolve) => (finish = resolve));
   // The SDK's stdio transport does not notice the end of stdin; a client that goes away closes

@@ -1,15 +1,38 @@
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { silentLogger, type Logger } from "../log/logger.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
 
 /** Default bound of one request line (16 MiB, like the HTTP front end's body limit). */
 export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024;
+/** Notifications that may wait for a client that does not read; past this they are dropped (and counted). */
+export const DEFAULT_MAX_QUEUED_NOTIFICATIONS = 1_000;
+/**
+ * Bytes of answers that may wait for a client that does not read before requests stop being
+ * handled (8 MiB). Requests read meanwhile wait as lines, and past {@link MAX_WAITING_REQUEST_BYTES}
+ * stdin is no longer read: a client that pipelines and never reads costs bounded memory.
+ */
+export const DEFAULT_MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+/** Request bytes read but not yet handled while answers wait, before stdin is paused (16 MiB). */
+const MAX_WAITING_REQUEST_BYTES = 16 * 1024 * 1024;
 
 /** Options of a {@link StdioServerTransport}. */
 export interface StdioServerTransportOptions {
   /** Largest request line accepted, newline excluded (default 16 MiB). */
   maxLineBytes?: number;
+  /** Notifications kept waiting for a slow client (default 1,000); the rest are dropped and counted. */
+  maxQueuedNotifications?: number;
+  /** Answer bytes kept waiting before requests stop being handled (default 8 MiB). */
+  maxQueuedBytes?: number;
+  /** Where dropped notifications are reported (once per stretch of dropping). */
+  logger?: Logger;
+}
+
+/** What waits to be written: a line, and whether it may be dropped (a notification). */
+interface Outgoing {
+  line: string;
+  notification: boolean;
 }
 
 /**
@@ -20,6 +43,16 @@ export interface StdioServerTransportOptions {
  * held whole) and answered -32600 "request too large"; a line that is not JSON -32700; JSON that
  * is not a JSON-RPC message -32600. Those answers carry `id: null`, as JSON-RPC requires when the
  * id could not be read, and serving goes on. The failures still reach `onerror`, for the log.
+ *
+ * Writing: once stdout pushes back (the client reads slowly, or not at all), messages wait in one
+ * queue behind one `drain` listener; the SDK's transport, and this one before, added three
+ * listeners per waiting write, and with 100k of them each drain was a quadratic walk (calls to
+ * healthy servers timed out, RSS reached 3.4 GB). While the queue holds more than
+ * `maxQueuedNotifications` notifications, new ones are dropped and counted (a log flood from an
+ * upstream must not cost unbounded memory); responses and requests are never dropped. While it
+ * holds more than `maxQueuedBytes`, requests read are not handled yet, so a client that pipelines
+ * without reading cannot make answers pile up. `close()` does not wait for the queue: a client
+ * that ended stdin is not waited for.
  */
 export class StdioServerTransport implements Transport {
   onclose?: () => void;
@@ -27,8 +60,24 @@ export class StdioServerTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private readonly reader: BoundedLineReader;
+  private readonly logger: Logger;
+  private readonly maxQueuedNotifications: number;
+  private readonly maxQueuedBytes: number;
   private started = false;
   private closed = false;
+  /** Messages waiting for stdout to drain, from `queueHead` on (a moving start: no O(n) shift). */
+  private queue: Outgoing[] = [];
+  private queueHead = 0;
+  private queuedBytes = 0;
+  private queuedNotifications = 0;
+  /** True from a write that stdout refused more of until the queue has gone out. */
+  private waitingForDrain = false;
+  private dropped = 0;
+  private droppedInStretch = 0;
+  /** Request lines read while answers wait, handled once they have gone out. */
+  private waitingLines: string[] = [];
+  private waitingLineBytes = 0;
+  private inputPaused = false;
 
   constructor(
     private readonly stdin: Readable,
@@ -36,6 +85,19 @@ export class StdioServerTransport implements Transport {
     options: StdioServerTransportOptions = {},
   ) {
     this.reader = new BoundedLineReader(options.maxLineBytes ?? DEFAULT_MAX_REQUEST_BYTES);
+    this.logger = options.logger ?? silentLogger;
+    this.maxQueuedNotifications = options.maxQueuedNotifications ?? DEFAULT_MAX_QUEUED_NOTIFICATIONS;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+  }
+
+  /** Notifications dropped so far because the client was not reading. */
+  get droppedNotifications(): number {
+    return this.dropped;
+  }
+
+  /** Messages waiting for stdout to drain. */
+  get queuedMessages(): number {
+    return this.queue.length - this.queueHead;
   }
 
   // Arrow functions: the same function objects are removed again in close().
@@ -44,8 +106,13 @@ export class StdioServerTransport implements Transport {
     for (const event of this.reader.push(bytes)) {
       if (this.closed) return;
       if ("dropped" in event) this.tooLarge(event.dropped);
+      else if (this.holdingRequests()) this.holdLine(event.line);
       else this.onLine(event.line);
     }
+  };
+
+  private readonly onDrain = (): void => {
+    this.flush();
   };
 
   private readonly onStreamError = (error: Error): void => {
@@ -67,6 +134,7 @@ export class StdioServerTransport implements Transport {
     this.stdin.on("error", this.onStreamError);
     this.stdout.on("error", this.onOutputGone);
     this.stdout.on("close", this.onOutputGone);
+    this.stdout.on("drain", this.onDrain);
   }
 
   async close(): Promise<void> {
@@ -75,38 +143,115 @@ export class StdioServerTransport implements Transport {
     this.stdin.off("data", this.onData);
     this.stdin.off("error", this.onStreamError);
     this.stdout.off("close", this.onOutputGone);
+    this.stdout.off("drain", this.onDrain);
     // The error listener stays: a write still in flight may fail after close, and an unheard
     // 'error' would end the process.
     // Pause only if nobody else reads stdin: pausing a shared stream would starve them.
     if (this.stdin.listenerCount("data") === 0) this.stdin.pause();
     this.reader.clear();
+    // What still waits is let go: the client ended its side (or serving stops), and waiting for
+    // a reader that may never come would keep the process alive.
+    const undelivered = this.queuedMessages;
+    this.queue = [];
+    this.queueHead = 0;
+    this.queuedBytes = 0;
+    this.queuedNotifications = 0;
+    this.waitingLines = [];
+    this.waitingLineBytes = 0;
+    this.reportDropped();
+    if (undelivered > 0) this.logger.warn("stdio front end closed with messages the client had not read", { undelivered });
     this.onclose?.();
   }
 
+  /**
+   * Writes a message, or queues it while stdout pushes back. Resolves once the message is handed
+   * to stdout or queued (or dropped, for a notification over the queue's bound); rejects when
+   * the transport is closed.
+   */
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (this.closed || !this.stdout.writable) {
-        reject(new Error("Not connected"));
-        return;
+    if (this.closed || !this.stdout.writable) return Promise.reject(new Error("Not connected"));
+    const notification = !("id" in message);
+    if (!this.waitingForDrain) {
+      if (!this.stdout.write(`${JSON.stringify(message)}\n`)) this.waitingForDrain = true;
+      return Promise.resolve();
+    }
+    if (notification && this.queuedNotifications >= this.maxQueuedNotifications) {
+      this.dropped += 1;
+      this.droppedInStretch += 1;
+      if (this.droppedInStretch === 1) {
+        this.logger.warn("client is not reading: dropping notifications until it catches up", { queued: this.queuedMessages, limit: this.maxQueuedNotifications });
       }
-      if (this.stdout.write(`${JSON.stringify(message)}\n`)) {
-        resolve();
-        return;
+      return Promise.resolve();
+    }
+    const line = `${JSON.stringify(message)}\n`;
+    this.queue.push({ line, notification });
+    this.queuedBytes += line.length;
+    if (notification) this.queuedNotifications += 1;
+    return Promise.resolve();
+  }
+
+  /** On `drain`: writes queued messages until stdout pushes back again or the queue is empty. */
+  private flush(): void {
+    if (this.closed) return;
+    this.waitingForDrain = false;
+    while (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead]!;
+      this.queue[this.queueHead] = undefined as unknown as Outgoing;
+      this.queueHead += 1;
+      this.queuedBytes -= next.line.length;
+      if (next.notification) this.queuedNotifications -= 1;
+      if (!this.stdout.write(next.line)) {
+        this.waitingForDrain = true;
+        break;
       }
-      // Wait for the pipe to drain, unless it goes away first.
-      const settle = (err?: Error): void => {
-        this.stdout.off("drain", onDrain);
-        this.stdout.off("close", onGone);
-        this.stdout.off("error", onGone);
-        if (err) reject(err);
-        else resolve();
-      };
-      const onDrain = (): void => settle();
-      const onGone = (err?: Error): void => settle(err ?? new Error("stdout closed"));
-      this.stdout.once("drain", onDrain);
-      this.stdout.once("close", onGone);
-      this.stdout.once("error", onGone);
-    });
+    }
+    if (this.queueHead === this.queue.length) {
+      this.queue = [];
+      this.queueHead = 0;
+      this.reportDropped();
+    } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    this.releaseRequests();
+  }
+
+  /** Logs how many notifications a stretch of dropping lost, once the client caught up. */
+  private reportDropped(): void {
+    if (this.droppedInStretch === 0) return;
+    this.logger.warn("notifications dropped while the client was not reading", { dropped: this.droppedInStretch, total: this.dropped });
+    this.droppedInStretch = 0;
+  }
+
+  /** True while answers wait beyond the bound: requests read now wait too. */
+  private holdingRequests(): boolean {
+    return this.waitingLines.length > 0 || (this.waitingForDrain && this.queuedBytes > this.maxQueuedBytes);
+  }
+
+  private holdLine(line: string): void {
+    this.waitingLines.push(line);
+    this.waitingLineBytes += line.length;
+    if (this.waitingLineBytes > MAX_WAITING_REQUEST_BYTES && !this.inputPaused) {
+      // Past this the client's requests stay in the pipe: stdin is read again once answers go out.
+      this.inputPaused = true;
+      this.stdin.pause();
+    }
+  }
+
+  /** Handles requests held back, while the answers' queue stays under its bound. */
+  private releaseRequests(): void {
+    let index = 0;
+    while (index < this.waitingLines.length && !this.closed && !(this.waitingForDrain && this.queuedBytes > this.maxQueuedBytes)) {
+      const line = this.waitingLines[index]!;
+      index += 1;
+      this.waitingLineBytes -= line.length;
+      this.onLine(line);
+    }
+    if (index > 0) this.waitingLines = this.waitingLines.slice(index);
+    if (this.inputPaused && this.waitingLineBytes <= MAX_WAITING_REQUEST_BYTES / 2 && !this.closed) {
+      this.inputPaused = false;
+      this.stdin.resume();
+    }
   }
 
   private onLine(line: string): void {

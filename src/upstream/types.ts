@@ -50,6 +50,8 @@ export interface ServerStatus {
   capabilities?: JsonObject;
   /** Upstream `instructions` from initialize, if any. */
   instructions?: string;
+  /** stderr lines of this server cut for going over the 8 KiB line bound (absent when none was). */
+  stderrLinesCut?: number;
 }
 
 /** A progress notification of a forwarded call. */

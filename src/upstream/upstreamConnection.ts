@@ -1,4 +1,3 @@
-import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -30,6 +29,7 @@ import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
+import { forEachBoundedLine } from "../util/boundedLines.js";
 import type { ToolFilter } from "./toolFilter.js";
 import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate, RawTool, ServerState, ServerStatus } from "./types.js";
 
@@ -106,6 +106,11 @@ const anyResult = z.looseObject({});
 
 /** Kept stderr lines per server, for failure messages. */
 const STDERR_TAIL_LINES = 20;
+/**
+ * Longest stderr line kept whole (8 KiB, newline excluded). stderr is a log, not a protocol: a
+ * longer line is cut to its first 4 KiB and its size, never held whole.
+ */
+export const MAX_STDERR_LINE_BYTES = 8 * 1024;
 
 /** Capability that must be advertised before a list method is worth asking. */
 const LIST_CAPABILITY: Record<string, string> = {
@@ -188,6 +193,8 @@ export class UpstreamConnection {
   private generation = 0;
   private readonly transports = new Set<Transport>();
   private readonly stderrTail: string[] = [];
+  /** stderr lines of this server cut at {@link MAX_STDERR_LINE_BYTES} (the first cut is logged at warn). */
+  private stderrLinesCut = 0;
   /**
    * This server's `env` and `headers` values: a server that prints its token (on stderr, in an
    * error) must not have it copied into status, errors or logs. Literal values count too, not only
@@ -278,6 +285,7 @@ export class UpstreamConnection {
     if (this.serverInfo !== undefined) status.serverInfo = { ...this.serverInfo };
     if (this.capabilities !== undefined) status.capabilities = this.capabilities;
     if (this.instructions !== undefined) status.instructions = this.instructions;
+    if (this.stderrLinesCut > 0) status.stderrLinesCut = this.stderrLinesCut;
     return status;
   }
 
@@ -503,10 +511,17 @@ export class UpstreamConnection {
       });
       const stderr = transport.stderr;
       if (stderr) {
-        // With `stderr: "pipe"` the SDK hands out a PassThrough (typed as a bare Stream).
-        const lines = createInterface({ input: stderr as Readable, crlfDelay: Infinity });
-        lines.on("line", (line) => {
-          line = this.secrets.redact(line);
+        // Bounded like stdout: a server writing hundreds of MB without a newline cost readline
+        // one ever-growing string until V8 refused it, and that ended abridge (serve and daemon).
+        forEachBoundedLine(stderr as Readable, MAX_STDERR_LINE_BYTES, ({ text, cut }) => {
+          let line = this.secrets.redact(text);
+          if (cut === true) {
+            this.stderrLinesCut += 1;
+            line = `${line} ... [line cut: over ${MAX_STDERR_LINE_BYTES} bytes; the rest is skipped]`;
+            if (this.stderrLinesCut === 1) {
+              this.logger.warn("upstream stderr line over the limit: cut (later cuts are counted in status, not warned about)", { limitBytes: MAX_STDERR_LINE_BYTES });
+            }
+          }
           this.stderrTail.push(line);
           if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
           this.logger[this.stderrLogLevel]("upstream stderr", { line });

@@ -67,6 +67,20 @@ export class BoundedLineReader {
     return this.dropping?.bytes ?? 0;
   }
 
+  /**
+   * Ends the stream: the unfinished line (one without its newline), or what is left of it when it
+   * went over the bound; undefined when nothing was pending. The reader is empty afterwards.
+   */
+  finish(): LineEvent | undefined {
+    if (this.dropping === undefined && this.size === 0) return undefined;
+    return this.finishLine();
+  }
+
+  /** The first bytes (up to 4 KiB) of the over-long line being skipped ("" when none is). */
+  get droppedHead(): string {
+    return this.dropping?.head.toString("utf8") ?? "";
+  }
+
   /** Forgets any unfinished line. */
   clear(): void {
     this.chunks = [];

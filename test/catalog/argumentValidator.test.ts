@@ -85,4 +85,33 @@ describe("ArgumentValidator", () => {
     validator.validate(catalogTool("x", broken), {});
     expect(validator.size).toBe(size);
   });
+
+  it("runs patterns on a linear-time engine, with JavaScript's escapes and patternProperties", () => {
+    const validator = new ArgumentValidator();
+    const schema = {
+      type: "object",
+      properties: { id: { type: "string", pattern: "^[\\u0041-\\u005A]{2}-\\d{3}$" }, path: { type: "string", pattern: "^a/b" } },
+      patternProperties: { "^x-[a-z]+$": { type: "number" } },
+    };
+    const t = catalogTool("x", { name: "p", inputSchema: schema });
+    expect(validator.validate(t, { id: "AB-123", path: "a/bc", "x-size": 3 })).toEqual({ ok: true });
+    const bad = validator.validate(t, { id: "ab-123", path: "b", "x-size": "big" });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.errors.map((e) => e.path).sort()).toEqual(["id", "path", "x-size"]);
+  });
+
+  it("leaves a lookaround or backreference pattern unchecked, names it, and checks the rest", () => {
+    const validator = new ArgumentValidator();
+    const schema = {
+      type: "object",
+      properties: { code: { type: "string", pattern: "^(?=.*\\d)[a-z0-9]+$", maxLength: 8 }, twice: { type: "string", pattern: "^(a)\\1$" } },
+    };
+    const t = catalogTool("x", { name: "look", inputSchema: schema });
+    // "abc" has no digit: a backtracking engine would refuse it; it is left to the server.
+    expect(validator.validate(t, { code: "abc", twice: "zz" })).toEqual({ ok: true, unchecked: ["^(?=.*\\d)[a-z0-9]+$", "^(a)\\1$"] });
+    expect(validator.validate(t, { code: "abcdefghij" })).toMatchObject({ ok: false, errors: [{ path: "code", message: "must NOT have more than 8 characters" }] });
+    // A pattern JavaScript cannot read either is a broken schema, as before.
+    const broken = catalogTool("x", { name: "broken", inputSchema: { type: "object", properties: { a: { type: "string", pattern: "(" } } } });
+    expect(validator.validate(broken, { a: "x" })).toMatchObject({ ok: true, skipped: expect.stringMatching(/^schema does not compile: /) });
+  });
 });

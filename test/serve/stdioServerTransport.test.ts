@@ -3,7 +3,7 @@
  * streams in and answered -32600 "request too large" with id null, unreadable lines get -32700 /
  * -32600, and the next request is still delivered.
  */
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { StdioServerTransport } from "../../src/serve/stdioServerTransport.js";
@@ -67,5 +67,40 @@ describe("StdioServerTransport", () => {
     await h.transport.close();
     expect(h.closes()).toBe(1);
     await expect(h.transport.send({ jsonrpc: "2.0", id: 5, result: {} })).rejects.toThrow("Not connected");
+  });
+
+  it("queues behind one drain listener, drops notifications past the bound (counted), never responses, in order", async () => {
+    // A stdout whose reader takes nothing until told to: every write after the first waits.
+    const held: (() => void)[] = [];
+    const chunks: string[] = [];
+    let flowing = false;
+    const stdout = new Writable({
+      highWaterMark: 16,
+      write(chunk: Buffer, _encoding, callback) {
+        chunks.push(chunk.toString("utf8"));
+        if (flowing) callback();
+        else held.push(callback);
+      },
+    });
+    const transport = new StdioServerTransport(new PassThrough(), stdout, { maxQueuedNotifications: 10 });
+    await transport.start();
+    const notification = (i: number) => ({ jsonrpc: "2.0" as const, method: "notifications/message", params: { level: "info", data: i } });
+    const response = (id: number) => ({ jsonrpc: "2.0" as const, id, result: {} });
+    for (let i = 0; i < 100_000; i++) {
+      await transport.send(notification(i));
+      if (i % 10_000 === 0) await transport.send(response(i));
+    }
+    expect(stdout.listenerCount("drain")).toBe(1);
+    expect(transport.queuedMessages).toBe(10 + 10);
+    expect(transport.droppedNotifications).toBe(100_000 - 1 - 10);
+    flowing = true;
+    held.splice(0).forEach((release) => release());
+    await new Promise((resolve) => setImmediate(resolve));
+    const lines = chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id?: number; params?: { data: number } });
+    expect(lines.filter((l) => l.id !== undefined).map((l) => l.id)).toEqual(Array.from({ length: 10 }, (_, i) => i * 10_000));
+    const data = lines.filter((l) => l.params !== undefined).map((l) => l.params!.data);
+    expect(data).toEqual([...data].sort((a, b) => a - b));
+    expect(transport.queuedMessages).toBe(0);
+    await transport.close();
   });
 });

@@ -88,6 +88,8 @@ export const serveCommand: CommandSpec = {
         await http.close();
       } else {
         await serveStdio(bridge, { stdin: ctx.io.stdin, stdout: ctx.io.stdout, mode, logger: ctx.logger, signal: ctx.io.signal, ...(pageSize !== undefined ? { pageSize } : {}) });
+        // Answers still in stdout's buffer when serving stopped: the client is gone or not reading.
+        if (ctx.io.stdout.writableLength > 0) ctx.io.abandonOutput?.();
       }
       return ExitCode.OK;
     } finally {

@@ -1,0 +1,65 @@
+/**
+ * An upstream that writes ~100 MiB to stderr with no newline. readline held the unfinished line as
+ * one growing string: memory grew by the flood's size and, past V8's string limit (~512 MiB),
+ * `RangeError: Invalid string length` ended `abridge serve` and the daemon alike. stderr lines are
+ * now bounded like stdout's: a long line is cut, counted, and the first cut is logged.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
+import { killAll } from "../helpers/processes.js";
+import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+
+const FLOOD_MIB = 96;
+/** What the serve process may grow by while the flood passes: far below the flood itself. */
+const GROWTH_BOUND_BYTES = 40 * 1024 * 1024;
+
+const cleanups: (() => Promise<void>)[] = [];
+const markers: string[] = [];
+afterEach(async () => {
+  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
+  const left = markers.splice(0).flatMap(pidsWithMarker);
+  killAll(left);
+  expect(left, "processes left behind").toEqual([]);
+});
+
+async function until(predicate: () => boolean, what: string, limitMs = 120_000): Promise<void> {
+  for (let waited = 0; !predicate(); waited += 50) {
+    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function text(result: unknown): string {
+  return ((result as { content: { text: string }[] }).content[0] ?? { text: "" }).text;
+}
+
+describe("an upstream flooding stderr without a newline", () => {
+  it(`${FLOOD_MIB} MiB in one line: serve stays small, cuts the line once, and keeps answering`, async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const marker = `--stderr-flood-marker-${process.pid}-${Date.now()}`;
+    markers.push(marker);
+    const toml = ['mode = "full"', `cache_dir = ${JSON.stringify(`${dir}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const config = await writeConfig(dir, toml);
+    const session: ServeSession = await serveOverStdio(config, ["--log-level", "debug"]);
+    cleanups.push(() => session.close());
+    const pid = session.pid!;
+
+    expect(text(await session.client.callTool({ name: "hostile_echo", arguments: { text: "before" } }))).toBe("before");
+    const before = rssBytes(pid);
+    const poured = await session.client.callTool({ name: "hostile_stderr_flood", arguments: { mb: FLOOD_MIB } }, undefined, { timeout: 120_000 });
+    expect(text(poured)).toBe(`poured ${FLOOD_MIB} MiB`);
+    // The short line after the flood is logged once everything before it has been read.
+    await until(() => session.stderr().includes("stderr flood done"), "the line after the flood to be logged");
+    const growth = peakRssBytes(pid) - before;
+    expect(growth, `serve grew by ${mib(growth)} while ${FLOOD_MIB} MiB of stderr passed`).toBeLessThan(GROWTH_BOUND_BYTES);
+
+    const log = session.stderr();
+    expect(log.match(/upstream stderr line over the limit: cut/g) ?? []).toHaveLength(1);
+    expect(log).toContain("[line cut: over 8192 bytes; the rest is skipped]");
+    // The whole flood never reaches the log: the cut line is its first 4 KiB and the marker.
+    expect(log.length).toBeLessThan(1024 * 1024);
+    expect(text(await session.client.callTool({ name: "hostile_echo", arguments: { text: "after" } }))).toBe("after");
+  }, 240_000);
+});
