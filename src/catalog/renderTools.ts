@@ -1,6 +1,6 @@
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
-import { compactInputSchema } from "./compactSchema.js";
+import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
@@ -10,15 +10,30 @@ export interface RenderOptions {
   /** Between server and tool in exposed names (default `_`); the lazy index explains it. */
   separator?: string;
   /**
-   * `compact` only: carry the parameters in the description's signature alone and send
-   * `inputSchema: {type: "object"}`. Over the corpus this takes compact from about 29% to about
-   * 17% of full, because the names-and-types schema repeats what the signature says. Off by
-   * default: function-calling models fill arguments from the schema, so whether they do as well
-   * from the signature is for the fidelity benchmark to show. Calls are validated against the
-   * full schema either way.
+   * The input schema `compact` lists (default {@link DEFAULT_COMPACT_SCHEMA}); calls are validated against the full
+   * original schema whichever it is.
+   * - `names`: property names with empty schemas, and `required` (see {@link namesOnlyInputSchema});
+   *   types, enums and defaults are in the parameter line. Safe with clients that validate
+   *   arguments against the listed schema themselves: an empty property schema accepts anything.
+   * - `types`: names, types, short enums and `required` (the schema compact listed before); the
+   *   parameter line then leaves out what the schema says.
+   * - `none`: `{type: "object"}`; the parameter line alone states the parameters.
    */
-  signatureOnly?: boolean;
+  compactSchema?: CompactSchema;
 }
+
+/** Which input schema `compact` lists beside the parameter line (see {@link RenderOptions.compactSchema}). */
+export type CompactSchema = "names" | "types" | "none";
+
+/**
+ * `none` by default. Over the corpus (o200k, OpenAI function form) compact costs about 18% of full
+ * with `none`, 26% with `names` and 28% with `types`: a property map repeats every name the
+ * parameter line already states. `{type: "object"}` is as safe as `names` for a client that
+ * validates arguments against the listed schema (both accept any object), and arguments are
+ * validated against the full schema before forwarding; `names` is there for APIs that build
+ * argument slots from the declared properties.
+ */
+export const DEFAULT_COMPACT_SCHEMA: CompactSchema = "none";
 
 /**
  * Property descriptions with no cached param summary are cut to this many characters (first
@@ -235,20 +250,21 @@ function compactAnnotations(tool: CatalogTool): JsonObject | undefined {
 }
 
 /**
- * The description of a compact tool: the summary, then on its own line the parameter list. The
- * list is written without the tool's name (`(owner, repo, title, body?)`): the function name sits
- * right beside it, and repeating it costs about 1% of full over the corpus. Beside the compact
- * schema the list leaves out the types and short enums that schema carries (see
- * {@link parameterList} `schemaAlongside`), about 1.5% of full. `always` is for a description sent
- * without a schema (`signatureOnly`, the daemon's lazy listing): the list then keeps every type,
- * and a tool that takes no parameters gets `()` (otherwise its schema already says so).
+ * The description of a compact tool: the summary, then on its own line the parameter list, a
+ * TypeScript-like line with types, `?` for optional, short enums and short defaults
+ * (`(owner: string, repo: string, state?: open|closed, per_page?: number = 30)`). The list is
+ * written without the tool's name: the function name sits right beside it, and repeating it costs
+ * about 1% of full over the corpus. Beside a `types` schema the list leaves out the types and
+ * short enums that schema carries (see {@link parameterList} `schemaAlongside`). With `none` (the
+ * daemon's lazy listing) a tool that takes no parameters gets `()`; otherwise its schema says so.
  */
-export function compactDescription(tool: CatalogTool, always = false): string {
+export function compactDescription(tool: CatalogTool, schema: CompactSchema = DEFAULT_COMPACT_SCHEMA): string {
   const summary = summaryText(tool, (d) => briefDescription(d, UNSUMMARIZED_CHARS)) ?? "";
-  // Beside the compact schema the list leaves out what that schema says (types, short enums);
-  // sent alone (`always`) it is the only statement of the parameters, so it keeps everything.
-  const params = parameterList(tool.tool.inputSchema, { schemaAlongside: !always });
-  const signature = params === "()" && !always ? "" : params;
+  const params = parameterList(
+    tool.tool.inputSchema,
+    schema === "types" ? { schemaAlongside: true } : { typedStrings: true, defaults: true },
+  );
+  const signature = params === "()" && schema !== "none" ? "" : params;
   if (signature === "" || endsWithLine(summary, signature)) return summary;
   // The line break ends the sentence: its period would cost a token in every listed tool.
   return summary === "" ? signature : `${summary.replace(/(?<!\.)\.$/, "")}\n${signature}`;
@@ -267,11 +283,22 @@ function endsWithLine(text: string, line: string): boolean {
   return before === "" || /\s$/.test(before);
 }
 
-function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {
+function compactSchemaOf(tool: CatalogTool, schema: CompactSchema): Record<string, unknown> {
+  switch (schema) {
+    case "names":
+      return namesOnlyInputSchema(tool.tool.inputSchema);
+    case "types":
+      return compactInputSchema(tool.tool.inputSchema);
+    case "none":
+      return { type: "object" };
+  }
+}
+
+function renderCompact(tool: CatalogTool, schema: CompactSchema): ListedTool {
   const out: ListedTool = {
     name: tool.name,
-    description: compactDescription(tool, signatureOnly),
-    inputSchema: signatureOnly ? { type: "object" } : compactInputSchema(tool.tool.inputSchema),
+    description: compactDescription(tool, schema),
+    inputSchema: compactSchemaOf(tool, schema),
   };
   const annotations = compactAnnotations(tool);
   if (annotations !== undefined) out.annotations = annotations;
@@ -283,6 +310,44 @@ function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {
     out.execution = execution;
   }
   return out;
+}
+
+/**
+ * Below this ratio of JSON lengths a shorter rendering is taken to be smaller in tokens too without
+ * counting them: tokens per character vary, but not by a fifth between two renderings of one tool.
+ * Closer than that, tokens are counted.
+ */
+const SURELY_SMALLER = 0.8;
+
+/** o200k tokens of one listed tool in the OpenAI function-tool form the figures are quoted in. */
+export function listedToolTokens(tool: ListedTool): number {
+  return countTokens(JSON.stringify(toOpenAiFunctions([tool])[0]));
+}
+
+/** `candidate` when it is no larger than `larger` in tokens, else `larger`. */
+function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
+  const a = JSON.stringify(toOpenAiFunctions([candidate])[0]);
+  const b = JSON.stringify(toOpenAiFunctions([larger])[0]);
+  if (a.length <= b.length * SURELY_SMALLER) return candidate;
+  return countTokens(a) <= countTokens(b) ? candidate : larger;
+}
+
+/**
+ * A tool's summary form: {@link renderSummary}, or the full form when that is no larger (a short
+ * description with a tiny schema gains nothing from summarizing, and `type: "object"` added to a
+ * root that lacks it could make it larger).
+ */
+function summaryForm(tool: CatalogTool): ListedTool {
+  return noLarger(renderSummary(tool), renderFull(tool));
+}
+
+/**
+ * A tool's compact form: {@link renderCompact}, or its summary form when that is no larger (a tool
+ * with a one-line description and one parameter costs less as it is than with a parameter line
+ * added). So, per tool, compact <= summary <= full in tokens.
+ */
+function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
+  return noLarger(renderCompact(tool, schema), summaryForm(tool));
 }
 
 /** Tools in server then tool order (exposed name breaks ties): stable across restarts. */
@@ -310,9 +375,9 @@ export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: 
     case "full":
       return sorted.map(renderFull);
     case "summary":
-      return sorted.map(renderSummary);
+      return sorted.map(summaryForm);
     case "compact":
-      return [...sorted.map((t) => renderCompact(t, options.signatureOnly === true)), getSchemaTool()];
+      return [...sorted.map((t) => compactForm(t, options.compactSchema ?? DEFAULT_COMPACT_SCHEMA)), getSchemaTool()];
     case "lazy":
       return [searchToolsTool(sorted, options.separator ?? "_"), getSchemaTool(), callToolTool()];
   }

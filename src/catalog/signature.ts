@@ -25,12 +25,23 @@ function enumLabel(values: unknown[]): string {
  * level (`owner` means `owner: string`) but spelled out where the bare form would be ambiguous
  * (array items, unions).
  */
-function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean): string {
+function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean, typedStrings = false): string {
   if (shape.enumValues !== undefined && shape.enumValues.length > 0) return enumLabel(shape.enumValues);
   if (shape.types.length === 0) return "any";
   const labels = shape.types.map((type) => typeLabel(type, shape, depth));
   const label = labels.join("|");
-  return topLevel && label === "string" ? "" : label;
+  return topLevel && label === "string" && !typedStrings ? "" : label;
+}
+
+/** Longest default (as written) a parameter line shows; a longer one is left to `get_schema`. */
+const MAX_DEFAULT_CHARS = 24;
+
+/** ` = 30`, ` = true`, ` = desc` for a short scalar default; "" otherwise. */
+function defaultText(shape: SchemaShape): string {
+  const value = shape.defaultValue;
+  if (value === undefined || value === null || (typeof value === "object")) return "";
+  const text = typeof value === "string" ? enumLiteral(value) : String(value);
+  return text === "" || text.length > MAX_DEFAULT_CHARS ? "" : ` = ${text}`;
 }
 
 function typeLabel(type: string, shape: SchemaShape, depth: number): string {
@@ -65,11 +76,12 @@ function beyondCompactSchema(label: string): boolean {
   return /\{(?!\.\.\.\})/.test(label) || label.includes("|...");
 }
 
-function paramText(param: PropertyShape, depth: number, schemaAlongside = false): string {
-  const full = shapeLabel(param.shape, depth, true);
-  const label = schemaAlongside && !beyondCompactSchema(full) ? "" : full;
+function paramText(param: PropertyShape, depth: number, options: ParameterListOptions = {}): string {
+  const full = shapeLabel(param.shape, depth, true, depth === 0 && options.typedStrings === true);
+  const label = options.schemaAlongside === true && !beyondCompactSchema(full) ? "" : full;
   const name = /^[A-Za-z_$][\w$-]*$/.test(param.name) ? param.name : JSON.stringify(param.name);
-  return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}`;
+  const fallback = depth === 0 && options.defaults === true && !param.required ? defaultText(param.shape) : "";
+  return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}${fallback}`;
 }
 
 /**
@@ -87,7 +99,7 @@ export function parameterList(inputSchema: unknown, options: ParameterListOption
     const open = root.openProperties === true || root.types.length === 0;
     return open ? "(...)" : "()";
   }
-  return `(${properties.map((p) => paramText(p, 0, options.schemaAlongside === true)).join(", ")})`;
+  return `(${properties.map((p) => paramText(p, 0, options)).join(", ")})`;
 }
 
 /** Options of {@link parameterList}. */
@@ -98,6 +110,10 @@ export interface ParameterListOptions {
    * (nested keys, a cut long enum): `(owner, repo, state?, labels?, edits: {oldText, newText}[])`.
    */
   schemaAlongside?: boolean;
+  /** Show a short scalar default of an optional top-level parameter: `per_page?: number = 30`. */
+  defaults?: boolean;
+  /** Spell out `string` at the top level too (`owner: string`) rather than leaving it unmarked. */
+  typedStrings?: boolean;
 }
 
 /**
