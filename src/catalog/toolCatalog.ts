@@ -176,9 +176,9 @@ export class ToolCatalog {
     return listed;
   }
 
-  /** BM25 search over the compact view (what `search_tools` answers). */
+  /** BM25 search over everything each tool says, names first (what `search_tools` answers). */
   search(query: string, limit?: number): SearchResult[] {
-    this.searchIndex ??= new SearchIndex(this.sorted, { mode: "compact" });
+    this.searchIndex ??= new SearchIndex(this.sorted, { mode: "lazy" });
     return this.searchIndex.search(query, limit);
   }
 
