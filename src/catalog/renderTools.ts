@@ -1,5 +1,7 @@
+import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
+import { globToRegExp } from "../upstream/toolFilter.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
@@ -20,6 +22,32 @@ export interface RenderOptions {
    * - `none`: `{type: "object"}`; the parameter line alone states the parameters.
    */
   compactSchema?: CompactSchema;
+  /** `auto` only: the budget, the pins and the call counts it chooses by (see {@link autoChoice}). */
+  auto?: AutoOptions;
+}
+
+/** Default `token_budget` of `mode = "auto"`: about 4% of a 200k context, 6% of a 128k one. */
+export const DEFAULT_TOKEN_BUDGET = 8_000;
+
+/** What `mode = "auto"` chooses by. */
+export interface AutoOptions {
+  /** o200k tokens (OpenAI function form) the list may cost (default {@link DEFAULT_TOKEN_BUDGET}). */
+  tokenBudget?: number;
+  /** Globs of exposed names listed first beside lazy (config `pin`). */
+  pins?: readonly string[];
+  /** Calls per `server:tool` (see CallCounts): the most called are listed next. */
+  callCounts?: ReadonlyMap<string, number>;
+}
+
+/** What `mode = "auto"` serves. */
+export interface AutoChoice {
+  /** The richest view that fits; `lazy` may list tools beside the meta-tools. */
+  view: "full" | "summary" | "compact" | "lazy";
+  listed: ListedTool[];
+  /** o200k tokens of `listed` in the OpenAI function form. */
+  tokens: number;
+  /** Exposed names of the tools listed beside lazy's meta-tools, in list order. */
+  extra: string[];
 }
 
 /** Which input schema `compact` lists beside the parameter line (see {@link RenderOptions.compactSchema}). */
@@ -380,7 +408,75 @@ export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: 
       return [...sorted.map((t) => compactForm(t, options.compactSchema ?? DEFAULT_COMPACT_SCHEMA)), getSchemaTool()];
     case "lazy":
       return [searchToolsTool(sorted, options.separator ?? "_"), getSchemaTool(), callToolTool()];
+    case "auto":
+      return autoChoice(sorted, options).listed;
   }
+}
+
+/**
+ * A list whose JSON is longer than this many characters per budget token is over budget without
+ * counting: o200k averages 3 to 4 characters a token on tool JSON, so this never misjudges a list
+ * that fits, and it spares counting a 5,000-tool full list only to find it does not.
+ */
+const MAX_CHARS_PER_TOKEN = 16;
+
+/** Tokens of `listed` (OpenAI function form), or Infinity when it surely exceeds `budget`. */
+function listTokens(listed: readonly ListedTool[], budget: number): number {
+  const json = JSON.stringify(toOpenAiFunctions(listed));
+  return json.length > budget * MAX_CHARS_PER_TOKEN ? Number.POSITIVE_INFINITY : countTokens(json);
+}
+
+/**
+ * What `mode = "auto"` serves: the richest of full, summary and compact whose list fits the token
+ * budget; when even compact does not fit, lazy's meta-tools plus, in compact form, as many of the
+ * most useful tools as fit: those matching a `pin` glob first (in list order), then the most
+ * called (ties in list order). The extra tools are listed in server and tool order, so the list
+ * only changes when the set does. Deterministic: same tools, options and counts, same bytes.
+ * Lazy alone is served even over budget: it is the floor.
+ */
+export function autoChoice(tools: readonly CatalogTool[], options: RenderOptions = {}): AutoChoice {
+  const sorted = sortTools(tools);
+  const budget = options.auto?.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
+  for (const view of ["full", "summary", "compact"] as const) {
+    const listed = renderTools(sorted, view, options);
+    const tokens = listTokens(listed, budget);
+    if (tokens <= budget) return { view, listed, tokens, extra: [] };
+  }
+  const lazy = renderTools(sorted, "lazy", options);
+  const pins = (options.auto?.pins ?? []).map(globToRegExp);
+  const counts = options.auto?.callCounts ?? new Map<string, number>();
+  const countOf = (t: CatalogTool): number => counts.get(callKey(t.server, t.tool.name)) ?? 0;
+  const pinned = sorted.filter((t) => pins.some((re) => re.test(t.name)));
+  const pinnedNames = new Set(pinned.map((t) => t.name));
+  // Array.prototype.sort is stable: equal counts keep list order.
+  const called = sorted.filter((t) => !pinnedNames.has(t.name) && countOf(t) > 0).sort((a, b) => countOf(b) - countOf(a));
+  const lazyNames = new Set(lazy.map((t) => t.name));
+  const schema = options.compactSchema ?? DEFAULT_COMPACT_SCHEMA;
+  let used = listTokens(lazy, budget);
+  const picked: { tool: CatalogTool; form: ListedTool }[] = [];
+  for (const tool of [...pinned, ...called]) {
+    if (lazyNames.has(tool.name)) continue; // a tool named like a meta-tool would shadow it
+    const form = compactForm(tool, schema);
+    // +1: the comma between two entries of the list.
+    const cost = listedToolTokens(form) + 1;
+    if (used + cost > budget) continue; // a smaller one further down may still fit
+    picked.push({ tool, form });
+    used += cost;
+  }
+  const build = (chosen: typeof picked): ListedTool[] => {
+    const order = new Map(sorted.map((t, i) => [t.name, i]));
+    const inOrder = [...chosen].sort((a, b) => (order.get(a.tool.name) ?? 0) - (order.get(b.tool.name) ?? 0));
+    return [...lazy, ...inOrder.map((p) => p.form)];
+  };
+  let listed = build(picked);
+  let tokens = listTokens(listed, Number.MAX_SAFE_INTEGER);
+  // Tokens of parts and of the whole differ by a few at the joins: drop the least useful until it fits.
+  while (tokens > budget && picked.length > 0) {
+    picked.pop();
+    listed = build(picked);
+    tokens = listTokens(listed, Number.MAX_SAFE_INTEGER);
+  }
+  return { view: "lazy", listed, tokens, extra: listed.slice(lazy.length).map((t) => t.name) };
 }
 
 /** One tool in the OpenAI function-tool form. */

@@ -6,7 +6,7 @@ import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
 import type { ExposedTool } from "../upstream/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
-import { renderTools, sortTools } from "./renderTools.js";
+import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
 import { SearchIndex, type SearchResult } from "./searchIndex.js";
 import type { ToolHasher } from "./toolHash.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
@@ -36,6 +36,10 @@ export interface ToolCatalogOptions {
   logger?: Logger;
   /** Quiet time before listeners hear of a change, so a burst of new summaries is one event. */
   changeDebounceMs?: number;
+  /** Input schema compact lists (config `compact_schema`). */
+  compactSchema?: CompactSchema;
+  /** `mode = "auto"`: token budget and pins (config `token_budget`, `pin`); counts come via {@link ToolCatalog.setCallCounts}. */
+  auto?: { tokenBudget?: number; pins?: readonly string[] };
 }
 
 /** How {@link ToolCatalog.setTools} treats tools that already have a summary. */
@@ -71,6 +75,9 @@ export class ToolCatalog {
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | undefined;
   private counters = { hits: 0, misses: 0 };
+  private readonly compactSchema: CompactSchema | undefined;
+  private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
+  private callCounts: ReadonlyMap<string, number> = new Map();
 
   constructor(options: ToolCatalogOptions) {
     this.store = options.store;
@@ -79,6 +86,8 @@ export class ToolCatalog {
     this.separator = options.separator ?? "_";
     this.logger = options.logger ?? silentLogger;
     this.changeDebounceMs = options.changeDebounceMs ?? 250;
+    this.compactSchema = options.compactSchema;
+    this.auto = options.auto ?? {};
   }
 
   /**
@@ -170,10 +179,35 @@ export class ToolCatalog {
   list(mode: Mode): ListedTool[] {
     let listed = this.rendered.get(mode);
     if (!listed) {
-      listed = renderTools(this.sorted, mode, { separator: this.separator });
+      listed = renderTools(this.sorted, mode, this.renderOptions());
       this.rendered.set(mode, listed);
     }
     return listed;
+  }
+
+  /** What {@link list} renders with: separator, compact schema, and auto's budget, pins and counts. */
+  renderOptions(): RenderOptions {
+    return {
+      separator: this.separator,
+      ...(this.compactSchema !== undefined ? { compactSchema: this.compactSchema } : {}),
+      auto: { ...this.auto, callCounts: this.callCounts },
+    };
+  }
+
+  /**
+   * Takes new call counts for `mode = "auto"`. The auto list is rendered again; listeners hear of
+   * a change only when its bytes differ. The caller decides how often (config
+   * `auto_update_minutes`): between two calls the list stays byte-stable, whatever is called.
+   * Returns true when the auto list changed.
+   */
+  setCallCounts(counts: ReadonlyMap<string, number>): boolean {
+    const before = this.rendered.get("auto");
+    this.callCounts = new Map(counts);
+    this.rendered.delete("auto");
+    if (before === undefined) return false;
+    const changed = JSON.stringify(before) !== JSON.stringify(this.list("auto"));
+    if (changed) this.scheduleChange();
+    return changed;
   }
 
   /** BM25 search over everything each tool says, names first (what `search_tools` answers). */
