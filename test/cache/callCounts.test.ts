@@ -1,11 +1,15 @@
 import { existsSync } from "node:fs";
-import { readFile, readdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CALL_COUNTS_FILE, CallCounts, callCountsFileFor } from "../../src/cache/callCounts.js";
 import { createLogger } from "../../src/log/logger.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 import { tempDir } from "../helpers/cliHarness.js";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -84,4 +88,43 @@ describe("a bridge counts forwarded calls", () => {
     const file = callCountsFileFor(t.bridge.store.file);
     expect(JSON.parse(await readFile(file, "utf8"))).toEqual({ version: 1, counts: { "echo:echo": 2 } });
   }, 60_000);
+});
+
+describe("mode auto in a bridge", () => {
+  const names = (t: { bridge: { list(): { name: string }[] } }): string[] => t.bridge.list().map((x) => x.name);
+  /** github's recorded tools (26) served by the corpus fixture: lazy plus a few fit 600 tokens, compact does not. */
+  const github = (extra: string): string => {
+    const command = process.execPath;
+    const args = ["--import", TSX_LOADER, path.resolve("bench/fixtures/corpusServer.ts"), "--file", path.resolve("bench/corpus/servers/github.json")];
+    return `mode = "auto"\ntoken_budget = 600\n${extra}\n[servers.github]\ncommand = ${JSON.stringify(command)}\nargs = ${JSON.stringify(args)}\n`;
+  };
+
+  it("keeps the list byte-stable between updates, then lists the most called tools", async () => {
+    const steady = await startBridge(github('auto_update_minutes = 60\npin = ["github_get_issue"]'));
+    const before = JSON.stringify(steady.bridge.list());
+    expect(names(steady)).toContain("github_get_issue");
+    expect(names(steady).slice(0, 3)).toEqual(["search_tools", "get_schema", "call_tool"]);
+    expect(names(steady)).not.toContain("github_fork_repository");
+    // auto answers meta-tools and validates arguments before forwarding, like lazy.
+    const found = await steady.bridge.callTool("search_tools", { query: "fork_repository" });
+    expect(JSON.stringify(found.content)).toContain("github_fork_repository(");
+    const invalid = await steady.bridge.callTool("github_fork_repository", { owner: 1 });
+    expect(invalid.isError).toBe(true);
+    for (let i = 0; i < 3; i++) await steady.bridge.callTool("call_tool", { tool: "github_fork_repository", arguments: { owner: "o", repo: "r" } });
+    expect(JSON.stringify(steady.bridge.list())).toBe(before);
+    await steady.bridge.close();
+
+    // The same counts, read back by a bridge whose window passes quickly: fork_repository is listed,
+    // and the calls it then takes reach its list at the next update.
+    const moving = await startBridge(github("auto_update_minutes = 0.001"), {
+      prepare: async (dir) => {
+        await mkdir(path.join(dir, "cache"), { recursive: true });
+        await copyFile(callCountsFileFor(steady.bridge.store.file), path.join(dir, "cache", CALL_COUNTS_FILE));
+      },
+    });
+    expect(names(moving)).toContain("github_fork_repository");
+    expect(names(moving)).not.toContain("github_list_commits");
+    for (let i = 0; i < 5; i++) await moving.bridge.callTool("github_list_commits", { owner: "o", repo: "r" });
+    await expect.poll(() => names(moving), { timeout: 20_000 }).toContain("github_list_commits");
+  }, 90_000);
 });
