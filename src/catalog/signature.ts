@@ -1,7 +1,5 @@
 import { MAX_INLINE_ENUM, inputProperties, type PropertyShape, type SchemaShape } from "./compactSchema.js";
 
-/** Longest inline enum (values joined with `|`) before it is cut to its first values. */
-const MAX_ENUM_CHARS = 60;
 /** How many values a cut enum still shows, so the model sees what kind of values it takes. */
 const CUT_ENUM_VALUES = 3;
 /** Nested objects with at most this many properties show their keys; bigger ones show `{...}`. */
@@ -16,7 +14,9 @@ function enumLiteral(value: unknown): string {
 function enumLabel(values: unknown[]): string {
   const literals = values.map(enumLiteral);
   const joined = literals.join("|");
-  if (values.length <= MAX_INLINE_ENUM && joined.length <= MAX_ENUM_CHARS) return joined;
+  // Every value of a short enum, however long: the line may be the only place the model learns
+  // them (compact lists no property schemas by default), and a guessed value fails validation.
+  if (values.length <= MAX_INLINE_ENUM) return joined;
   return `${literals.slice(0, CUT_ENUM_VALUES).join("|")}|...`;
 }
 
@@ -69,7 +69,7 @@ function orderParams(props: PropertyShape[]): PropertyShape[] {
 
 /**
  * True when `label` says something the compact schema does not: the keys of a nested object
- * (`{x, y?: number}`) or the first values of an enum too long to inline (`a|b|c|...`). Types and
+ * (`{x, y?: number}`) or the first values of an enum of more than 10 values (`a|b|c|...`). Types and
  * short enums are in the compact schema already.
  */
 function beyondCompactSchema(label: string): boolean {
@@ -88,7 +88,7 @@ function paramText(param: PropertyShape, depth: number, options: ParameterListOp
  * The parenthesized parameter list of a tool's signature, e.g.
  * `(owner, repo, title, body?, labels?: string[])`: required parameters first, `?` marks optional
  * ones, a type is shown only where it is not `string`, short enums inline
- * (`state?: open|closed|all`), long ones cut (`a|b|c|...`), arrays as `T[]`, small nested objects
+ * (`state?: open|closed|all`), enums of more than 10 values cut (`a|b|c|...`), arrays as `T[]`, small nested objects
  * by their keys (`{x, y?: number}`), bigger ones as `{...}`, `any` where the schema allows
  * anything (`array` when the items are unknown). A schema that declares no properties and no `type` (gitlab's, as shipped) or only a
  * map of extra properties gives `(...)`: the arguments are unknown, not absent.
