@@ -38,6 +38,12 @@ export interface ToolCatalogOptions {
   changeDebounceMs?: number;
   /** Input schema compact lists (config `compact_schema`). */
   compactSchema?: CompactSchema;
+  /**
+   * Ids of the summarizers in use (`extractive@3`, `openai:gpt-4o-mini`). An entry written by
+   * another version of one of them (`extractive@2`) is served while it is summarized again: a
+   * version is bumped when its summaries change, and they should not wait for `warm --stale`.
+   */
+  summarizerIds?: readonly string[];
   /** `mode = "auto"`: token budget and pins (config `token_budget`, `pin`); counts come via {@link ToolCatalog.setCallCounts}. */
   auto?: { tokenBudget?: number; pins?: readonly string[] };
 }
@@ -76,6 +82,7 @@ export class ToolCatalog {
   private changeTimer: NodeJS.Timeout | undefined;
   private counters = { hits: 0, misses: 0 };
   private readonly compactSchema: CompactSchema | undefined;
+  private readonly summarizerIds: readonly string[];
   private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
   private callCounts: ReadonlyMap<string, number> = new Map();
 
@@ -87,6 +94,7 @@ export class ToolCatalog {
     this.logger = options.logger ?? silentLogger;
     this.changeDebounceMs = options.changeDebounceMs ?? 250;
     this.compactSchema = options.compactSchema;
+    this.summarizerIds = options.summarizerIds ?? [];
     this.auto = options.auto ?? {};
   }
 
@@ -120,8 +128,8 @@ export class ToolCatalog {
       byKey.set(key, catalogTool);
       const stale =
         entry !== undefined &&
-        options.stale !== undefined &&
-        (entry.summarizer !== options.stale.summarizer || entry.prompt !== options.stale.prompt);
+        ((options.stale !== undefined && (entry.summarizer !== options.stale.summarizer || entry.prompt !== options.stale.prompt)) ||
+          isOlderVersion(entry.summarizer, this.summarizerIds));
       if (entry) {
         count.hits += 1;
         this.counters.hits += 1;
@@ -268,6 +276,18 @@ export class ToolCatalog {
     }, this.changeDebounceMs);
     this.changeTimer.unref();
   }
+}
+
+/**
+ * True when `id` (`extractive@2`) names a version of one of `current` (`extractive@3`) other than
+ * the one in use. Ids without a version (`openai:gpt-4o-mini`) never match: a model name is not a
+ * version of the summarizer's output.
+ */
+function isOlderVersion(id: string, current: readonly string[]): boolean {
+  const at = id.lastIndexOf("@");
+  if (at <= 0) return false;
+  const family = id.slice(0, at + 1);
+  return current.some((c) => c !== id && c.startsWith(family) && c.lastIndexOf("@") === at);
 }
 
 function sameTools(a: Map<string, CatalogTool>, b: Map<string, CatalogTool>): boolean {

@@ -150,9 +150,10 @@ export class Bridge {
       JsonlStore.open({ file: options.cacheFile, logger }),
       createToolHasher(),
     ]);
+    const fallback = new ExtractiveSummarizer({ wordBudget: summary.word_budget });
     const queue = new SummarizeQueue({
       summarizer,
-      fallback: new ExtractiveSummarizer({ wordBudget: summary.word_budget }),
+      fallback,
       sink: store,
       logger,
       ...queueLimitsFromConfig(summary),
@@ -166,6 +167,7 @@ export class Bridge {
       logger,
       compactSchema: options.config.compact_schema,
       auto: { tokenBudget: options.config.token_budget, pins: options.config.pin },
+      summarizerIds: [summarizer.id, fallback.id],
       ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
     });
     const callCounts = await CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger });

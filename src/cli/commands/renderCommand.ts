@@ -136,9 +136,10 @@ export const renderCommand: CommandSpec = {
       // The counts a bridge on this cache has kept: auto lists the most called tools first.
       CallCounts.open({ file: callCountsFileFor(cacheFile), logger: ctx.logger }),
     ]);
+    const fallback = new ExtractiveSummarizer({ wordBudget: config.summary.word_budget });
     const queue = new SummarizeQueue({
       summarizer,
-      fallback: new ExtractiveSummarizer({ wordBudget: config.summary.word_budget }),
+      fallback,
       sink: store,
       logger: ctx.logger,
       ...queueLimitsFromConfig(config.summary),
@@ -151,6 +152,7 @@ export const renderCommand: CommandSpec = {
       logger: ctx.logger,
       compactSchema: config.compact_schema,
       auto: { tokenBudget: budget, pins: config.pin },
+      summarizerIds: [summarizer.id, fallback.id],
     });
     catalog.setCallCounts(callCounts.snapshot());
     queue.onEntry((entry) => catalog.applyEntry(entry));
