@@ -165,7 +165,7 @@ export function runFidelity(options: FidelityOptions): FidelityResult {
   return {
     note:
       "BM25 ranking is a proxy for model tool selection: it measures whether a view keeps the words that tell tools apart, not what a model would pick. " +
-      "lazy indexes what search_tools answers (summary + signature), so it ranks like compact.",
+      "lazy ranks as search_tools does: BM25 with field weights over every word a tool says (name, title, summary, description, parameter names and descriptions), exact and suffix name matches first.",
     queries: options.queries.length,
     tools: options.tools.length,
     modes,

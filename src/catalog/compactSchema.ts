@@ -27,6 +27,8 @@ export interface SchemaShape {
   openProperties?: boolean;
   /** True when the node allows only `null` (a nullable union lists that branch apart). */
   nullOnly?: boolean;
+  /** The schema's `default`, when it states one. */
+  defaultValue?: unknown;
 }
 
 /** One property of an object shape. */
@@ -118,7 +120,9 @@ export function schemaShape(schema: unknown, root: unknown = schema, depth = 0, 
     // A recursive ref (a tree of blocks) stops here rather than looping.
     const resolved = target === undefined ? ({ types: [] } as SchemaShape) : schemaShape(target, root, depth, new Set([...seenRefs, ref]));
     const { $ref: _ref, ...siblings } = schema;
-    if (Object.keys(siblings).every((k) => k === "description" || k === "title" || k === "default" || k === "examples")) return resolved;
+    if (Object.keys(siblings).every((k) => k === "description" || k === "title" || k === "default" || k === "examples")) {
+      return "default" in siblings ? { ...resolved, defaultValue: siblings.default } : resolved;
+    }
     // 2019+ allows keywords next to $ref; both apply, so the richer facts win.
     const rest = schemaShape(siblings, root, depth, seenRefs);
     return rest.types.length > 0 || rest.enumValues !== undefined ? rest : resolved;
@@ -132,6 +136,7 @@ export function schemaShape(schema: unknown, root: unknown = schema, depth = 0, 
     // Keywords beside anyOf (a shared `type`, shared properties) narrow the union.
     if (union.types.length === 0 && union.enumValues === undefined) return own;
     if (own.properties !== undefined && union.properties === undefined) union.properties = own.properties;
+    if ("default" in schema) union.defaultValue = schema.default;
     return union;
   }
 
@@ -156,6 +161,7 @@ function ownShape(schema: JsonObject, root: unknown, depth: number, seenRefs: Re
   else if (Array.isArray(schema.type)) declared = schema.type.filter((t): t is string => typeof t === "string");
 
   const shape: SchemaShape = { types: [] };
+  if ("default" in schema) shape.defaultValue = schema.default;
   if ("const" in schema) shape.enumValues = [schema.const];
   else if (Array.isArray(schema.enum)) shape.enumValues = schema.enum.filter((v) => v !== null);
 
@@ -236,6 +242,25 @@ export function compactInputSchema(inputSchema: unknown): Record<string, unknown
   const out: JsonObject = { type: "object" };
   if (properties.length === 0) return out;
   out.properties = Object.fromEntries(properties.map((p) => [p.name, compactProperty(p.shape, true)]));
+  const required = properties.filter((p) => p.required).map((p) => p.name);
+  if (required.length > 0) out.required = required;
+  return out;
+}
+
+/**
+ * The input schema of `compact` mode with `schema = "names"`: `{type: "object", properties:
+ * {owner: {}, ...}, required}`. Each property schema is empty, so a client that validates
+ * arguments against the listed schema itself accepts whatever the tool takes (an empty schema
+ * accepts anything), while the property names and `required` still reach function-calling APIs
+ * that build argument slots from them. Types, enums and defaults travel in the parameter line of
+ * the description instead, where they cost a fraction of the tokens; calls are validated against
+ * the full original schema before they are forwarded.
+ */
+export function namesOnlyInputSchema(inputSchema: unknown): Record<string, unknown> {
+  const { properties } = inputProperties(inputSchema);
+  const out: JsonObject = { type: "object" };
+  if (properties.length === 0) return out;
+  out.properties = Object.fromEntries(properties.map((p) => [p.name, {}]));
   const required = properties.filter((p) => p.required).map((p) => p.name);
   if (required.length > 0) out.required = required;
   return out;

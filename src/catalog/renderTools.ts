@@ -1,6 +1,8 @@
+import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
-import { compactInputSchema } from "./compactSchema.js";
+import { globToRegExp } from "../upstream/toolFilter.js";
+import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
@@ -10,15 +12,56 @@ export interface RenderOptions {
   /** Between server and tool in exposed names (default `_`); the lazy index explains it. */
   separator?: string;
   /**
-   * `compact` only: carry the parameters in the description's signature alone and send
-   * `inputSchema: {type: "object"}`. Over the corpus this takes compact from about 29% to about
-   * 17% of full, because the names-and-types schema repeats what the signature says. Off by
-   * default: function-calling models fill arguments from the schema, so whether they do as well
-   * from the signature is for the fidelity benchmark to show. Calls are validated against the
-   * full schema either way.
+   * The input schema `compact` lists (default {@link DEFAULT_COMPACT_SCHEMA}); calls are validated against the full
+   * original schema whichever it is.
+   * - `names`: property names with empty schemas, and `required` (see {@link namesOnlyInputSchema});
+   *   types, enums and defaults are in the parameter line. Safe with clients that validate
+   *   arguments against the listed schema themselves: an empty property schema accepts anything.
+   * - `types`: names, types, short enums and `required` (the schema compact listed before); the
+   *   parameter line then leaves out what the schema says.
+   * - `none`: `{type: "object"}`; the parameter line alone states the parameters.
    */
-  signatureOnly?: boolean;
+  compactSchema?: CompactSchema;
+  /** `auto` only: the budget, the pins and the call counts it chooses by (see {@link autoChoice}). */
+  auto?: AutoOptions;
 }
+
+/** Default `token_budget` of `mode = "auto"`: about 4% of a 200k context, 6% of a 128k one. */
+export const DEFAULT_TOKEN_BUDGET = 8_000;
+
+/** What `mode = "auto"` chooses by. */
+export interface AutoOptions {
+  /** o200k tokens (OpenAI function form) the list may cost (default {@link DEFAULT_TOKEN_BUDGET}). */
+  tokenBudget?: number;
+  /** Globs of exposed names listed first beside lazy (config `pin`). */
+  pins?: readonly string[];
+  /** Calls per `server:tool` (see CallCounts): the most called are listed next. */
+  callCounts?: ReadonlyMap<string, number>;
+}
+
+/** What `mode = "auto"` serves. */
+export interface AutoChoice {
+  /** The richest view that fits; `lazy` may list tools beside the meta-tools. */
+  view: "full" | "summary" | "compact" | "lazy";
+  listed: ListedTool[];
+  /** o200k tokens of `listed` in the OpenAI function form. */
+  tokens: number;
+  /** Exposed names of the tools listed beside lazy's meta-tools, in list order. */
+  extra: string[];
+}
+
+/** Which input schema `compact` lists beside the parameter line (see {@link RenderOptions.compactSchema}). */
+export type CompactSchema = "names" | "types" | "none";
+
+/**
+ * `none` by default. Over the corpus (o200k, OpenAI function form) compact costs about 18% of full
+ * with `none`, 26% with `names` and 28% with `types`: a property map repeats every name the
+ * parameter line already states. `{type: "object"}` is as safe as `names` for a client that
+ * validates arguments against the listed schema (both accept any object), and arguments are
+ * validated against the full schema before forwarding; `names` is there for APIs that build
+ * argument slots from the declared properties.
+ */
+export const DEFAULT_COMPACT_SCHEMA: CompactSchema = "none";
 
 /**
  * Property descriptions with no cached param summary are cut to this many characters (first
@@ -235,20 +278,21 @@ function compactAnnotations(tool: CatalogTool): JsonObject | undefined {
 }
 
 /**
- * The description of a compact tool: the summary, then on its own line the parameter list. The
- * list is written without the tool's name (`(owner, repo, title, body?)`): the function name sits
- * right beside it, and repeating it costs about 1% of full over the corpus. Beside the compact
- * schema the list leaves out the types and short enums that schema carries (see
- * {@link parameterList} `schemaAlongside`), about 1.5% of full. `always` is for a description sent
- * without a schema (`signatureOnly`, the daemon's lazy listing): the list then keeps every type,
- * and a tool that takes no parameters gets `()` (otherwise its schema already says so).
+ * The description of a compact tool: the summary, then on its own line the parameter list, a
+ * TypeScript-like line with types, `?` for optional, short enums and short defaults
+ * (`(owner: string, repo: string, state?: open|closed, per_page?: number = 30)`). The list is
+ * written without the tool's name: the function name sits right beside it, and repeating it costs
+ * about 1% of full over the corpus. Beside a `types` schema the list leaves out the types and
+ * short enums that schema carries (see {@link parameterList} `schemaAlongside`). With `none` (the
+ * daemon's lazy listing) a tool that takes no parameters gets `()`; otherwise its schema says so.
  */
-export function compactDescription(tool: CatalogTool, always = false): string {
+export function compactDescription(tool: CatalogTool, schema: CompactSchema = DEFAULT_COMPACT_SCHEMA): string {
   const summary = summaryText(tool, (d) => briefDescription(d, UNSUMMARIZED_CHARS)) ?? "";
-  // Beside the compact schema the list leaves out what that schema says (types, short enums);
-  // sent alone (`always`) it is the only statement of the parameters, so it keeps everything.
-  const params = parameterList(tool.tool.inputSchema, { schemaAlongside: !always });
-  const signature = params === "()" && !always ? "" : params;
+  const params = parameterList(
+    tool.tool.inputSchema,
+    schema === "types" ? { schemaAlongside: true } : { typedStrings: true, defaults: true },
+  );
+  const signature = params === "()" && schema !== "none" ? "" : params;
   if (signature === "" || endsWithLine(summary, signature)) return summary;
   // The line break ends the sentence: its period would cost a token in every listed tool.
   return summary === "" ? signature : `${summary.replace(/(?<!\.)\.$/, "")}\n${signature}`;
@@ -267,11 +311,22 @@ function endsWithLine(text: string, line: string): boolean {
   return before === "" || /\s$/.test(before);
 }
 
-function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {
+function compactSchemaOf(tool: CatalogTool, schema: CompactSchema): Record<string, unknown> {
+  switch (schema) {
+    case "names":
+      return namesOnlyInputSchema(tool.tool.inputSchema);
+    case "types":
+      return compactInputSchema(tool.tool.inputSchema);
+    case "none":
+      return { type: "object" };
+  }
+}
+
+function renderCompact(tool: CatalogTool, schema: CompactSchema): ListedTool {
   const out: ListedTool = {
     name: tool.name,
-    description: compactDescription(tool, signatureOnly),
-    inputSchema: signatureOnly ? { type: "object" } : compactInputSchema(tool.tool.inputSchema),
+    description: compactDescription(tool, schema),
+    inputSchema: compactSchemaOf(tool, schema),
   };
   const annotations = compactAnnotations(tool);
   if (annotations !== undefined) out.annotations = annotations;
@@ -283,6 +338,44 @@ function renderCompact(tool: CatalogTool, signatureOnly: boolean): ListedTool {
     out.execution = execution;
   }
   return out;
+}
+
+/**
+ * Below this ratio of JSON lengths a shorter rendering is taken to be smaller in tokens too without
+ * counting them: tokens per character vary, but not by a fifth between two renderings of one tool.
+ * Closer than that, tokens are counted.
+ */
+const SURELY_SMALLER = 0.8;
+
+/** o200k tokens of one listed tool in the OpenAI function-tool form the figures are quoted in. */
+export function listedToolTokens(tool: ListedTool): number {
+  return countTokens(JSON.stringify(toOpenAiFunctions([tool])[0]));
+}
+
+/** `candidate` when it is no larger than `larger` in tokens, else `larger`. */
+function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
+  const a = JSON.stringify(toOpenAiFunctions([candidate])[0]);
+  const b = JSON.stringify(toOpenAiFunctions([larger])[0]);
+  if (a.length <= b.length * SURELY_SMALLER) return candidate;
+  return countTokens(a) <= countTokens(b) ? candidate : larger;
+}
+
+/**
+ * A tool's summary form: {@link renderSummary}, or the full form when that is no larger (a short
+ * description with a tiny schema gains nothing from summarizing, and `type: "object"` added to a
+ * root that lacks it could make it larger).
+ */
+function summaryForm(tool: CatalogTool): ListedTool {
+  return noLarger(renderSummary(tool), renderFull(tool));
+}
+
+/**
+ * A tool's compact form: {@link renderCompact}, or its summary form when that is no larger (a tool
+ * with a one-line description and one parameter costs less as it is than with a parameter line
+ * added). So, per tool, compact <= summary <= full in tokens.
+ */
+function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
+  return noLarger(renderCompact(tool, schema), summaryForm(tool));
 }
 
 /** Tools in server then tool order (exposed name breaks ties): stable across restarts. */
@@ -310,12 +403,80 @@ export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: 
     case "full":
       return sorted.map(renderFull);
     case "summary":
-      return sorted.map(renderSummary);
+      return sorted.map(summaryForm);
     case "compact":
-      return [...sorted.map((t) => renderCompact(t, options.signatureOnly === true)), getSchemaTool()];
+      return [...sorted.map((t) => compactForm(t, options.compactSchema ?? DEFAULT_COMPACT_SCHEMA)), getSchemaTool()];
     case "lazy":
       return [searchToolsTool(sorted, options.separator ?? "_"), getSchemaTool(), callToolTool()];
+    case "auto":
+      return autoChoice(sorted, options).listed;
   }
+}
+
+/**
+ * A list whose JSON is longer than this many characters per budget token is over budget without
+ * counting: o200k averages 3 to 4 characters a token on tool JSON, so this never misjudges a list
+ * that fits, and it spares counting a 5,000-tool full list only to find it does not.
+ */
+const MAX_CHARS_PER_TOKEN = 16;
+
+/** Tokens of `listed` (OpenAI function form), or Infinity when it surely exceeds `budget`. */
+function listTokens(listed: readonly ListedTool[], budget: number): number {
+  const json = JSON.stringify(toOpenAiFunctions(listed));
+  return json.length > budget * MAX_CHARS_PER_TOKEN ? Number.POSITIVE_INFINITY : countTokens(json);
+}
+
+/**
+ * What `mode = "auto"` serves: the richest of full, summary and compact whose list fits the token
+ * budget; when even compact does not fit, lazy's meta-tools plus, in compact form, as many of the
+ * most useful tools as fit: those matching a `pin` glob first (in list order), then the most
+ * called (ties in list order). The extra tools are listed in server and tool order, so the list
+ * only changes when the set does. Deterministic: same tools, options and counts, same bytes.
+ * Lazy alone is served even over budget: it is the floor.
+ */
+export function autoChoice(tools: readonly CatalogTool[], options: RenderOptions = {}): AutoChoice {
+  const sorted = sortTools(tools);
+  const budget = options.auto?.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
+  for (const view of ["full", "summary", "compact"] as const) {
+    const listed = renderTools(sorted, view, options);
+    const tokens = listTokens(listed, budget);
+    if (tokens <= budget) return { view, listed, tokens, extra: [] };
+  }
+  const lazy = renderTools(sorted, "lazy", options);
+  const pins = (options.auto?.pins ?? []).map(globToRegExp);
+  const counts = options.auto?.callCounts ?? new Map<string, number>();
+  const countOf = (t: CatalogTool): number => counts.get(callKey(t.server, t.tool.name)) ?? 0;
+  const pinned = sorted.filter((t) => pins.some((re) => re.test(t.name)));
+  const pinnedNames = new Set(pinned.map((t) => t.name));
+  // Array.prototype.sort is stable: equal counts keep list order.
+  const called = sorted.filter((t) => !pinnedNames.has(t.name) && countOf(t) > 0).sort((a, b) => countOf(b) - countOf(a));
+  const lazyNames = new Set(lazy.map((t) => t.name));
+  const schema = options.compactSchema ?? DEFAULT_COMPACT_SCHEMA;
+  let used = listTokens(lazy, budget);
+  const picked: { tool: CatalogTool; form: ListedTool }[] = [];
+  for (const tool of [...pinned, ...called]) {
+    if (lazyNames.has(tool.name)) continue; // a tool named like a meta-tool would shadow it
+    const form = compactForm(tool, schema);
+    // +1: the comma between two entries of the list.
+    const cost = listedToolTokens(form) + 1;
+    if (used + cost > budget) continue; // a smaller one further down may still fit
+    picked.push({ tool, form });
+    used += cost;
+  }
+  const build = (chosen: typeof picked): ListedTool[] => {
+    const order = new Map(sorted.map((t, i) => [t.name, i]));
+    const inOrder = [...chosen].sort((a, b) => (order.get(a.tool.name) ?? 0) - (order.get(b.tool.name) ?? 0));
+    return [...lazy, ...inOrder.map((p) => p.form)];
+  };
+  let listed = build(picked);
+  let tokens = listTokens(listed, Number.MAX_SAFE_INTEGER);
+  // Tokens of parts and of the whole differ by a few at the joins: drop the least useful until it fits.
+  while (tokens > budget && picked.length > 0) {
+    picked.pop();
+    listed = build(picked);
+    tokens = listTokens(listed, Number.MAX_SAFE_INTEGER);
+  }
+  return { view: "lazy", listed, tokens, extra: listed.slice(lazy.length).map((t) => t.name) };
 }
 
 /** One tool in the OpenAI function-tool form. */

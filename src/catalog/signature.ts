@@ -1,7 +1,5 @@
 import { MAX_INLINE_ENUM, inputProperties, type PropertyShape, type SchemaShape } from "./compactSchema.js";
 
-/** Longest inline enum (values joined with `|`) before it is cut to its first values. */
-const MAX_ENUM_CHARS = 60;
 /** How many values a cut enum still shows, so the model sees what kind of values it takes. */
 const CUT_ENUM_VALUES = 3;
 /** Nested objects with at most this many properties show their keys; bigger ones show `{...}`. */
@@ -16,7 +14,9 @@ function enumLiteral(value: unknown): string {
 function enumLabel(values: unknown[]): string {
   const literals = values.map(enumLiteral);
   const joined = literals.join("|");
-  if (values.length <= MAX_INLINE_ENUM && joined.length <= MAX_ENUM_CHARS) return joined;
+  // Every value of a short enum, however long: the line may be the only place the model learns
+  // them (compact lists no property schemas by default), and a guessed value fails validation.
+  if (values.length <= MAX_INLINE_ENUM) return joined;
   return `${literals.slice(0, CUT_ENUM_VALUES).join("|")}|...`;
 }
 
@@ -25,12 +25,23 @@ function enumLabel(values: unknown[]): string {
  * level (`owner` means `owner: string`) but spelled out where the bare form would be ambiguous
  * (array items, unions).
  */
-function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean): string {
+function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean, typedStrings = false): string {
   if (shape.enumValues !== undefined && shape.enumValues.length > 0) return enumLabel(shape.enumValues);
   if (shape.types.length === 0) return "any";
   const labels = shape.types.map((type) => typeLabel(type, shape, depth));
   const label = labels.join("|");
-  return topLevel && label === "string" ? "" : label;
+  return topLevel && label === "string" && !typedStrings ? "" : label;
+}
+
+/** Longest default (as written) a parameter line shows; a longer one is left to `get_schema`. */
+const MAX_DEFAULT_CHARS = 24;
+
+/** ` = 30`, ` = true`, ` = desc` for a short scalar default; "" otherwise. */
+function defaultText(shape: SchemaShape): string {
+  const value = shape.defaultValue;
+  if (value === undefined || value === null || (typeof value === "object")) return "";
+  const text = typeof value === "string" ? enumLiteral(value) : String(value);
+  return text === "" || text.length > MAX_DEFAULT_CHARS ? "" : ` = ${text}`;
 }
 
 function typeLabel(type: string, shape: SchemaShape, depth: number): string {
@@ -58,25 +69,26 @@ function orderParams(props: PropertyShape[]): PropertyShape[] {
 
 /**
  * True when `label` says something the compact schema does not: the keys of a nested object
- * (`{x, y?: number}`) or the first values of an enum too long to inline (`a|b|c|...`). Types and
+ * (`{x, y?: number}`) or the first values of an enum of more than 10 values (`a|b|c|...`). Types and
  * short enums are in the compact schema already.
  */
 function beyondCompactSchema(label: string): boolean {
   return /\{(?!\.\.\.\})/.test(label) || label.includes("|...");
 }
 
-function paramText(param: PropertyShape, depth: number, schemaAlongside = false): string {
-  const full = shapeLabel(param.shape, depth, true);
-  const label = schemaAlongside && !beyondCompactSchema(full) ? "" : full;
+function paramText(param: PropertyShape, depth: number, options: ParameterListOptions = {}): string {
+  const full = shapeLabel(param.shape, depth, true, depth === 0 && options.typedStrings === true);
+  const label = options.schemaAlongside === true && !beyondCompactSchema(full) ? "" : full;
   const name = /^[A-Za-z_$][\w$-]*$/.test(param.name) ? param.name : JSON.stringify(param.name);
-  return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}`;
+  const fallback = depth === 0 && options.defaults === true && !param.required ? defaultText(param.shape) : "";
+  return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}${fallback}`;
 }
 
 /**
  * The parenthesized parameter list of a tool's signature, e.g.
  * `(owner, repo, title, body?, labels?: string[])`: required parameters first, `?` marks optional
  * ones, a type is shown only where it is not `string`, short enums inline
- * (`state?: open|closed|all`), long ones cut (`a|b|c|...`), arrays as `T[]`, small nested objects
+ * (`state?: open|closed|all`), enums of more than 10 values cut (`a|b|c|...`), arrays as `T[]`, small nested objects
  * by their keys (`{x, y?: number}`), bigger ones as `{...}`, `any` where the schema allows
  * anything (`array` when the items are unknown). A schema that declares no properties and no `type` (gitlab's, as shipped) or only a
  * map of extra properties gives `(...)`: the arguments are unknown, not absent.
@@ -87,7 +99,7 @@ export function parameterList(inputSchema: unknown, options: ParameterListOption
     const open = root.openProperties === true || root.types.length === 0;
     return open ? "(...)" : "()";
   }
-  return `(${properties.map((p) => paramText(p, 0, options.schemaAlongside === true)).join(", ")})`;
+  return `(${properties.map((p) => paramText(p, 0, options)).join(", ")})`;
 }
 
 /** Options of {@link parameterList}. */
@@ -98,6 +110,10 @@ export interface ParameterListOptions {
    * (nested keys, a cut long enum): `(owner, repo, state?, labels?, edits: {oldText, newText}[])`.
    */
   schemaAlongside?: boolean;
+  /** Show a short scalar default of an optional top-level parameter: `per_page?: number = 30`. */
+  defaults?: boolean;
+  /** Spell out `string` at the top level too (`owner: string`) rather than leaving it unmarked. */
+  typedStrings?: boolean;
 }
 
 /**

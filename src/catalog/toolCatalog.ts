@@ -6,7 +6,7 @@ import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
 import type { ExposedTool } from "../upstream/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
-import { renderTools, sortTools } from "./renderTools.js";
+import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
 import { SearchIndex, type SearchResult } from "./searchIndex.js";
 import type { ToolHasher } from "./toolHash.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
@@ -36,6 +36,16 @@ export interface ToolCatalogOptions {
   logger?: Logger;
   /** Quiet time before listeners hear of a change, so a burst of new summaries is one event. */
   changeDebounceMs?: number;
+  /** Input schema compact lists (config `compact_schema`). */
+  compactSchema?: CompactSchema;
+  /**
+   * Ids of the summarizers in use (`extractive@3`, `openai:gpt-4o-mini`). An entry written by
+   * another version of one of them (`extractive@2`) is served while it is summarized again: a
+   * version is bumped when its summaries change, and they should not wait for `warm --stale`.
+   */
+  summarizerIds?: readonly string[];
+  /** `mode = "auto"`: token budget and pins (config `token_budget`, `pin`); counts come via {@link ToolCatalog.setCallCounts}. */
+  auto?: { tokenBudget?: number; pins?: readonly string[] };
 }
 
 /** How {@link ToolCatalog.setTools} treats tools that already have a summary. */
@@ -71,6 +81,10 @@ export class ToolCatalog {
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | undefined;
   private counters = { hits: 0, misses: 0 };
+  private readonly compactSchema: CompactSchema | undefined;
+  private readonly summarizerIds: readonly string[];
+  private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
+  private callCounts: ReadonlyMap<string, number> = new Map();
 
   constructor(options: ToolCatalogOptions) {
     this.store = options.store;
@@ -79,6 +93,9 @@ export class ToolCatalog {
     this.separator = options.separator ?? "_";
     this.logger = options.logger ?? silentLogger;
     this.changeDebounceMs = options.changeDebounceMs ?? 250;
+    this.compactSchema = options.compactSchema;
+    this.summarizerIds = options.summarizerIds ?? [];
+    this.auto = options.auto ?? {};
   }
 
   /**
@@ -111,8 +128,8 @@ export class ToolCatalog {
       byKey.set(key, catalogTool);
       const stale =
         entry !== undefined &&
-        options.stale !== undefined &&
-        (entry.summarizer !== options.stale.summarizer || entry.prompt !== options.stale.prompt);
+        ((options.stale !== undefined && (entry.summarizer !== options.stale.summarizer || entry.prompt !== options.stale.prompt)) ||
+          isOlderVersion(entry.summarizer, this.summarizerIds));
       if (entry) {
         count.hits += 1;
         this.counters.hits += 1;
@@ -170,15 +187,40 @@ export class ToolCatalog {
   list(mode: Mode): ListedTool[] {
     let listed = this.rendered.get(mode);
     if (!listed) {
-      listed = renderTools(this.sorted, mode, { separator: this.separator });
+      listed = renderTools(this.sorted, mode, this.renderOptions());
       this.rendered.set(mode, listed);
     }
     return listed;
   }
 
-  /** BM25 search over the compact view (what `search_tools` answers). */
+  /** What {@link list} renders with: separator, compact schema, and auto's budget, pins and counts. */
+  renderOptions(): RenderOptions {
+    return {
+      separator: this.separator,
+      ...(this.compactSchema !== undefined ? { compactSchema: this.compactSchema } : {}),
+      auto: { ...this.auto, callCounts: this.callCounts },
+    };
+  }
+
+  /**
+   * Takes new call counts for `mode = "auto"`. The auto list is rendered again; listeners hear of
+   * a change only when its bytes differ. The caller decides how often (config
+   * `auto_update_minutes`): between two calls the list stays byte-stable, whatever is called.
+   * Returns true when the auto list changed.
+   */
+  setCallCounts(counts: ReadonlyMap<string, number>): boolean {
+    const before = this.rendered.get("auto");
+    this.callCounts = new Map(counts);
+    this.rendered.delete("auto");
+    if (before === undefined) return false;
+    const changed = JSON.stringify(before) !== JSON.stringify(this.list("auto"));
+    if (changed) this.scheduleChange();
+    return changed;
+  }
+
+  /** BM25 search over everything each tool says, names first (what `search_tools` answers). */
   search(query: string, limit?: number): SearchResult[] {
-    this.searchIndex ??= new SearchIndex(this.sorted, { mode: "compact" });
+    this.searchIndex ??= new SearchIndex(this.sorted, { mode: "lazy" });
     return this.searchIndex.search(query, limit);
   }
 
@@ -242,6 +284,18 @@ export class ToolCatalog {
     }, this.changeDebounceMs);
     this.changeTimer.unref();
   }
+}
+
+/**
+ * True when `id` (`extractive@2`) names a version of one of `current` (`extractive@3`) other than
+ * the one in use. Ids without a version (`openai:gpt-4o-mini`) never match: a model name is not a
+ * version of the summarizer's output.
+ */
+function isOlderVersion(id: string, current: readonly string[]): boolean {
+  const at = id.lastIndexOf("@");
+  if (at <= 0) return false;
+  const family = id.slice(0, at + 1);
+  return current.some((c) => c !== id && c.startsWith(family) && c.lastIndexOf("@") === at);
 }
 
 function sameTools(a: Map<string, CatalogTool>, b: Map<string, CatalogTool>): boolean {

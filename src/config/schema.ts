@@ -6,7 +6,7 @@ import { z } from "zod";
  * config reference.
  */
 
-export const MODES = ["full", "summary", "compact", "lazy"] as const;
+export const MODES = ["full", "summary", "compact", "lazy", "auto"] as const;
 export const modeSchema = z.enum(MODES).describe("How tools are presented to the model");
 export type Mode = z.infer<typeof modeSchema>;
 
@@ -133,6 +133,22 @@ export const configFileSchema = z.strictObject({
     .describe("Log verbosity on stderr (unset: warn); `--log-level` and $ABRIDGE_LOG_LEVEL override it"),
   audit_log: z.string().min(1).optional().describe("JSONL audit log of every call"),
   audit_arguments: z.boolean().default(false).describe("Write argument values into the audit log"),
+  token_budget: z
+    .number()
+    .int()
+    .positive()
+    .default(8_000)
+    .describe("mode = \"auto\": o200k tokens the tool list may cost; the richest view that fits is served (full, summary, compact), else lazy plus as many pinned and most-called tools as fit"),
+  pin: globList.default([]).describe("mode = \"auto\": globs (`*`, `?`) of exposed tool names listed first when not every tool fits"),
+  auto_update_minutes: z
+    .number()
+    .positive()
+    .default(60)
+    .describe("mode = \"auto\": call counts change which tools are listed at most this often, so the list stays byte-stable for prompt caches"),
+  compact_schema: z
+    .enum(["none", "names", "types"])
+    .default("none")
+    .describe("Input schema compact lists beside the parameter line: `none` ({type: \"object\"}), `names` (property names, empty schemas), `types` (names, types, short enums)"),
   ...policyFields,
   summary: summarySchema.prefault({}),
   servers: z

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { CallCounts, callCountsFileFor } from "../cache/callCounts.js";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
 import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searchResultText } from "../catalog/metaTools.js";
@@ -100,9 +101,29 @@ export class Bridge {
   /** A front end serves while the start runs ({@link begin}): discover each server as it comes up. */
   private serving = false;
   private lastDiscovery: DiscoveryCounts[] = [];
+  /** Calls per tool, kept beside the cache for `mode = "auto"`. */
+  readonly callCounts: CallCounts;
+  /** Hands the call counts to the catalog every `auto_update_minutes` (auto mode only). */
+  private readonly countsTimer: NodeJS.Timeout | undefined;
 
-  private constructor(options: BridgeOptions, store: JsonlStore, catalog: ToolCatalog, queue: SummarizeQueue, summarizer: Summarizer, guard: CallGuard) {
+  private constructor(
+    options: BridgeOptions,
+    store: JsonlStore,
+    catalog: ToolCatalog,
+    queue: SummarizeQueue,
+    summarizer: Summarizer,
+    guard: CallGuard,
+    callCounts: CallCounts,
+  ) {
     this.currentConfig = options.config;
+    this.callCounts = callCounts;
+    catalog.setCallCounts(callCounts.snapshot());
+    if (options.config.mode === "auto") {
+      // The auto list follows the counts only at this pace, so a client's prompt cache holds
+      // between two updates however busy the tools are.
+      this.countsTimer = setInterval(() => catalog.setCallCounts(callCounts.snapshot()), options.config.auto_update_minutes * 60_000);
+      this.countsTimer.unref();
+    }
     this.guard = guard;
     this.logger = options.logger ?? silentLogger;
     this.store = store;
@@ -146,9 +167,10 @@ export class Bridge {
       JsonlStore.open({ file: options.cacheFile, logger }),
       createToolHasher(),
     ]);
+    const fallback = new ExtractiveSummarizer({ wordBudget: summary.word_budget });
     const queue = new SummarizeQueue({
       summarizer,
-      fallback: new ExtractiveSummarizer({ wordBudget: summary.word_budget }),
+      fallback,
       sink: store,
       logger,
       ...queueLimitsFromConfig(summary),
@@ -160,8 +182,12 @@ export class Bridge {
       jobs: queue,
       separator: options.config.separator,
       logger,
+      compactSchema: options.config.compact_schema,
+      auto: { tokenBudget: options.config.token_budget, pins: options.config.pin },
+      summarizerIds: [summarizer.id, fallback.id],
       ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
     });
+    const callCounts = await CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger });
     queue.onEntry((entry: CacheEntry) => catalog.applyEntry(entry));
     let bridge: Bridge | undefined;
     // Follows the config in force, so a reloaded config's gates apply from the next call on.
@@ -172,7 +198,7 @@ export class Bridge {
       ...(options.stateDir !== undefined ? { stateDir: options.stateDir } : {}),
       ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
     });
-    bridge = new Bridge(options, store, catalog, queue, summarizer, guard);
+    bridge = new Bridge(options, store, catalog, queue, summarizer, guard, callCounts);
     return bridge;
   }
 
@@ -250,8 +276,17 @@ export class Bridge {
     // Opened once at start: the audit log (and whether it records argument values), the state dir
     // (spilled outputs) and the cache. The config in force keeps their running values, so nothing
     // claims a setting that is not applied (turning audit_arguments off must not look done).
-    const fixedAtStart = ["audit_log", "audit_arguments", "state_dir", "cache_dir"] as const;
+    const fixedAtStart = [
+      "audit_log",
+      "audit_arguments",
+      "state_dir",
+      "cache_dir",
+      "compact_schema",
+      "token_budget",
+      "auto_update_minutes",
+    ] as const;
     for (const key of fixedAtStart) if (config[key] !== running[key]) needsRestart.push(key);
+    if (JSON.stringify(config.pin) !== JSON.stringify(running.pin)) needsRestart.push("pin");
     this.currentConfig = {
       ...config,
       mode: running.mode,
@@ -261,6 +296,10 @@ export class Bridge {
       audit_arguments: running.audit_arguments,
       state_dir: running.state_dir,
       cache_dir: running.cache_dir,
+      compact_schema: running.compact_schema,
+      token_budget: running.token_budget,
+      auto_update_minutes: running.auto_update_minutes,
+      pin: running.pin,
     };
     // The guard follows `config` and so applies the new policy from now on; the list must follow
     // now as well, not once new servers have connected (up to connect_timeout_ms), or a tool just
@@ -332,7 +371,7 @@ export class Bridge {
    */
   async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
     const mode = options.mode ?? this.config.mode;
-    if (isMetaTool(name) && (mode === "compact" || mode === "lazy") && !this.catalog.get(name)) {
+    if (isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto") && !this.catalog.get(name)) {
       return this.callMetaTool(name, args ?? {}, options);
     }
     if (name === READ_OUTPUT && this.guard.spills && !this.catalog.get(name)) return this.guard.readOutput(args ?? {});
@@ -506,8 +545,9 @@ export class Bridge {
    */
   close(): Promise<void> {
     this.closePromise ??= (async () => {
+      if (this.countsTimer !== undefined) clearInterval(this.countsTimer);
       this.catalog.close();
-      const results = await Promise.allSettled([this.queue.close({ abortRunning: true }), this.pool.close()]);
+      const results = await Promise.allSettled([this.queue.close({ abortRunning: true }), this.pool.close(), this.callCounts.close()]);
       await this.store.close();
       await this.guard.close();
       for (const result of results) {
@@ -519,7 +559,7 @@ export class Bridge {
 
   private async callResolved(tool: CatalogTool, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
     const mode = options.mode ?? this.config.mode;
-    if (mode === "compact" || mode === "lazy") {
+    if (mode === "compact" || mode === "lazy" || mode === "auto") {
       const result = this.catalog.validate(tool, args ?? {});
       if (!result.ok) {
         this.calls.invalidArguments += 1;
@@ -562,6 +602,7 @@ export class Bridge {
     const decision = this.guard.check(server, tool);
     if (!decision.allowed) return this.guard.refuse(decision, event);
     this.calls.total += 1;
+    this.callCounts.increment(server, tool);
     this.calls.inFlight += 1;
     try {
       const result = await this.pool.callTool(server, tool, args, {

@@ -26,7 +26,7 @@ export function daemonTools(bridge: Bridge, mode: Mode): DaemonTool[] {
       name: tool.tool.name,
       uri: tool.uri,
       exposedName: tool.name,
-      description: shown ? (shown.description ?? "") : compactDescription(tool, true),
+      description: shown ? (shown.description ?? "") : compactDescription(tool, "none"),
       parameters: shown ? shown.inputSchema : { type: "object" },
       ...(annotations !== undefined ? { annotations } : {}),
     };

@@ -181,6 +181,9 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
     mode === "compact" ? "Descriptions are summaries; call get_schema for a tool's full schema and documentation." : "",
     mode === "lazy" ? "Find tools with search_tools, read their schema with get_schema, run them with call_tool." : "",
+    mode === "auto"
+      ? "The list fits a token budget; if search_tools is listed, more tools exist: find them with search_tools, read their schema with get_schema, run them with call_tool."
+      : "",
   ]
     .filter(Boolean)
     .join(" ");

@@ -10,15 +10,6 @@ export const DEFAULT_WORD_BUDGET = 24;
 /** Default word budget of a parameter description. */
 export const DEFAULT_PARAM_WORD_BUDGET = 10;
 /**
- * Default largest number of words of detail phrases a tool summary adds to its lead sentence
- * (within the word budget). The lead sentence says what a tool does in general terms ("Read the
- * contents of a file"); what tells it apart from its neighbours often sits further down ("first N
- * lines", "multiple sources", "production data"), and a few such words cost far less than a
- * second sentence.
- */
-export const DEFAULT_DETAIL_WORDS = 6;
-
-/**
  * Openers that say nothing about the tool ("This tool allows you to", "Use this tool to", "A
  * detailed tool for"): cut so the sentence starts with what the tool does. Order matters: longer
  * forms first.
@@ -61,17 +52,8 @@ const DANGLING = new Set([
 
 /** Options of {@link extractSummary}. */
 export interface ExtractOptions {
-  /** Largest number of words kept, detail phrases included. */
+  /** Largest number of words kept. */
   wordBudget: number;
-  /**
-   * Largest number of words of key phrases from the rest of the description appended to the lead
-   * sentence (default 0: the lead sentence alone, as parameter descriptions get).
-   */
-  detailWords?: number;
-  /** Words the reader sees anyway (tool name, parameter names): never spent on detail phrases. */
-  knownWords?: readonly string[];
-  /** More text to draw detail phrases from after the description (parameter descriptions), weighted lower. */
-  extraText?: readonly string[];
 }
 
 function words(text: string): string[] {
@@ -149,8 +131,8 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
   const all = words(text);
   if (all.length <= budget) return { text: all.join(" "), cut: false };
   let kept = all.slice(0, budget);
-  // A clause boundary close to the budget reads better than a cut mid-clause.
-  for (let i = kept.length - 1; i >= Math.ceil(budget * 0.75) - 1; i--) {
+  // A clause boundary in the second half of the budget reads better than a cut mid-clause.
+  for (let i = kept.length - 1; i >= Math.ceil(budget * 0.5) - 1; i--) {
     const word = kept[i] ?? "";
     if (/[,;:]$/.test(word) || /[—–]$/.test(word) || kept[i + 1] === "-" || kept[i + 1] === "—") {
       kept = kept.slice(0, i + 1);
@@ -177,8 +159,12 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
 interface Candidate {
   text: string;
   tier: 1 | 2;
-  /** A warning or an instruction to the model ("Never...", "Be careful..."): a poor source of detail words. */
+  /** A warning or an instruction to the model ("Never...", "Be careful..."): never a second clause. */
   caution: boolean;
+  /** Kind of block it came from: list items and headings are fragments, not prose. */
+  kind: TextBlock["kind"];
+  /** It ended in a colon and lost its list intro ("... looking for:"): whole only as a lead. */
+  introducesList: boolean;
 }
 
 /** Sentences that warn or instruct rather than describe, and error lines ("400: Bad request"). */
@@ -195,6 +181,7 @@ function candidatesOf(blocks: TextBlock[]): Candidate[] {
       // A short line ending with a colon is a label ("Key features:", "USE THIS TOOL WHEN:").
       if (/:\s*$/.test(sentence) && (words(sentence).length <= LABEL_WORDS_MAX || isMostlyUpperCase(sentence))) continue;
       const labelled = /^(?:important|note|warning|caution|critical|tip|hint|reminder|nb)\s*[:!-]/i.test(sentence);
+      const introducesList = /:\s*$/.test(sentence);
       sentence = stripOpeners(dropListIntro(sentence));
       if (words(sentence).length < 2) continue;
       const secondTier =
@@ -203,7 +190,7 @@ function candidatesOf(blocks: TextBlock[]): Candidate[] {
         isMostlyUpperCase(sentence) ||
         SECOND_TIER.some((pattern) => pattern.test(sentence));
       const caution = labelled || isMostlyUpperCase(sentence) || CAUTION.test(sentence);
-      out.push({ text: sentence, tier: secondTier ? 2 : 1, caution });
+      out.push({ text: sentence, tier: secondTier ? 2 : 1, caution, kind: block.kind, introducesList });
     }
   }
   return out;
@@ -230,68 +217,33 @@ function shape(sentence: string, wordBudget: number, original: string): string {
   return text;
 }
 
-/**
- * The first real sentence of `description` as a summary within `wordBudget` words: markup, tags,
- * emoji and boilerplate openers removed, first letter capitalised. With `detailWords`, key phrases
- * from the rest of the description follow it (see {@link detailPhrases}). Returns "" when the
- * description has no usable sentence.
- */
-export function extractSummary(description: string, options: ExtractOptions): string {
-  if (!description.trim()) return "";
+/** The usable sentences of a description, instruction tag blocks kept only when nothing else is left. */
+function descriptionCandidates(description: string): Candidate[] {
+  if (!description.trim()) return [];
   const plain = candidatesOf(plainTextBlocks(description));
   // Everything lived inside instruction tags: take their content rather than nothing.
-  const candidates = plain.length > 0 ? plain : candidatesOf(plainTextBlocks(description, { keepTagBlocks: true }));
-  const best = candidates.find((c) => c.tier === 1) ?? candidates[0];
-  if (!best) return "";
-  const detailWords = Math.max(0, Math.min(options.detailWords ?? 0, options.wordBudget - 2));
-  if (detailWords === 0) return shape(best.text, options.wordBudget, description);
-  const lead = shape(best.text, options.wordBudget, description);
-  const room = Math.min(detailWords, options.wordBudget - words(lead).length);
-  if (room <= 0) return lead;
-  // Instruction blocks (`<use_case>`, `<examples>`) were dropped from the lead's candidates; as a
-  // source of words they say what a user asks for, which is what tells tools apart.
-  const tagged = plain.length > 0 ? candidatesOf(plainTextBlocks(description, { keepTagBlocks: true })) : [];
-  const sources: DetailSource[] = [
-    ...candidates
-      .filter((c) => c !== best)
-      .map((c) => ({ text: c.text, weight: c.caution ? CAUTION_WEIGHT : c.tier === 1 ? 1 : SECOND_TIER_WEIGHT })),
-    ...tagged.filter((c) => !candidates.some((p) => p.text === c.text)).map((c) => ({ text: c.text, weight: TAGGED_WEIGHT })),
-    ...(options.extraText ?? []).map((text) => ({ text, weight: EXTRA_WEIGHT })),
-  ];
-  const details = detailPhrases(sources, [lead, ...(options.knownWords ?? [])], room);
-  if (details === "") return lead;
-  const combined = `${lead} ${details}`;
-  return combined.length <= description.trim().length ? combined : lead;
+  return plain.length > 0 ? plain : candidatesOf(plainTextBlocks(description, { keepTagBlocks: true }));
 }
 
-/** Weight of words from "use this when" sentences and other second-tier sentences. */
-const SECOND_TIER_WEIGHT = 1.2;
-/** Weight of words from warnings and instructions to the model. */
-const CAUTION_WEIGHT = 0.3;
-/** Weight of words found only inside instruction tag blocks. */
-const TAGGED_WEIGHT = 0.6;
-/** Weight of words from parameter descriptions. */
-const EXTRA_WEIGHT = 0.5;
-/** How fast a sentence's words lose weight with its position: the n-th counts 1 / (1 + n * decay). */
-const POSITION_DECAY = 0.1;
+/** The candidate the summary leads with: the first descriptive sentence, else the first of any kind. */
+function leadCandidate(candidates: readonly Candidate[]): Candidate | undefined {
+  return candidates.find((c) => c.tier === 1) ?? candidates[0];
+}
+
 /**
- * Least score per word a detail phrase needs: a word said once, late, in a warning or a parameter
- * description costs tokens in every listing and rarely tells tools apart.
+ * The first real sentence of `description` as a summary within `wordBudget` words: markup, tags,
+ * emoji and boilerplate openers removed, first letter capitalised. Returns "" when the description
+ * has no usable sentence.
  */
-const MIN_DETAIL_SCORE = 0.5;
-/** Longest detail phrase, in words: longer runs are split. */
-const MAX_PHRASE_WORDS = 3;
-
-/** A text the detail phrases may come from, with how much its words count. */
-interface DetailSource {
-  text: string;
-  weight: number;
+export function extractSummary(description: string, options: ExtractOptions): string {
+  const best = leadCandidate(descriptionCandidates(description));
+  return best === undefined ? "" : shape(best.text, options.wordBudget, description);
 }
 
 /**
- * Words that separate key phrases and never count as detail: function words, and the vocabulary
- * every tool description shares (tool, returns, specified, optional, user...), which tells no two
- * tools apart. Filler adjectives (detailed, powerful, various) are here too.
+ * Words that never count towards what tells a tool apart: function words, and the vocabulary every
+ * tool description shares (tool, returns, specified, optional, user...), which tells no two tools
+ * apart whatever the catalog. Filler adjectives (detailed, powerful, various) are here too.
  */
 const PHRASE_STOPWORDS = new Set(
   (
@@ -312,6 +264,7 @@ const PHRASE_STOPWORDS = new Set(
     "user users model assistant agent llm ai request requests response responses result results field fields " +
     "see note important always never recommended prefer preferred useful helpful best good better ensure sure " +
     "instead already available currently either new existing based following follows below above etc first-class " +
+    "input inputs output outputs several " +
     // filler adjectives and adverbs
     "support supports supported supporting detailed comprehensive various powerful advanced clean ready reliable fast fastest simple easy easily efficient " +
     "efficiently quickly automatically directly actually really highly fully exactly properly correctly appropriate " +
@@ -337,130 +290,178 @@ function wordKey(word: string): string {
   return w;
 }
 
-/** Keys of every word of `text`, identifiers split (`connectionString` gives connection, string). */
-function keysOf(text: string): string[] {
-  return text
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    // Lookarounds, not `([A-Z]+)([A-Z][a-z])`, which rescanned a long capital run from each capital.
-    .replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ")
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((w) => w.length > 0)
-    .map(wordKey);
-}
 
-/** `part` without leading and trailing characters that are neither letters nor digits, scanned by hand. */
-function trimNonWord(part: string): string {
-  const isWordChar = (char: string): boolean => /[\p{L}\p{N}]/u.test(char);
-  const chars = [...part];
-  let start = 0;
-  let end = chars.length;
-  while (start < end && !isWordChar(chars[start] ?? "")) start++;
-  while (end > start && !isWordChar(chars[end - 1] ?? "")) end--;
-  return chars.slice(start, end).join("");
-}
 
-/** True for a word that may carry meaning in a detail phrase. */
-function isContentWord(word: string): boolean {
-  if (PHRASE_STOPWORDS.has(word.toLowerCase())) return false;
-  // Contractions and possessives ("you're", "target's") are grammar, not subject matter.
-  if (!/\p{L}/u.test(word) || word.includes("__") || /['’]/.test(word)) return false;
-  return word.length >= 3 || /^\p{Lu}{2}$/u.test(word);
-}
-
-/**
- * The runs of content words of one sentence: split at punctuation and at stopwords, each at most
- * {@link MAX_PHRASE_WORDS} long. A word keeps inner dots, dashes, underscores and apostrophes
- * (`config.json`, `ready-to-use`, `project_ref`); any other symbol splits it (`is:unresolved`).
- */
-function phrasesOf(text: string): string[][] {
-  const out: string[][] = [];
-  let run: string[] = [];
-  const end = (): void => {
-    for (let i = 0; i < run.length; i += MAX_PHRASE_WORDS) out.push(run.slice(i, i + MAX_PHRASE_WORDS));
-    run = [];
-  };
-  let initial = true;
-  for (const raw of text.split(/\s+/)) {
-    const atStart = initial;
-    // A word after a colon starts a clause ("Not recommended for: Multiple pages").
-    initial = /:$/.test(raw);
-    // URLs, identifiers (`find_organizations`, `allowedDirectories`) and dotted names
-    // (`docs.example.com`, `config.json`): they name other tools, parameters or examples, which
-    // would only blur which tool is which.
-    if (/^(?:https?|ftp|file|wss?):\/\//i.test(raw) || /\p{L}_\p{L}|\p{Ll}\p{Lu}|\p{L}\.\p{L}/u.test(raw)) {
-      end();
-      continue;
-    }
-    const parts = raw.split(/([^\p{L}\p{N}_.'’+-]+)/u);
-    for (const part of parts) {
-      const word = trimNonWord(part);
-      const brokenBefore = /^[^\p{L}\p{N}]/u.test(part) || part === "" || word === "";
-      if (brokenBefore) end();
-      if (word === "") continue;
-      // A capital that only marks the start of a sentence is not part of the word.
-      // A dot inside a word makes it a file, a domain or a pattern (`test-*.tsx`): an example.
-      if (word.includes(".")) {
-        end();
-        continue;
-      }
-      if (isContentWord(word)) run.push(atStart && /^\p{Lu}\p{Ll}+$/u.test(word) ? word.toLowerCase() : word);
-      else end();
-      if (/[^\p{L}\p{N}]$/u.test(part)) end();
-    }
+/** Keys of the content words of `text`: the words that can tell one tool from another. */
+function contentKeys(text: string): Set<string> {
+  const out = new Set<string>();
+  const spaced = text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ");
+  for (const word of spaced.split(/[^\p{L}\p{N}]+/u)) {
+    if (word.length < 3 || !/\p{L}/u.test(word) || PHRASE_STOPWORDS.has(word.toLowerCase())) continue;
+    const key = wordKey(word);
+    if (!PHRASE_STOPWORDS.has(key)) out.add(key);
   }
-  end();
   return out;
 }
 
 /**
- * Key phrases of `sources` that add words the reader has not seen in `known` (the lead sentence,
- * the tool and parameter names), within `budget` words, in the order they appear, joined by
- * commas as a sentence. A word scores by how often and how early it occurs, weighted by its
- * source; phrases are picked greedily by new score per word, so a frequent distinguishing word
- * ("migrations" said three times) wins over a one-off. Returns "" when nothing new is left.
+ * Fewest tools a catalog needs before word rarity means anything: below it every content word
+ * counts the same.
  */
-function detailPhrases(sources: readonly DetailSource[], known: readonly string[], budget: number): string {
-  const seen = new Set(known.flatMap(keysOf));
-  const score = new Map<string, number>();
-  const phrases: { words: string[]; keys: string[][]; order: number }[] = [];
-  sources.forEach((source, position) => {
-    const weight = source.weight / (1 + position * POSITION_DECAY);
-    for (const words of phrasesOf(source.text)) {
-      // A compound (`meaningful-change`) counts as its parts: a query says "change", and a lead
-      // that says "Context7-compatible" has said it already.
-      const keys = words.map((w) => (/[-']/.test(w) ? keysOf(w) : [wordKey(w)]));
-      for (const key of new Set(keys.flat())) if (!seen.has(key)) score.set(key, (score.get(key) ?? 0) + weight);
-      phrases.push({ words, keys, order: phrases.length });
+const MIN_CATALOG_TOOLS = 3;
+
+/**
+ * How rare each word is across the catalog being summarized (inverse document frequency over its
+ * tools' names, titles and descriptions). A word every tool of a server says ("repository" in a git
+ * server) tells none of them apart; a word only one says does. Built from the tools summarized
+ * together, so it adapts to a catalog it has never seen rather than to a fixed word list.
+ */
+export class CatalogVocabulary {
+  /** Number of tools the frequencies were counted over. */
+  readonly size: number;
+  private readonly docFreq = new Map<string, number>();
+
+  constructor(tools: readonly RawTool[]) {
+    this.size = tools.length;
+    for (const tool of tools) {
+      for (const key of contentKeys(toolText(tool))) this.docFreq.set(key, (this.docFreq.get(key) ?? 0) + 1);
     }
-  });
-  const chosen: typeof phrases = [];
-  const covered = new Set(seen);
-  let left = budget;
-  for (;;) {
-    let pick: { phrase: (typeof phrases)[number]; words: string[]; gain: number } | undefined;
-    for (const phrase of phrases) {
-      // Words already covered at either end are trimmed: they would cost budget and say nothing new.
-      let from = 0;
-      let to = phrase.words.length;
-      const isCovered = (keys: string[] | undefined): boolean => (keys ?? []).every((k) => covered.has(k));
-      while (from < to && isCovered(phrase.keys[from])) from++;
-      while (to > from && isCovered(phrase.keys[to - 1])) to--;
-      const cost = to - from;
-      if (cost === 0 || cost > left) continue;
-      let gain = 0;
-      for (const key of new Set(phrase.keys.slice(from, to).flat())) if (!covered.has(key)) gain += score.get(key) ?? 0;
-      gain /= cost;
-      if (gain < MIN_DETAIL_SCORE) continue;
-      if (pick === undefined || gain > pick.gain) pick = { phrase, words: phrase.words.slice(from, to), gain };
-    }
-    if (pick === undefined) break;
-    chosen.push({ ...pick.phrase, words: pick.words });
-    for (const key of pick.phrase.keys.flat()) covered.add(key);
-    left -= pick.words.length;
   }
-  if (chosen.length === 0) return "";
-  chosen.sort((a, b) => a.order - b.order);
-  return `${capitalise(chosen.map((p) => p.words.join(" ")).join(", "))}.`;
+
+  /** True when the catalog is big enough for rarity to tell tools apart. */
+  get informative(): boolean {
+    return this.size >= MIN_CATALOG_TOOLS;
+  }
+
+  /** Weight of a word: high when few tools use it, near 0 when all do; 1 for every word in a tiny catalog. */
+  weight(key: string): number {
+    if (!this.informative) return 1;
+    const df = this.docFreq.get(key) ?? 0;
+    return Math.max(0, Math.log((this.size + 1) / (df + 0.5)));
+  }
+}
+
+function toolTitle(tool: RawTool): string | undefined {
+  return tool.title ?? (typeof tool.annotations?.title === "string" ? tool.annotations.title : undefined);
+}
+
+/** Everything a tool says about itself in words: name, title and description. */
+function toolText(tool: RawTool): string {
+  return `${tool.name} ${toolTitle(tool) ?? ""} ${tool.description ?? ""}`;
+}
+
+/**
+ * Least rarity per word a second clause must carry: below it the clause repeats what the catalog
+ * says everywhere ("Returns a JSON object", "Requires authentication"), which costs tokens in every
+ * listing and separates nothing. In units of {@link CatalogVocabulary.weight}: a word used by half
+ * the tools weighs about 0.7, a word only this tool uses about ln(N).
+ */
+const MIN_CLAUSE_WEIGHT_PER_WORD = 0.45;
+/** Fewest words a clause needs to read as one ("Lines." is not a clause). */
+const MIN_CLAUSE_WORDS = 4;
+/**
+ * Words added to a clause's length when clauses are compared: it prefers a short clause that says
+ * one rare thing to a long one that says it among many common words.
+ */
+const CLAUSE_LENGTH_PRIOR = 4;
+/** Sentences looked at for a second clause: further down a description drifts into details and examples. */
+const MAX_CLAUSE_SENTENCES = 12;
+
+/** Conjunctions that open a subordinate clause: such a clause cannot stand as a sentence of its own. */
+const SUBORDINATE_OPENERS = /^(?:if|when|whenever|while|although|though|because|unless|since|after|before|once|as|where|whereas|so|and|or|but|which|that)\b/i;
+
+/**
+ * The ways `sentence` can be kept: whole, or cut after one of its clauses (at `,`, `;`, `:`, a
+ * dash or before a bracket), never mid-clause. Clauses that cannot open a sentence are skipped.
+ */
+function clausePrefixes(sentence: string): string[] {
+  if (SUBORDINATE_OPENERS.test(sentence)) return [];
+  const out: string[] = [];
+  const boundary = /(?:[,;:](?=\s)|\s[-–—](?=\s)|\s(?=\())/g;
+  for (let match = boundary.exec(sentence); match !== null; match = boundary.exec(sentence)) {
+    const prefix = cleanClauseEnd(sentence.slice(0, match.index));
+    if (words(prefix).length >= MIN_CLAUSE_WORDS) out.push(prefix);
+  }
+  out.push(cleanClauseEnd(sentence));
+  return [...new Set(out)];
+}
+
+/** Drops joiners and punctuation a cut leaves at the end ("... files and", "... with:"). */
+function cleanClauseEnd(text: string): string {
+  const kept = words(text);
+  while (kept.length > 1) {
+    const last = trimEndChars(kept[kept.length - 1] ?? "", ",;:—–-");
+    if (last === "" || DANGLING.has(last.toLowerCase())) {
+      kept.pop();
+      continue;
+    }
+    kept[kept.length - 1] = last;
+    break;
+  }
+  let out = kept.join(" ");
+  const openParen = out.lastIndexOf("(");
+  if (openParen > 0 && out.indexOf(")", openParen) === -1) out = out.slice(0, openParen).trim();
+  return trimEndChars(out, ",;:(—–-", true);
+}
+
+/**
+ * True when `clause` reads as prose a model can take in: not a label line ("Email (str, optional):
+ * ...", "Processing: ..."), not an example in quotes, not code or identifiers (`get_project`,
+ * `'Content-Type': ...`), not shouted, not a bare list of words ("Resolve, reopen, assign").
+ */
+function isProse(clause: string): boolean {
+  if (/^[^\s:]+(?:\s+[^\s:]+){0,3}\s*(?:\([^)]*\))?\s*:/.test(clause)) return false;
+  if (/^['"“‘`(\[]/.test(clause)) return false;
+  if (/:|\/\w/.test(clause)) return false;
+  if (/[{}[\]<>=|`\\]|\p{L}_\p{L}|\p{Ll}\p{Lu}|\.\p{L}|'[^']*'|"[^"]*"/u.test(clause)) return false;
+  if (/\b\p{Lu}{2,}\s+\p{Lu}{2,}\b/u.test(clause)) return false;
+  if (/\((?:str|string|int|integer|bool|boolean|number|optional|required)\b/i.test(clause)) return false;
+  const items = clause.split(/,\s*(?:and\s+|or\s+)?/);
+  if (items.length >= 3 && items.every((item) => words(item).length <= 2)) return false;
+  return true;
+}
+
+/** A clause as a sentence: capitalised, one closing mark. */
+function asSentence(text: string): string {
+  const out = capitalise(text.trim());
+  return /[.!?…]$/.test(out) ? out : `${out}.`;
+}
+
+/** Sum of the weights of `keys` not in `covered`. */
+function newWeight(keys: ReadonlySet<string>, covered: ReadonlySet<string>, vocabulary: CatalogVocabulary): number {
+  let total = 0;
+  for (const key of keys) if (!covered.has(key)) total += vocabulary.weight(key);
+  return total;
+}
+
+/**
+ * The clause of the description that best tells the tool apart from the rest of its catalog, as a
+ * sentence of at most `room` words, or "" when none says enough. Only descriptive sentences are
+ * considered (not warnings, not instructions to the model), whole or cut at a clause boundary;
+ * each is worth the rarity of the words it adds to what the reader already has (`covered`: the
+ * lead, the tool and parameter names).
+ */
+function distinctClause(
+  candidates: readonly Candidate[],
+  lead: Candidate,
+  covered: ReadonlySet<string>,
+  vocabulary: CatalogVocabulary,
+  room: number,
+): string {
+  let best: { text: string; value: number } | undefined;
+  for (const candidate of candidates.slice(0, MAX_CLAUSE_SENTENCES)) {
+    if (candidate === lead || candidate.tier !== 1 || candidate.caution || candidate.kind !== "paragraph" || candidate.introducesList) continue;
+    for (const clause of clausePrefixes(candidate.text)) {
+      if (!isProse(clause)) continue;
+      const count = words(clause).length;
+      if (count < MIN_CLAUSE_WORDS || count > room) continue;
+      const gain = newWeight(contentKeys(clause), covered, vocabulary);
+      if (gain / count < MIN_CLAUSE_WEIGHT_PER_WORD) continue;
+      const value = gain / (count + CLAUSE_LENGTH_PRIOR);
+      if (best === undefined || value > best.value) best = { text: clause, value };
+    }
+  }
+  return best === undefined ? "" : asSentence(best.text);
 }
 
 /** Splits an identifier into lower-case words: `get_user_profile`, `getUserProfile`, `API-get-user`. */
@@ -505,42 +506,82 @@ function stripRequirementMarkers(text: string): string {
 
 /** Options of {@link ExtractiveSummarizer}. */
 export interface ExtractiveSummarizerOptions {
-  /** Word budget of a tool summary, detail phrases included (default {@link DEFAULT_WORD_BUDGET}). */
+  /** Word budget of a tool summary, second clause included (default {@link DEFAULT_WORD_BUDGET}). */
   wordBudget?: number;
   /** Word budget of a parameter description (default {@link DEFAULT_PARAM_WORD_BUDGET}). */
   paramWordBudget?: number;
-  /** Most words of detail phrases after the lead sentence (default {@link DEFAULT_DETAIL_WORDS}; 0 for none). */
-  detailWords?: number;
+  /** false: the lead sentence alone, never a second clause (default true). */
+  distinctClauses?: boolean;
+}
+
+/** What the summarizer works out once per tool before it looks at the neighbours. */
+interface Prepared {
+  tool: RawTool;
+  candidates: Candidate[];
+  lead: Candidate | undefined;
+  leadText: string;
+  /** Keys the reader sees anyway: lead, tool name, title, parameter names. */
+  known: Set<string>;
+  params: Record<string, string>;
 }
 
 /**
- * The offline, deterministic default summarizer: the first real sentence of each description,
- * cleaned and cut to a word budget, followed by a few key phrases from the rest of the description
- * and the parameter descriptions that name what the lead sentence, the tool name and the parameter
- * names do not. It never fails and needs no network, which also makes it the fallback whenever an
- * LLM summarizer fails or writes something the guard rejects.
+ * The offline, deterministic default summarizer. A summary is prose: the first real sentence of
+ * the description, cleaned and cut to a word budget at a clause boundary, then, when the budget
+ * leaves room, the one clause of the rest of the description that adds the words rarest in the
+ * catalog being summarized (what tells the tool from its neighbours), if any adds enough. Rarity is counted over the tools summarized together (a server's
+ * tools at discovery), so the choice adapts to catalogs it has never seen instead of to a word
+ * list. It never fails and needs no network, which also makes it the fallback whenever an LLM
+ * summarizer fails or writes something the guard rejects.
  */
 export class ExtractiveSummarizer implements Summarizer {
-  /** `@2`: summaries carry detail phrases; `summarize warm --stale` redoes `@1` entries. */
-  readonly id = "extractive@2";
+  /** `@3`: prose summaries (lead plus one distinguishing clause); `summarize warm --stale` redoes `@1`/`@2` entries. */
+  readonly id = "extractive@3";
   readonly promptId = "none";
-  /** Batching buys nothing offline; a bound keeps one call's work small. */
+  /** Batching buys nothing offline but neighbours: a bound keeps one call's work small. */
   readonly maxBatch = 64;
   private readonly wordBudget: number;
   private readonly paramWordBudget: number;
-  private readonly detailWords: number;
+  private readonly distinctClauses: boolean;
 
   constructor(options: ExtractiveSummarizerOptions = {}) {
     this.wordBudget = options.wordBudget ?? DEFAULT_WORD_BUDGET;
     this.paramWordBudget = options.paramWordBudget ?? DEFAULT_PARAM_WORD_BUDGET;
-    this.detailWords = options.detailWords ?? DEFAULT_DETAIL_WORDS;
+    this.distinctClauses = options.distinctClauses ?? true;
   }
 
-  /** Summarizes one tool synchronously (the catalog can use it for an instant first answer). */
-  summarizeTool(tool: RawTool): ToolSummary {
-    const title = tool.title ?? (typeof tool.annotations?.title === "string" ? tool.annotations.title : undefined);
+  /**
+   * Summarizes one tool synchronously (the catalog can use it for an instant first answer). With
+   * `neighbours` (the other tools of its catalog, itself included or not) rarity is counted over
+   * them; alone, every content word counts the same.
+   */
+  summarizeTool(tool: RawTool, neighbours: readonly RawTool[] = []): ToolSummary {
+    const catalog = neighbours.includes(tool) ? neighbours : [tool, ...neighbours];
+    return this.summarizeCatalog(catalog)[catalog.indexOf(tool)] as ToolSummary;
+  }
+
+  /** Summarizes `tools` as one catalog: each summary is chosen against the others. Same order as `tools`. */
+  summarizeCatalog(tools: readonly RawTool[]): ToolSummary[] {
+    const vocabulary = new CatalogVocabulary(tools);
+    const prepared = tools.map((tool) => this.prepare(tool));
+    return prepared.map((p, i) => {
+      if (p.lead === undefined || p.leadText === "") return { summary: summaryFromName(p.tool.name, toolTitle(p.tool)), params: p.params };
+      if (!this.distinctClauses) return { summary: p.leadText, params: p.params };
+      const room = this.wordBudget - words(p.leadText).length;
+      if (room < MIN_CLAUSE_WORDS || p.leadText.endsWith("…")) return { summary: p.leadText, params: p.params };
+      const clause = distinctClause(p.candidates, p.lead, p.known, vocabulary, room);
+      const combined = clause === "" ? p.leadText : `${p.leadText} ${clause}`;
+      // Never longer than the description itself, and never a claim the guard refuses (a clause
+      // saying "read-only" in a destructive tool's text): the lead alone is then the summary.
+      if (combined === p.leadText || combined.length > (p.tool.description ?? "").trim().length) return { summary: p.leadText, params: p.params };
+      if (!guardSummary(p.tool, { summary: combined, params: p.params }).ok) return { summary: p.leadText, params: p.params };
+      return { summary: combined, params: p.params };
+    });
+  }
+
+  private prepare(tool: RawTool): Prepared {
+    const title = toolTitle(tool);
     const params: Record<string, string> = {};
-    const paramTexts: string[] = [];
     const properties = (tool.inputSchema as RawTool["inputSchema"] | undefined)?.["properties"];
     const propertyNames: string[] = [];
     if (properties && typeof properties === "object" && !Array.isArray(properties)) {
@@ -549,41 +590,43 @@ export class ExtractiveSummarizer implements Summarizer {
         if (!schema || typeof schema !== "object") continue;
         const description = (schema as Record<string, unknown>)["description"];
         if (typeof description !== "string" || !description.trim()) continue;
-        const plain = stripRequirementMarkers(description);
-        paramTexts.push(...plainTextBlocks(plain).map((b) => b.text));
-        const text = extractSummary(plain, { wordBudget: this.paramWordBudget });
+        const text = extractSummary(stripRequirementMarkers(description), { wordBudget: this.paramWordBudget });
         const cleaned = stripRequirementMarkers(text);
         if (cleaned && /[\p{L}\p{N}]/u.test(cleaned)) params[name] = cleaned;
       }
     }
     const description = tool.description ?? "";
-    const lead = extractSummary(description, { wordBudget: this.wordBudget });
-    if (lead === "") return { summary: summaryFromName(tool.name, title), params };
-    if (this.detailWords === 0) return { summary: lead, params };
-    const detailed = extractSummary(description, {
-      wordBudget: this.wordBudget,
-      detailWords: this.detailWords,
-      knownWords: [tool.name, title ?? "", ...propertyNames],
-      extraText: paramTexts,
-    });
-    // Detail words are the description's own, but one may still read as a claim the guard refuses
-    // ("read-only" in a destructive tool's text); the lead sentence alone is then the summary.
-    if (detailed !== lead && !guardSummary(tool, { summary: detailed, params }).ok) return { summary: lead, params };
-    return { summary: detailed, params };
+    const candidates = descriptionCandidates(description);
+    const lead = leadCandidate(candidates);
+    const leadText = lead === undefined ? "" : shape(lead.text, this.wordBudget, description);
+    const known = contentKeys(`${leadText} ${tool.name} ${title ?? ""} ${propertyNames.join(" ")}`);
+    return { tool, candidates, lead, leadText, known, params };
   }
 
   /** {@inheritDoc Summarizer.summarize} */
   async summarize(batch: SummarizeInput[], options?: { signal?: AbortSignal }): Promise<Map<string, SummarizeOutcome>> {
     options?.signal?.throwIfAborted();
     const out = new Map<string, SummarizeOutcome>();
-    for (const input of batch) {
+    // The batch is one server's tools: each summary is chosen against its neighbours.
+    let summaries: ToolSummary[] | undefined;
+    try {
+      summaries = this.summarizeCatalog(batch.map((input) => input.tool));
+    } catch {
+      summaries = undefined; // a malformed tool: each is summarized alone below, so it fails alone
+    }
+    batch.forEach((input, i) => {
+      const ready = summaries?.[i];
+      if (ready !== undefined) {
+        out.set(input.key, { ok: true, value: ready });
+        return;
+      }
       try {
-        out.set(input.key, { ok: true, value: this.summarizeTool(input.tool) });
+        out.set(input.key, { ok: true, value: this.summarizeCatalog([input.tool])[0] as ToolSummary });
       } catch (err) {
         // A malformed tool (e.g. a non-object inputSchema from a broken server) fails alone.
         out.set(input.key, { ok: false, error: err instanceof Error ? err : new Error(String(err)) });
       }
-    }
+    });
     return out;
   }
 }

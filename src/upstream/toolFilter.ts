@@ -10,7 +10,8 @@ export function globToRegExp(glob: string): RegExp {
   for (const char of glob) {
     if (char === "*") source += ".*";
     else if (char === "?") source += ".";
-    else source += char.replace(/[.+^${}()|[\]\\/-]/g, "\\$&");
+    // Syntax characters only: under the `u` flag an escaped `-` is a syntax error.
+    else source += char.replace(/[.+^${}()|[\]\\/]/g, "\\$&");
   }
   // `s` so that `*` also spans a newline inside a (strange) tool name; `u` so `?` is a code point.
   return new RegExp(`^${source}$`, "su");

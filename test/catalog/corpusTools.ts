@@ -33,16 +33,19 @@ export function loadCorpus(): CorpusServer[] {
 /** The real offline summarizer, so the views are tested with the summaries they will serve. */
 const summarizer = new ExtractiveSummarizer();
 
-/** A catalog tool as discovery would build it: `<server>_<tool>`, `mcp://server/tool`. */
-export function catalogTool(server: string, tool: RawTool, summarize = true): CatalogTool {
+/**
+ * A catalog tool as discovery would build it: `<server>_<tool>`, `mcp://server/tool`. Its summary
+ * is written against `neighbours` (its server's tools, as discovery batches them).
+ */
+export function catalogTool(server: string, tool: RawTool, summarize = true, neighbours: readonly RawTool[] = []): CatalogTool {
   const out: CatalogTool = { name: `${server}_${tool.name}`, server, uri: `mcp://${server}/${tool.name}`, key: `${server}:${tool.name}:test`, tool };
-  if (summarize) out.summary = summarizer.summarizeTool(tool);
+  if (summarize) out.summary = summarizer.summarizeTool(tool, neighbours);
   return out;
 }
 
 /** Every corpus tool as a {@link CatalogTool} with an extractive summary. */
 export function corpusCatalog(servers: CorpusServer[] = loadCorpus()): CatalogTool[] {
-  return servers.flatMap((s) => s.tools.map((t) => catalogTool(s.server, t)));
+  return servers.flatMap((s) => s.tools.map((t) => catalogTool(s.server, t, true, s.tools)));
 }
 
 /** The recorded tool `server:tool`; throws when it is not in the corpus. */

@@ -17,7 +17,7 @@ function tool(summary: string | undefined, description = "Echoes back the input 
 }
 
 describe("compact descriptions carry the parameter line once", () => {
-  const line = parameterList(inputSchema, { schemaAlongside: true });
+  const line = parameterList(inputSchema, { typedStrings: true, defaults: true });
 
   it("appends the line to a summary that lacks it", () => {
     expect(compactDescription(tool("Echoes back the input string"))).toBe(`Echoes back the input string\n${line}`);

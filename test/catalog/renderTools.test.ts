@@ -1,8 +1,8 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { GET_SCHEMA, CALL_TOOL, SEARCH_TOOLS, isMetaTool } from "../../src/catalog/metaTools.js";
-import { renderTools, tokenReport, toOpenAiFunctions } from "../../src/catalog/renderTools.js";
+import { GET_SCHEMA, CALL_TOOL, MAX_INDEXED_SERVERS, SEARCH_TOOLS, isMetaTool } from "../../src/catalog/metaTools.js";
+import { listedToolTokens, renderTools, tokenReport, toOpenAiFunctions } from "../../src/catalog/renderTools.js";
 import type { CatalogTool, ListedTool } from "../../src/catalog/types.js";
 import { catalogTool, corpusCatalog, loadCorpus } from "./corpusTools.js";
 
@@ -136,78 +136,121 @@ describe("renderTools over the corpus", () => {
 
   it("compact keeps every required name, every enum of up to 10 values and the hints", () => {
     const listed = byName(renderTools(catalog, "compact"));
+    const withNames = byName(renderTools(catalog, "compact", { compactSchema: "names" }));
+    const summaryForms = byName(renderTools(catalog, "summary"));
     for (const tool of catalog) {
       const rendered = listed.get(tool.name);
       if (rendered === undefined) throw new Error(`${tool.name} not rendered`);
-      expect(Object.keys(rendered.inputSchema).every((k) => ["type", "properties", "required"].includes(k)), tool.name).toBe(true);
-      for (const prop of Object.values((rendered.inputSchema.properties ?? {}) as Record<string, Json>)) {
-        expect(Object.keys(prop).every((k) => ["type", "enum", "items"].includes(k)), `${tool.name} ${JSON.stringify(prop)}`).toBe(true);
-      }
-      const schema = tool.tool.inputSchema;
-      const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
-      const props = (rendered.inputSchema.properties ?? {}) as Record<string, Json>;
-      for (const name of required) {
-        expect(rendered.inputSchema.required, tool.name).toContain(name);
-        expect(props[name], `${tool.name}.${name}`).toBeDefined();
-        expect(rendered.description, tool.name).toContain(name);
-      }
-      for (const [name, prop] of Object.entries(isObject(schema.properties) ? schema.properties : {})) {
-        if (isObject(prop) && Array.isArray(prop.enum) && prop.enum.length <= 10) {
-          expect(props[name]?.enum, `${tool.name}.${name}`).toEqual(prop.enum.filter((v) => v !== null));
-        }
-      }
       const hints = tool.tool.annotations;
       if (hints?.destructiveHint === true) expect(rendered.annotations?.destructiveHint, tool.name).toBe(true);
       if (hints?.readOnlyHint === true) expect(rendered.annotations?.readOnlyHint, tool.name).toBe(true);
+      // A tool whose compact form would be larger is listed in its summary form (checked below).
+      if (JSON.stringify(rendered) === JSON.stringify(summaryForms.get(tool.name))) continue;
+      expect(rendered.inputSchema, tool.name).toEqual({ type: "object" });
+      const schema = tool.tool.inputSchema;
+      const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+      const line = (rendered.description ?? "").split("\n").pop() ?? "";
+      for (const name of required) expect(line, tool.name).toMatch(new RegExp(`[(, ]"?${name}"?: `));
+      for (const [name, prop] of Object.entries(isObject(schema.properties) ? schema.properties : {})) {
+        if (isObject(prop) && Array.isArray(prop.enum) && prop.enum.length <= 10 && JSON.stringify(prop.enum).length < 50) {
+          for (const value of prop.enum.filter((v) => v !== null)) expect(line, `${tool.name}.${name}`).toContain(String(value));
+        }
+      }
       if (hints?.destructiveHint !== true) expect(rendered.annotations?.destructiveHint, tool.name).toBeUndefined();
+      if (JSON.stringify(withNames.get(tool.name)) === JSON.stringify(summaryForms.get(tool.name))) continue;
+      const names = withNames.get(tool.name)?.inputSchema;
+      const props = (names?.properties ?? {}) as Record<string, Json>;
+      for (const name of required) {
+        expect(names?.required, tool.name).toContain(name);
+        expect(props[name], `${tool.name}.${name}`).toEqual({});
+      }
     }
     expect(listed.get(GET_SCHEMA)?.inputSchema.required).toEqual(["tool"]);
   });
 
-  it("compact describes a tool as summary plus parameter list", () => {
-    const tool = catalog.find((t) => t.name === "github_create_issue");
-    if (tool === undefined) throw new Error("github_create_issue missing");
+  it("per tool, compact is never larger than summary, nor summary than full, in every schema choice", () => {
+    const full = byName(renderTools(catalog, "full"));
+    const summary = byName(renderTools(catalog, "summary"));
+    for (const compactSchema of ["none", "names", "types"] as const) {
+      const compact = byName(renderTools(catalog, "compact", { compactSchema }));
+      for (const tool of catalog) {
+        const [f, s, c] = [full, summary, compact].map((list) => listedToolTokens(list.get(tool.name) as ListedTool));
+        expect(s, `${tool.name} summary ${s} > full ${f}`).toBeLessThanOrEqual(f as number);
+        expect(c, `${tool.name} ${compactSchema} compact ${c} > summary ${s}`).toBeLessThanOrEqual(s as number);
+      }
+    }
+  });
+
+  it("compact describes a tool as summary plus a typed parameter line", () => {
+    const tool = catalog.find((t) => t.name === "github_list_issues");
+    if (tool === undefined) throw new Error("github_list_issues missing");
     const [rendered] = renderTools([tool], "compact");
-    // Types are left out of the list: the compact schema below carries them (intended change).
-    expect(rendered?.description).toBe("Create a new issue in a GitHub repository\n(owner, repo, title, body?, assignees?, milestone?, labels?)");
-    expect(rendered?.inputSchema).toEqual({
+    expect(rendered?.description).toBe(
+      `${tool.summary?.summary.replace(/\.$/, "")}\n(owner: string, repo: string, direction?: asc|desc, labels?: string[], page?: number, per_page?: number, since?: string, sort?: created|updated|comments, state?: open|closed|all)`,
+    );
+    expect(rendered?.inputSchema).toEqual({ type: "object" });
+    const [named] = renderTools([tool], "compact", { compactSchema: "names" });
+    expect(named?.inputSchema).toEqual({
       type: "object",
-      properties: {
-        owner: { type: "string" },
-        repo: { type: "string" },
-        title: { type: "string" },
-        body: { type: "string" },
-        assignees: { type: "array", items: { type: "string" } },
-        milestone: { type: "number" },
-        labels: { type: "array", items: { type: "string" } },
-      },
-      required: ["owner", "repo", "title"],
+      properties: { owner: {}, repo: {}, direction: {}, labels: {}, page: {}, per_page: {}, since: {}, sort: {}, state: {} },
+      required: ["owner", "repo"],
     });
-    const [bare] = renderTools([tool], "compact", { signatureOnly: true });
-    expect(bare?.inputSchema).toEqual({ type: "object" });
-    // Without a schema beside it the list is the only statement of the parameters: types stay.
-    expect(bare?.description).toBe(
-      "Create a new issue in a GitHub repository\n(owner, repo, title, body?, assignees?: string[], milestone?: number, labels?: string[])",
+    // A names-and-types schema with a line beside it costs as much as this tool's summary form,
+    // which is listed instead.
+    expect(renderTools([tool], "compact", { compactSchema: "types" })[0]).toEqual(renderTools([tool], "summary")[0]);
+  });
+
+  it("shows short scalar defaults in the parameter line", () => {
+    const tool: CatalogTool = {
+      name: "s_t",
+      server: "s",
+      uri: "mcp://s/t",
+      key: "s:t:0",
+      summary: { summary: "Lists records of a table with a long enough summary to be worth a line.", params: {} },
+      tool: {
+        name: "t",
+        description: "Lists records of a table with a long enough summary to be worth a line. ".repeat(4),
+        inputSchema: {
+          type: "object",
+          properties: {
+            table: { type: "string", description: "Table name" },
+            limit: { type: "integer", default: 30, description: "How many records to return at most" },
+            order: { type: "string", enum: ["asc", "desc"], default: "asc", description: "Sort order" },
+            filter: { type: "object", default: { a: 1 }, description: "Filter object" },
+          },
+          required: ["table"],
+        },
+      },
+    };
+    expect(renderTools([tool], "compact")[0]?.description).toBe(
+      "Lists records of a table with a long enough summary to be worth a line\n(table: string, limit?: integer = 30, order?: asc|desc = asc, filter?: object)",
     );
   });
 
-  it("lazy lists only the meta-tools, with every tool in the index", () => {
+  it("lazy lists only the meta-tools, with one line per server in the index", () => {
     const listed = renderTools(catalog, "lazy");
     expect(listed.map((t) => t.name)).toEqual([SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL]);
-    const index = listed[0]?.description ?? "";
-    const lines = new Map(index.split("\n").slice(1).map((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2).split(", ")]));
-    for (const tool of catalog) expect(lines.get(tool.server), tool.name).toContain(tool.tool.name);
+    const lines = (listed[0]?.description ?? "").split("\n").slice(1);
+    const servers = [...new Set(catalog.map((t) => t.server))];
+    expect(lines).toHaveLength(Math.min(servers.length, MAX_INDEXED_SERVERS) + (servers.length > MAX_INDEXED_SERVERS ? 1 : 0));
+    expect(lines).toContain("github (26 tools): pull, request, issue, file");
     expect(listed.every((t) => isMetaTool(t.name))).toBe(true);
     expect(isMetaTool("github_create_issue")).toBe(false);
   });
 
-  it("lazy names a tool whose exposed name is not server_tool by its exact name", () => {
-    const tool = catalog.find((t) => t.name === "github_create_issue");
-    if (tool === undefined) throw new Error("github_create_issue missing");
-    const renamed: CatalogTool = { ...tool, name: "github_create_issue_1a2b" };
-    const index = renderTools([renamed], "lazy", { separator: "__" })[0]?.description ?? "";
-    expect(index).toContain("github: =github_create_issue_1a2b");
-    expect(index).toContain("server__tool");
+  it("lazy costs about the same for 50 tools or 5,000", () => {
+    // Synthetic catalogs built from the corpus: the same tools under many server names.
+    const grown = (copies: number): CatalogTool[] =>
+      Array.from({ length: copies }, (_, i) => catalog.map((t) => ({ ...t, server: `${t.server}${i}`, name: `${t.server}${i}_${t.tool.name}` }))).flat();
+    const small = catalog.slice(0, 50);
+    const large = grown(14); // 5,096 tools over 336 servers
+    expect(large.length).toBeGreaterThan(5_000);
+    const tokens = (tools: CatalogTool[]): number => tokenReport(tools).lazy.openAiTokens;
+    expect(tokens(large)).toBeLessThan(tokens(catalog) * 1.5);
+    expect(tokens(large)).toBeLessThan(700);
+    expect(tokens(small)).toBeGreaterThan(100);
+    const index = renderTools(large, "lazy")[0]?.description ?? "";
+    expect(index).toMatch(/\nand 316 more servers \(\d+ tools\)$/);
   });
 
   it("orders by server then tool, whatever the input order", () => {

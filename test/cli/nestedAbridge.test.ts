@@ -117,7 +117,7 @@ describe("abridge among its own servers", () => {
     const start = lines.indexOf("inner_everything_echo") + 1;
     const end = lines.findIndex((line, i) => i >= start && !line.startsWith("    "));
     const description = lines.slice(start, end).join("\n");
-    // The summary keeps the inner list's `(text)`; the outer list adds no second one.
-    expect(description.match(/\(text\)/g)).toHaveLength(1);
+    // The summary keeps the inner list's `(text: string)`; the outer list adds no second one.
+    expect(description.match(/\(text: string\)/g)).toHaveLength(1);
   }, 150_000);
 });

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAbridge, tempDir } from "../helpers/cliHarness.js";
@@ -28,7 +29,7 @@ describe("abridge render", () => {
         const names = listed.tools.map((t) => t.name);
         if (mode === "lazy") {
           expect(names).toEqual(["search_tools", "get_schema", "call_tool"]);
-          for (const tool of recorded.tools) expect(listed.tools[0]!.description).toContain(tool.name);
+          expect(listed.tools[0]!.description).toContain(`\n${recorded.server} (${recorded.tools.length} tool`);
         } else {
           const expected = recorded.tools.map((t) => `${recorded.server}_${t.name}`.replace(/[^A-Za-z0-9_-]/g, "_"));
           for (const name of expected) expect(names.some((n) => n === name || n.startsWith(name.slice(0, 50)))).toBe(true);
@@ -67,4 +68,33 @@ describe("abridge render", () => {
     expect(r.stderr).toContain(message);
     expect(r.stderr).toContain("INPUT_INVALID");
   });
+
+  it("shows mode auto under a budget: lazy plus pinned and most-called tools", async () => {
+    const { dir: own, cleanup: done } = await tempDir();
+    try {
+      await writeFile(path.join(own, "abridge.toml"), 'mode = "auto"\npin = ["github_get_*"]\n');
+      const cache = path.join(own, "cache");
+      await mkdir(cache, { recursive: true });
+      await writeFile(path.join(cache, "calls.json"), JSON.stringify({ version: 1, counts: { "github:create_issue": 12, "github:fork_repository": 1 } }));
+      const input = path.join(CORPUS, "github.json");
+      const args = ["render", "--input", input, "--config", path.join(own, "abridge.toml"), "--cache-dir", cache];
+      const r = await runAbridge([...args, "--budget", "1200"], { cwd: own });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^auto: lazy \+ \d+ tools, [\d,]+ of 1,200 tokens\n/);
+      const json = await runAbridge([...args, "--budget", "1200", "--json"], { cwd: own });
+      expect(json.stderr).not.toContain("auto:");
+      const names = (JSON.parse(json.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
+      expect(names.slice(0, 3)).toEqual(["search_tools", "get_schema", "call_tool"]);
+      expect(names).toContain("github_get_issue");
+      expect(names).toContain("github_create_issue");
+      // A budget every view fits: full, and the same without the flag once the config says so.
+      const roomy = await runAbridge([...args, "--budget", "100000"], { cwd: own });
+      expect(roomy.stdout).toMatch(/^auto: full, [\d,]+ of 100,000 tokens\n/);
+      const bad = await runAbridge([...args, "--budget", "lots"], { cwd: own });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--budget: expected a positive integer, got "lots"');
+    } finally {
+      await done();
+    }
+  }, 60_000);
 });

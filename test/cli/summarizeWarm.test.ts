@@ -58,7 +58,7 @@ describe("abridge summarize warm (end to end)", () => {
 
     const second = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
     expect(second.code).toBe(0);
-    expect(second.stdout).toContain("summarizer extractive@2: 0 requests, 0 generated");
+    expect(second.stdout).toContain("summarizer extractive@3: 0 requests, 0 generated");
     const echoAgain = second.stdout.split("\n").find((l) => l.startsWith("echo "));
     expect(echoAgain?.split(/\s+/).slice(1, 5)).toEqual(["8", "8", "0", "0"]);
     expect(await cacheLines(dir)).toHaveLength(lines.length);
@@ -78,15 +78,21 @@ describe("abridge summarize warm (end to end)", () => {
   it("redoes entries of another summarizer with --stale", async () => {
     const config = await writeConfig(dir, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker])].join("\n"));
     expect((await runAbridge(["summarize", "warm", "--config", config], { cwd: dir })).code).toBe(0);
-    // Rewrite every entry as if an older summarizer had made it.
+    // Rewrite every entry as if another summarizer had made it.
     const file = path.join(dir, "cache", "summaries.jsonl");
-    const old = (await readFile(file, "utf8")).replaceAll('"summarizer":"extractive@2"', '"summarizer":"extractive@0"');
-    await import("node:fs/promises").then((fs) => fs.writeFile(file, old));
+    const written = await readFile(file, "utf8");
+    const rewrite = (by: string): Promise<void> =>
+      import("node:fs/promises").then((fs) => fs.writeFile(file, written.replaceAll('"summarizer":"extractive@3"', `"summarizer":"${by}"`)));
+    await rewrite("openai:some-model");
     const plain = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
     expect(plain.stdout).toContain("0 generated");
     const stale = await runAbridge(["summarize", "warm", "--config", config, "--stale"], { cwd: dir });
     expect(stale.code).toBe(0);
     expect(stale.stdout).toContain("3 generated");
+    // An older version of the summarizer in use is redone without --stale.
+    await rewrite("extractive@0");
+    const older = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    expect(older.stdout).toContain("3 generated");
   });
 
   it("reports a server that fails to start, warms the others, and exits 1", async () => {

@@ -22,8 +22,9 @@ describe("daemon protocol", () => {
     const tools = list.tools as Record<string, unknown>[];
     const echo = tools.find((t) => t.server === "echo" && t.name === "echo");
     expect(echo).toMatchObject({ uri: "mcp://echo/echo", exposedName: "echo_echo", description: expect.stringContaining("text") });
-    // compact (the default mode): names and types only, no property prose.
-    expect(echo?.parameters).toEqual({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
+    // compact (the default mode): parameters in a typed line, an open object schema, no property prose.
+    expect(echo?.parameters).toEqual({ type: "object" });
+    expect(echo?.description).toContain("(text: string)");
     expect(tools.map((t) => t.name)).not.toContain("get_schema");
     expect(tools).toHaveLength(5);
 

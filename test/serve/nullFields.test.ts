@@ -47,8 +47,8 @@ describe("tools with null members", () => {
         const byName = new Map(tools.map((t) => [t.name, t]));
         expect(byName.get("nulls_ping")?.annotations).toEqual({ readOnlyHint: true });
         expect(byName.get("nulls_lookup")?.annotations).toBeUndefined();
-        expect(byName.get("nulls_lookup")?.description).toMatch(/\(word, lang\?\)$/);
-        expect(byName.get("nulls_save")?.description).toMatch(/\(path, mode\?, tags\?\)$/);
+        expect(byName.get("nulls_lookup")?.description).toMatch(/\(word: string, lang\?: string\)$/);
+        expect(byName.get("nulls_save")?.description).toMatch(/\(path: string, mode\?: \S+, tags\?: \S+\)$/);
       }
     }, 30_000);
   }

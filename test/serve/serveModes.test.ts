@@ -73,7 +73,8 @@ describe("abridge serve over stdio, every mode", () => {
     const names = tools.map((t) => t.name);
     expect(names.at(-1)).toBe("get_schema");
     const echo = tools.find((t) => t.name === "echo_echo")!;
-    expect(echo.description).toContain("(text)");
+    expect(echo.description).toContain("(text: string)");
+    expect(echo.inputSchema).toEqual({ type: "object" });
     expect(JSON.stringify(echo.inputSchema)).not.toContain("description");
 
     const schema = await session.client.callTool({ name: "get_schema", arguments: { tool: "echo_echo" } });

@@ -28,7 +28,7 @@ describe("createSummarizer", () => {
   it("builds the extractive summarizer by default, with the configured word budget", () => {
     const s = createSummarizer(summarySchema.parse({ word_budget: 5 }), { env: {} });
     expect(s).toBeInstanceOf(ExtractiveSummarizer);
-    expect(s.id).toBe("extractive@2");
+    expect(s.id).toBe("extractive@3");
     expect(s.promptId).toBe("none");
     const summary = (s as ExtractiveSummarizer).summarizeTool({
       name: "t",

@@ -106,50 +106,64 @@ describe("extractSummary", () => {
   });
 });
 
-describe("detail phrases", () => {
-  const description =
-    "Perform research on a topic. Use this tool when you need to gather information from multiple sources. " +
-    "Returns a detailed response. Never call it twice.";
+/**
+ * A sentence that is a word list rather than prose: a fragment of one or two words after the lead
+ * ("Lines."; a lead such as "Create comment." is the description's own sentence), or
+ * three or more comma-separated items of at most two words each with no clause among them
+ * ("Multiple nested, perfect, setting, structures, projects."). Written apart from the
+ * summarizer's own check so the two cannot agree by construction.
+ */
+function isWordList(sentence: string, lead = false): boolean {
+  const body = sentence.replace(/[.!?…]+$/, "").trim();
+  if (!lead && wordCount(body) <= 2) return true;
+  const items = body.split(/,\s*/);
+  return items.length >= 3 && items.every((item) => wordCount(item) <= 2);
+}
 
-  it("appends words from later sentences that the lead and the names do not say", () => {
-    const out = extractSummary(description, { wordBudget: 24, detailWords: 6, knownWords: ["research_topic", "input"] });
-    // "detailed response" is filler that every tool could say: no detail.
-    expect(out).toBe("Perform research on a topic. Gather information, multiple sources.");
-    // The lead alone without a detail budget, as parameter descriptions get.
-    expect(extractSummary(description, { wordBudget: 24 })).toBe("Perform research on a topic.");
+/** Letters and digits only, lower case: how a summary's sentences are found in the original text. */
+const bare = (text: string): string => text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+
+describe("prose summaries", () => {
+  it("detects the word lists earlier summaries ended with", () => {
+    expect(isWordList("Lines.")).toBe(true);
+    expect(isWordList("Multiple nested, perfect, setting, structures, projects.")).toBe(true);
+    expect(isWordList("Gather information, multiple sources.")).toBe(false); // two items: caught by the span check below
+    expect(isWordList("Resolve, reopen, assign, or ignore an issue.")).toBe(false);
   });
 
-  it("stays within the word budget and never repeats a known word", () => {
-    const out = extractSummary(description, { wordBudget: 8, detailWords: 6, knownWords: ["gather_information"] });
-    expect(wordCount(out)).toBeLessThanOrEqual(8);
-    expect(out.startsWith("Perform research on a topic. ")).toBe(true);
-    expect(out).not.toMatch(/gather|information/i);
+  it("adds the clause that tells a tool apart from its catalog, not the one every tool says", () => {
+    const generic = "Results are paginated and sorted by relevance.";
+    const tools = [
+      tool("search_issues", `Search items in a project. ${generic} Matches issue titles and comment bodies.`),
+      tool("search_merge_requests", `Search items in a project. ${generic} Filters by target branch, author and pipeline status.`),
+      tool("search_wiki", `Search items in a project. ${generic} Looks through wiki pages and their revision history.`),
+    ];
+    const out = new ExtractiveSummarizer().summarizeCatalog(tools).map((s) => s.summary);
+    expect(out).toEqual([
+      "Search items in a project. Matches issue titles and comment bodies.",
+      "Search items in a project. Filters by target branch, author and pipeline status.",
+      "Search items in a project. Looks through wiki pages and their revision history.",
+    ]);
+    // summarize() sees a batch of one server's tools the same way.
+    expect(new ExtractiveSummarizer().summarizeTool(tools[0] as RawTool, tools).summary).toBe(out[0]);
   });
 
-  it("skips identifiers, URLs and file names", () => {
-    const out = extractSummary(
-      "Connect to a database. See https://example.com/docs, call list_connections or connectionInfo first; reads config.json.",
-      { wordBudget: 24, detailWords: 6 },
-    );
-    expect(out.startsWith("Connect to a database.")).toBe(true);
-    expect(out).not.toMatch(/list_connections|connectionInfo|config|json|example|https/);
+  it("keeps the lead alone when the rest says nothing rare, and cuts a clause only at a boundary", () => {
+    const tools = [
+      tool("a", "Create a widget. Returns the result as JSON."),
+      tool("b", "Delete a widget. Returns the result as JSON."),
+      tool("c", "Rename a widget, keeping its history, owners and every stored revision of its contents. Returns the result as JSON."),
+    ];
+    const [a, b] = new ExtractiveSummarizer().summarizeCatalog(tools).map((s) => s.summary);
+    expect(a).toBe("Create a widget.");
+    expect(b).toBe("Delete a widget.");
+    const small = new ExtractiveSummarizer({ wordBudget: 8 }).summarizeCatalog(tools)[2]?.summary;
+    expect(small).toBe("Rename a widget, keeping its history…");
   });
 
-  it("draws on parameter descriptions when they agree", () => {
-    // Never longer than the description itself, so the description must leave room.
-    const out = extractSummary("Connect to a database. Never call it twice in a row without closing the previous one.", {
-      wordBudget: 24,
-      detailWords: 6,
-      extraText: ["Name of the Atlas cluster", "Region of the Atlas cluster"],
-    });
-    // The warning's words are worth too little; the cluster is named twice below.
-    expect(out).toBe("Connect to a database. Atlas cluster.");
-  });
-
-  it("lets the summarizer turn details off", () => {
-    const t = tool("research", description);
-    expect(new ExtractiveSummarizer({ detailWords: 0 }).summarizeTool(t).summary).toBe("Perform research on a topic.");
-    expect(new ExtractiveSummarizer().summarizeTool(t).summary).toMatch(/multiple sources/);
+  it("never appends a second clause when told not to", () => {
+    const t = tool("search_wiki", "Search items in a project. Looks through wiki pages and their revision history.");
+    expect(new ExtractiveSummarizer({ distinctClauses: false }).summarizeTool(t).summary).toBe("Search items in a project.");
   });
 });
 
@@ -230,23 +244,42 @@ describe("ExtractiveSummarizer over the whole corpus", () => {
     expect(problems).toEqual([]);
   });
 
-  // Pinned on purpose: extractive@2 appends detail phrases to the lead sentence.
+  it("writes prose: every sentence is a span of the description, none a word list", () => {
+    const problems: string[] = [];
+    for (const server of new Set(corpus.map((t) => t.server))) {
+      const tools = corpus.filter((t) => t.server === server).map((t) => t.tool);
+      const summaries = summarizer.summarizeCatalog(tools);
+      tools.forEach((t, i) => {
+        const summary = summaries[i]?.summary ?? "";
+        const source = bare(t.description ?? "");
+        if (source === "") return;
+        for (const [n, sentence] of splitSentences(summary).entries()) {
+          if (isWordList(sentence, n === 0)) problems.push(`${server}:${t.name}: word list "${sentence}" in "${summary}"`);
+          if (!source.includes(bare(sentence))) problems.push(`${server}:${t.name}: "${sentence}" is not in the description`);
+        }
+      });
+    }
+    expect(problems).toEqual([]);
+  });
+
+  // Pinned on purpose: extractive@3 writes the lead sentence and, where one adds rare words, one
+  // clause of the description, summarized per server as discovery batches them.
   it("keeps what the longest descriptions are about", () => {
     const expected: Array<[string, string, string]> = [
-      ["desktop-commander", "start_search", "Start a streaming search that can return results progressively. Looking, find, name, code, content, authentication."],
-      ["firecrawl", "firecrawl_scrape", "Scrape content from a single URL with advanced options. Page, extraction, multiple, markdown, extracting, branding."],
-      ["desktop-commander", "read_file", "Read contents from files and URLs. Images, starting, positive, line, negative, 0-based."],
-      ["desktop-commander", "start_process", "Start a terminal process on the authorized device with intelligent state detection. Running, read-write, files, paths, container, folder-name."],
-      ["sequential-thinking", "sequentialthinking", "Dynamic and reflective problem-solving through thoughts. Question, steps, previous, hypothesis, process, current."],
-      ["sentry", "update_issue", "Update a Sentry issue's status or assignment. Resolve, reopen, find, unresolved, forever, my-team-slug."],
-      ["context7", "resolve-library-id", "Resolves a package/product name to a Context7-compatible library ID and returns matching libraries. Format, org, project, version, benchmark Score."],
+      ["desktop-commander", "start_search", "Start a streaming search that can return results progressively."],
+      ["firecrawl", "firecrawl_scrape", "Scrape content from a single URL with advanced options."],
+      ["desktop-commander", "read_file", "Read contents from files and URLs. Read PDF files and extract content as markdown and images."],
+      ["filesystem", "create_directory", "Create a new directory or ensure a directory exists. Perfect for setting up directory structures for projects or ensuring required paths exist."],
+      ["filesystem", "read_text_file", "Read the complete contents of a file from the file system as text. Operates on the file as text regardless of extension."],
+      ["sentry", "update_issue", "Update a Sentry issue's status or assignment. Resolve, reopen, assign, or ignore an issue."],
+      ["context7", "resolve-library-id", "Resolves a package/product name to a Context7-compatible library ID and returns matching libraries."],
       ["stripe", "create_customer", "Create a customer in Stripe."],
-      ["stripe", "update_dispute", "Submit evidence to help resolve the dispute in your favor. Receive, contacting, customer, first step, ID."],
+      ["stripe", "update_dispute", "Submit evidence to help resolve the dispute in your favor."],
       ["notion", "API-get-user", "Retrieve a user."],
-      ["filesystem", "list_allowed_directories", "Returns the list of directories that this server is allowed to access. Subdirectories, accessible, understand, nested paths, trying."],
     ];
+    const byServer = (server: string): RawTool[] => corpus.filter((t) => t.server === server).map((t) => t.tool);
     for (const [server, name, summary] of expected) {
-      expect(summarizer.summarizeTool(corpusTool(corpus, server, name)).summary, `${server}:${name}`).toBe(summary);
+      expect(summarizer.summarizeTool(corpusTool(corpus, server, name), byServer(server)).summary, `${server}:${name}`).toBe(summary);
     }
   });
 });

@@ -182,7 +182,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
     expect(queue.stats()).toMatchObject({ retries: 2, failed: 2, fallbacks: 2, generated: 0, done: 2 });
     expectOneEntryEach(sink.entries, inputs);
     for (const entry of sink.entries) {
-      expect(entry.summarizer).toBe("extractive@2");
+      expect(entry.summarizer).toBe("extractive@3");
       expect(entry.prompt).toBe("none");
       expect(entry.fallback).toMatch(/^retries exhausted: SUMMARIZER_FAILED/);
     }
@@ -222,7 +222,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
     await queue.drain();
     expectOneEntryEach(sink.entries, inputs);
     const last = sink.entries.find((e) => e.key === inputs[2]?.key);
-    expect(last?.summarizer).toBe("extractive@2");
+    expect(last?.summarizer).toBe("extractive@3");
     expect(last?.fallback).toMatch(/no entry for tool/);
     expect(queue.stats()).toMatchObject({ generated: 2, fallbacks: 1, failed: 1 });
   });
@@ -239,7 +239,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
     expectOneEntryEach(sink.entries, inputs);
     const extractive = new ExtractiveSummarizer();
     for (const entry of sink.entries) {
-      expect(entry.summarizer).toBe("extractive@2");
+      expect(entry.summarizer).toBe("extractive@3");
       expect(entry.fallback).toMatch(/^guard: params\.invented_option is not a property/);
       const tool = inputs.find((i) => i.key === entry.key)?.tool;
       expect(entry.summary).toBe(tool ? extractive.summarizeTool(tool).summary : "");
@@ -456,7 +456,7 @@ describe("SummarizeQueue with the extractive summarizer", () => {
     expect(fake.requests).toHaveLength(0);
     expectOneEntryEach(sink.entries, inputs);
     for (const entry of sink.entries) {
-      expect(entry.summarizer).toBe("extractive@2");
+      expect(entry.summarizer).toBe("extractive@3");
       expect(entry.prompt).toBe("none");
       expect(entry.fallback).toBeUndefined();
       expect(entry.tokensAfter).toBeLessThan(entry.tokensBefore);

@@ -11,6 +11,9 @@ describe("globs", () => {
     expect(globToRegExp("a.b").test("axb")).toBe(false);
     expect(globToRegExp("a.b").test("a.b")).toBe(true);
     expect(globToRegExp("(x)+[y]").test("(x)+[y]")).toBe(true);
+    // Dashes are common in tool names (notion's `API-get-user`).
+    expect(globToRegExp("API-get-*").test("API-get-user")).toBe(true);
+    expect(globToRegExp("a/b-c").test("a/b-c")).toBe(true);
   });
 
   it("deny wins over allow; no allow means everything", () => {

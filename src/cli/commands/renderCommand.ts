@@ -3,7 +3,8 @@ import path from "node:path";
 import { text as readStream } from "node:stream/consumers";
 import { JsonlStore } from "../../cache/jsonlStore.js";
 import { MODES } from "../../config/schema.js";
-import { tokenReport } from "../../catalog/renderTools.js";
+import { CallCounts, callCountsFileFor } from "../../cache/callCounts.js";
+import { autoChoice, tokenReport } from "../../catalog/renderTools.js";
 import { createToolHasher } from "../../catalog/toolHash.js";
 import { ToolCatalog } from "../../catalog/toolCatalog.js";
 import { configFileSchema, type Config } from "../../config/schema.js";
@@ -102,11 +103,15 @@ export const renderCommand: CommandSpec = {
     mode: { type: "string", value: "MODE", description: `${MODES.join(" | ")} (default: the config's mode, compact)` },
     json: { type: "boolean", description: "Print exactly the tools/list result a client receives" },
     tokens: { type: "boolean", description: "Print o200k_base token counts before and after (stderr with --json)" },
+    budget: { type: "string", value: "N", description: "Token budget of --mode auto (default: the config's token_budget, 8000)" },
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
     const config = await renderConfig(ctx);
     const mode = parseMode(ctx.values.mode, config.mode);
+    const budgetText = ctx.values.budget as string | undefined;
+    const budget = budgetText === undefined ? config.token_budget : Number(budgetText);
+    if (!Number.isInteger(budget) || budget <= 0) throw usageError(`--budget: expected a positive integer, got "${budgetText}"`);
     const { text, source } = await readInput(ctx);
     const recorded = parseRecordedList(text, source);
     const input = ctx.values.input as string | undefined;
@@ -124,20 +129,44 @@ export const renderCommand: CommandSpec = {
     });
 
     const summarizer = createSummarizer(config.summary, { env: ctx.io.env, logger: ctx.logger });
-    const [store, hasher] = await Promise.all([JsonlStore.open({ file: cacheFileFor(ctx, config.source === "<built-in>" ? undefined : config), logger: ctx.logger }), createToolHasher()]);
+    const cacheFile = cacheFileFor(ctx, config.source === "<built-in>" ? undefined : config);
+    const [store, hasher, callCounts] = await Promise.all([
+      JsonlStore.open({ file: cacheFile, logger: ctx.logger }),
+      createToolHasher(),
+      // The counts a bridge on this cache has kept: auto lists the most called tools first.
+      CallCounts.open({ file: callCountsFileFor(cacheFile), logger: ctx.logger }),
+    ]);
+    const fallback = new ExtractiveSummarizer({ wordBudget: config.summary.word_budget });
     const queue = new SummarizeQueue({
       summarizer,
-      fallback: new ExtractiveSummarizer({ wordBudget: config.summary.word_budget }),
+      fallback,
       sink: store,
       logger: ctx.logger,
       ...queueLimitsFromConfig(config.summary),
     });
-    const catalog = new ToolCatalog({ store, hasher, jobs: queue, separator: config.separator, logger: ctx.logger });
+    const catalog = new ToolCatalog({
+      store,
+      hasher,
+      jobs: queue,
+      separator: config.separator,
+      logger: ctx.logger,
+      compactSchema: config.compact_schema,
+      auto: { tokenBudget: budget, pins: config.pin },
+      summarizerIds: [summarizer.id, fallback.id],
+    });
+    catalog.setCallCounts(callCounts.snapshot());
     queue.onEntry((entry) => catalog.applyEntry(entry));
     try {
       catalog.setTools(exposed);
       await queue.drain(ctx.io.signal);
       const listed = catalog.list(mode);
+      // With --json, stdout is the list alone and stderr stays quiet unless --tokens asks for figures.
+      if (mode === "auto" && (!ctx.values.json || ctx.values.tokens)) {
+        const choice = autoChoice(catalog.tools(), catalog.renderOptions());
+        const extra = choice.extra.length > 0 ? ` + ${choice.extra.length} tool${choice.extra.length === 1 ? "" : "s"}` : "";
+        const note = `auto: ${choice.view}${extra}, ${formatCount(choice.tokens)} of ${formatCount(budget)} tokens`;
+        writeLine(ctx.values.json ? ctx.io.stderr : ctx.io.stdout, note);
+      }
       if (ctx.values.json) {
         writeLine(ctx.io.stdout, JSON.stringify({ tools: listed }));
       } else {
@@ -148,7 +177,7 @@ export const renderCommand: CommandSpec = {
         }
       }
       if (ctx.values.tokens) {
-        const report = tokenReport(catalog.tools(), { separator: config.separator });
+        const report = tokenReport(catalog.tools(), catalog.renderOptions());
         const out = ctx.values.json ? ctx.io.stderr : ctx.io.stdout;
         writeLine(
           out,
