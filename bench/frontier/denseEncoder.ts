@@ -6,11 +6,13 @@ import type { TextEmbedder } from "./proxies.js";
 
 /**
  * Words of a text the encoder sees. Universal Sentence Encoder Lite is a sentence model whose
- * cost grows with length (about 0.1 s for 300 words on this machine, single-threaded WASM); a
+ * cost grows with length (about 1 ms of CPU per word on this machine, single-threaded WASM): a
  * 2,000-word tool description would dominate the run and says little more to it than its first
- * paragraph. Cutting at this many words is part of the proxy's definition.
+ * paragraph. Texts put the name and description first, so the cut drops schema words first.
+ * Cutting at this many words is part of the proxy's definition: it cannot reward what a view
+ * says after its 64th word.
  */
-export const DENSE_MAX_WORDS = 128;
+export const DENSE_MAX_WORDS = 64;
 /** Texts per model call; the library's input assembly is quadratic in a batch's total length. */
 const BATCH_TEXTS = 32;
 /** Words per model call (see {@link BATCH_TEXTS}). */

@@ -285,8 +285,8 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
     }
     return {
       id,
-      label: view?.label ?? "abridge lazy (search_tools answer, 8 results)",
-      ...(view?.note !== undefined ? { note: view.note } : { ...(view === undefined ? { note: "tools are seen only through a search_tools answer (one call)" } : {}) }),
+      label: view?.label ?? "abridge lazy",
+      ...(view?.note !== undefined ? { note: view.note } : { ...(view === undefined ? { note: `tools are seen only through a search_tools answer (${SEARCH_LIMIT} results, one call per request), which the proxy re-ranks` } : {}) }),
       usesSummaries: view === undefined || view.usesSummaries,
       tokens,
       shareOfFull: tokens / fullTokens,
