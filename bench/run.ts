@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`),
- * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg. Figures
+ * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg, and the
+ * held-out fidelity details in fidelity.json and fidelity.md (`--no-dense` leaves out the dense
+ * selection proxy, whose first run over a new corpus encodes every text once). Figures
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
  */

@@ -3,6 +3,7 @@ import { loadCorpus } from "../../bench/corpus.js";
 import { assignFolds, serverOfKey } from "../../bench/frontier/folds.js";
 import { paretoFrontier } from "../../bench/frontier/pareto.js";
 import { Bm25Proxy } from "../../bench/frontier/proxies.js";
+import { compressorEntry, views } from "../../bench/frontier/views.js";
 import { appendedWordList } from "../../bench/frontier/wordList.js";
 
 describe("assignFolds", () => {
@@ -88,5 +89,35 @@ describe("Bm25Proxy", () => {
     const proxy = new Bm25Proxy();
     expect(await proxy.rankAll(docs, ["open an issue", "read a file"])).toEqual([["gh:create_issue"], ["fs:read_file"]]);
     expect(await proxy.rankAll(docs, ["open an issue"], { restrict: [["fs:read_file"]] })).toEqual([[]]);
+  });
+});
+
+describe("mcp-compressor renderings", () => {
+  const tool = {
+    name: "gh_create_issue",
+    server: "gh",
+    uri: "mcp://gh/create_issue",
+    key: "gh:create_issue:0",
+    tool: {
+      name: "create_issue",
+      description: "Create a new issue. Needs write access.\nSecond line.",
+      inputSchema: { type: "object", properties: { owner: { type: "string" }, title: { type: "string" } } },
+    },
+  };
+
+  it("lists a tool per level: whole description, first line to its first period, names only", () => {
+    expect(compressorEntry(tool, "low")).toBe("<tool>create_issue(owner, title): Create a new issue. Needs write access.\nSecond line.</tool>");
+    expect(compressorEntry(tool, "medium")).toBe("<tool>create_issue(owner, title): Create a new issue</tool>");
+    expect(compressorEntry(tool, "high")).toBe("<tool>create_issue(owner, title)</tool>");
+  });
+
+  it("sends wrappers per server, and at max no listing but a list wrapper", () => {
+    const all = views();
+    const names = (id: string): string[] =>
+      (all.find((v) => v.id === id)?.list([tool]) as { function: { name: string; description: string } }[]).map((f) => f.function.name);
+    expect(names("compressor-medium")).toEqual(["gh_get_tool_schema", "gh_invoke_tool"]);
+    expect(names("compressor-max")).toEqual(["gh_get_tool_schema", "gh_invoke_tool", "gh_list_tools"]);
+    const medium = all.find((v) => v.id === "compressor-medium")?.list([tool]) as { function: { description: string } }[];
+    expect(medium[0]?.function.description).toContain("<tool>create_issue(owner, title): Create a new issue</tool>");
   });
 });
