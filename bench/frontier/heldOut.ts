@@ -104,6 +104,9 @@ export interface HeldOutResult {
     searchLimit: number;
     /** Share of queries whose right tool is anywhere in the `search_tools` answer (held-out). */
     answerRecall: number;
+    /** The answer in the product's own order, no proxy: right tool first / among the first five (held-out). */
+    ownOrderTop1: number;
+    ownOrderTop5: number;
     meanAnswerTokens: number;
     /** mcpproxy-go's break-even: (full tokens - lazy tokens) / mean tokens of one search answer. */
     breakEvenSearches: number;
@@ -235,6 +238,8 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
   const heldHits: Record<string, Record<string, [boolean, boolean][]>> = {};
   const inHits: Record<string, Record<string, [boolean, boolean][]>> = {};
   let lazyRecallHits = 0;
+  let ownTop1Hits = 0;
+  let ownTop5Hits = 0;
   const answerTokens: number[] = [];
   for (const proxy of options.proxies) {
     for (const id of viewIds) {
@@ -262,7 +267,10 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
     const p = prepared.get((candidateOfQuery[i] as Candidate).id) as Prepared;
     const results = p.search(q.query, SEARCH_LIMIT);
     const right = rightKeys(q);
-    if (results.some((r) => right.has(`${r.server}:${r.tool}`))) lazyRecallHits += 1;
+    const keys = results.map((r) => `${r.server}:${r.tool}`);
+    if (keys.some((k) => right.has(k))) lazyRecallHits += 1;
+    if (keys[0] !== undefined && right.has(keys[0])) ownTop1Hits += 1;
+    if (keys.slice(0, 5).some((k) => right.has(k))) ownTop5Hits += 1;
     answerTokens.push(countTokens(searchResultText(results)));
   });
 
@@ -350,6 +358,8 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
     lazy: {
       searchLimit: SEARCH_LIMIT,
       answerRecall: queries.length === 0 ? Number.NaN : lazyRecallHits / queries.length,
+      ownOrderTop1: queries.length === 0 ? Number.NaN : ownTop1Hits / queries.length,
+      ownOrderTop5: queries.length === 0 ? Number.NaN : ownTop5Hits / queries.length,
       meanAnswerTokens,
       breakEvenSearches: (fullTokens - lazyTokens) / meanAnswerTokens,
     },

@@ -118,14 +118,12 @@ function dot(a: Float32Array, b: Float32Array): number {
 
 /** Cosine similarity of sentence embeddings of the query and of each doc's text. */
 export class DenseProxy implements SelectionProxy {
-  readonly id: string;
+  readonly id = "dense";
 
   constructor(
     private readonly embedder: TextEmbedder,
     private readonly signal?: AbortSignal,
-  ) {
-    this.id = `dense (${embedder.id})`;
-  }
+  ) {}
 
   async rankAll(docs: readonly RankDoc[], queries: readonly string[], options: RankOptions = {}): Promise<string[][]> {
     const [docVectors, queryVectors] = [await this.embedder.embed(docs.map((d) => d.text), this.signal), await this.embedder.embed(queries, this.signal)];

