@@ -121,6 +121,8 @@ export interface HeldOutOptions {
   queries: readonly CorpusQuery[];
   proxies: SelectionProxy[];
   proxiesNotAvailable?: { proxy: string; reason: string }[];
+  /** The proxy settings are chosen with on the training servers (default BM25). */
+  selectionProxy?: SelectionProxy;
   k?: number;
   candidates?: Candidate[];
   signal?: AbortSignal;
@@ -198,7 +200,7 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
   const allViews = views();
   const full = allViews.find((v) => v.id === "full") as View;
   const compact = allViews.find((v) => v.id === "compact") as View;
-  const bm25 = new Bm25Proxy();
+  const bm25 = options.selectionProxy ?? new Bm25Proxy();
 
   // 2. Choose a setting per fold on its training servers only.
   const chosen = new Map<number, Candidate>();
