@@ -2,7 +2,7 @@ import { searchResultText } from "../../src/catalog/metaTools.js";
 import { renderTools, toOpenAiFunctions } from "../../src/catalog/renderTools.js";
 import type { SearchResult } from "../../src/catalog/searchIndex.js";
 import type { CatalogTool } from "../../src/catalog/types.js";
-import { DEFAULT_DETAIL_WORDS, DEFAULT_WORD_BUDGET, ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
+import { DEFAULT_WORD_BUDGET, ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { Summarizer } from "../../src/summarize/types.js";
 import { countJsonTokens, countTokens } from "../../src/tokens/countTokens.js";
 import { summarizedCatalog, type CorpusQuery, type CorpusServer } from "../corpus.js";
@@ -28,18 +28,18 @@ export interface Candidate {
 }
 
 /**
- * What today's engine has that is tuned: the extractive summarizer's word budget and its budget
- * of appended detail words (defaults 24 and 6, chosen by hand on this corpus). The grid spans
- * shorter and longer summaries, with and without detail words.
+ * What the engine has that is tuned: the extractive summarizer's word budget (default 24, chosen
+ * by hand) and whether a summary may add one distinctive clause to its lead sentence. The grid
+ * spans shorter and longer summaries, with and without that clause.
  */
 export function summarizerCandidates(): Candidate[] {
   const out: Candidate[] = [];
   for (const wordBudget of [12, 16, 24, 32]) {
-    for (const detailWords of [0, DEFAULT_DETAIL_WORDS]) {
+    for (const distinctClauses of [false, true]) {
       out.push({
-        id: `words ${wordBudget}, detail ${detailWords}`,
-        isDefault: wordBudget === DEFAULT_WORD_BUDGET && detailWords === DEFAULT_DETAIL_WORDS,
-        summarizer: () => new ExtractiveSummarizer({ wordBudget, detailWords }),
+        id: `words ${wordBudget}, ${distinctClauses ? "with" : "no"} second clause`,
+        isDefault: wordBudget === DEFAULT_WORD_BUDGET && distinctClauses,
+        summarizer: () => new ExtractiveSummarizer({ wordBudget, distinctClauses }),
       });
     }
   }

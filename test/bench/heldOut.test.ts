@@ -22,8 +22,8 @@ describe("runHeldOut (leave-servers-out)", () => {
     const corpus = loadCorpus();
     const queries = loadQueries();
     const candidates: Candidate[] = [
-      { id: "words 24, detail 6", isDefault: true, summarizer: () => new ExtractiveSummarizer() },
-      { id: "words 12, detail 0", isDefault: false, summarizer: () => new ExtractiveSummarizer({ wordBudget: 12, detailWords: 0 }) },
+      { id: "words 24, with second clause", isDefault: true, summarizer: () => new ExtractiveSummarizer() },
+      { id: "words 12, no second clause", isDefault: false, summarizer: () => new ExtractiveSummarizer({ wordBudget: 12, distinctClauses: false }) },
     ];
     const selection = new RecordingProxy();
     const result = await runHeldOut({ corpus, queries, proxies: [new Bm25Proxy()], selectionProxy: selection, candidates, k: 5 });
