@@ -19,13 +19,14 @@ import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
+import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowStart.js";
 import { runStartup, type StartupResult } from "./startup.js";
 import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
 import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup"] as const;
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -46,6 +47,8 @@ interface Results {
   cache?: CacheResult;
   latency?: LatencyResult;
   startup?: StartupResult;
+  /** What a client waits for with hung upstreams: initialize, and exit on stdin end or SIGTERM. */
+  slowStart?: SlowStartResult;
   failures: { bench: string; error: string }[];
   /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
   listenerWarnings?: number;
@@ -363,6 +366,10 @@ async function main(): Promise<number> {
   await step("startup", async () => {
     results.startup = await runStartup({ corpus, signal });
     print(startupMarkdown(results.startup));
+  });
+  await step("slowStart", async () => {
+    results.slowStart = await runSlowStart();
+    print(slowStartMarkdown(results.slowStart));
   });
 
   results.listenerWarnings = listenerWarnings;

@@ -6,7 +6,7 @@
  * - time from the end of stdin (and from SIGTERM) to the exit of abridge while two upstreams are
  *   still in `initialize`, one of them ignoring SIGTERM, and whether any child is left.
  *
- *   npx tsx bench/slowStart.ts      (also part of `npm run bench`)
+ *   npm run bench -- --only slowStart
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -132,11 +132,4 @@ export function slowStartMarkdown(r: SlowStartResult): string {
     "",
     `Children left after exit, over every run: ${r.childrenLeft}.`,
   ].join("\n");
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await runSlowStart();
-  console.log(slowStartMarkdown(result));
-  await writeFile(path.join(REPO_ROOT, "bench", "results", "slow-start.json"), `${JSON.stringify(result, null, 2)}\n`);
-  await writeFile(path.join(REPO_ROOT, "bench", "results", "slow-start.md"), `${slowStartMarkdown(result)}\n`);
 }
