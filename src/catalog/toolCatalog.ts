@@ -4,6 +4,7 @@ import type { JsonlStore } from "../cache/jsonlStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
+import { schemaTooDeep } from "../upstream/schemaDepth.js";
 import type { ExposedTool } from "../upstream/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
 import { renderTools, sortTools } from "./renderTools.js";
@@ -90,6 +91,13 @@ export class ToolCatalog {
     const byName = new Map<string, CatalogTool>();
     const byKey = new Map<string, CatalogTool>();
     for (const given of tools) {
+      // The pool quarantined these already; a library caller's tools get the same rule here,
+      // before the hash and the renderer walk them recursively.
+      const tooDeep = schemaTooDeep(given.tool);
+      if (tooDeep !== undefined) {
+        this.logger.warn("tool quarantined", { server: given.server, tool: given.tool.name, reason: tooDeep });
+        continue;
+      }
       // A no-op for tools from the pool or `render` (normalized where they entered); a library
       // caller handing in tools as a server sent them gets the same rule: null means absent.
       const exposed = { ...given, tool: normalizeTool(given.tool) };

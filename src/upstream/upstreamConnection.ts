@@ -28,6 +28,7 @@ import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { normalizeTool } from "./normalizeTool.js";
+import { schemaTooDeep } from "./schemaDepth.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
@@ -544,8 +545,17 @@ export class UpstreamConnection {
       signal,
     );
     const byName = new Map<string, RawTool>();
+    // A tool nested too deep would overflow the stack of every later walk (normalizing, hashing,
+    // rendering, validating): quarantined here, first, with a reason; its siblings are served.
+    const sane = items.filter((item) => {
+      const tooDeep = isObject(item) ? schemaTooDeep(item) : undefined;
+      if (tooDeep === undefined) return true;
+      const name = isObject(item) && typeof item.name === "string" ? item.name : undefined;
+      this.logger.warn("tool quarantined", { tool: name, reason: tooDeep });
+      return false;
+    });
     // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
-    for (const item of items.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
+    for (const item of sane.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
       if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
         this.logger.warn("skipping a malformed tool (no name or inputSchema)", {
           tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,
