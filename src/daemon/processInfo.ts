@@ -9,6 +9,11 @@ export function currentPid(): number {
   return process.pid;
 }
 
+/** The current process's user id, or undefined where there are none (Windows). */
+export function currentUid(): number | undefined {
+  return process.getuid?.();
+}
+
 /**
  * True while a process with `pid` exists. `kill(pid, 0)` sends nothing and only checks; EPERM
  * means the process exists but belongs to another user, which still makes a lock holder alive.
