@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheKey } from "../cache/cacheEntry.js";
 import type { JsonlStore } from "../cache/jsonlStore.js";
@@ -65,6 +66,7 @@ export class ToolCatalog {
   private byKey = new Map<string, CatalogTool>();
   private sorted: CatalogTool[] = [];
   private readonly rendered = new Map<Mode, ListedTool[]>();
+  private readonly digests = new Map<Mode, string>();
   private searchIndex: SearchIndex | undefined;
   private readonly validator = new ArgumentValidator();
   /** Keys of tools whose "forwarded unvalidated" warning was logged already. */
@@ -184,6 +186,20 @@ export class ToolCatalog {
     return listed;
   }
 
+  /**
+   * A digest of {@link list}(mode), computed once per change: front ends compare it to tell a real
+   * change from a summary that alters nothing they show. Every session shares it instead of keeping
+   * its own serialized copy of the list (which cost each HTTP session the size of the list).
+   */
+  listDigest(mode: Mode): string {
+    let digest = this.digests.get(mode);
+    if (digest === undefined) {
+      digest = createHash("sha256").update(JSON.stringify(this.list(mode))).digest("base64url");
+      this.digests.set(mode, digest);
+    }
+    return digest;
+  }
+
   /** BM25 search over the compact view (what `search_tools` answers). */
   search(query: string, limit?: number): SearchResult[] {
     this.searchIndex ??= new SearchIndex(this.sorted, { mode: "compact" });
@@ -230,6 +246,7 @@ export class ToolCatalog {
 
   private invalidate(): void {
     this.rendered.clear();
+    this.digests.clear();
     this.searchIndex = undefined;
   }
 

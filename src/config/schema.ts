@@ -126,6 +126,12 @@ export const configFileSchema = z.strictObject({
     .describe("Log verbosity on stderr (unset: warn); `--log-level` and $ABRIDGE_LOG_LEVEL override it"),
   audit_log: z.string().min(1).optional().describe("JSONL audit log of every call"),
   audit_arguments: z.boolean().default(false).describe("Write argument values into the audit log"),
+  http_session_idle_minutes: z
+    .number()
+    .positive()
+    .default(30)
+    .describe("`serve --http` closes a session with no request and no open stream for this long (its client re-initializes)"),
+  http_max_sessions: z.number().int().positive().default(1000).describe("`serve --http` sessions open at once; past it initialize gets 503 with Retry-After"),
   ...policyFields,
   summary: summarySchema.prefault({}),
   servers: z

@@ -242,6 +242,13 @@ export class Bridge {
     return extra.length === 0 ? this.catalog.list(mode) : [...this.catalog.list(mode), ...extra];
   }
 
+  /** A digest of {@link list}(mode): equal digests, equal lists. Computed once per list change. */
+  listDigest(mode: Mode = this.config.mode): string {
+    const extra = extraMetaTools(this.config);
+    // The extra meta tools follow the config; their names tell which are there.
+    return extra.length === 0 ? this.catalog.listDigest(mode) : `${this.catalog.listDigest(mode)}+${extra.map((t) => t.name).join(",")}`;
+  }
+
   /** Calls `listener` (debounced) whenever the tool list may have changed. */
   onListChanged(listener: () => void): () => void {
     return this.catalog.onChange(listener);

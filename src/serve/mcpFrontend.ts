@@ -361,9 +361,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
 
   // One list_changed per real change: summaries that land in a mode that does not show them
   // (full) change nothing the client sees, and a client's prompt cache should not be broken for it.
-  let lastList = JSON.stringify(bridge.list(mode));
+  // The digest is shared by every session (one per list change), not a copy of the list per session.
+  let lastList = bridge.listDigest(mode);
   const unsubscribe = bridge.onListChanged(() => {
-    const next = JSON.stringify(bridge.list(mode));
+    const next = bridge.listDigest(mode);
     if (next === lastList) return;
     lastList = next;
     server.sendToolListChanged().catch((err: unknown) => logger.debug("list_changed not delivered", { error: String(err) }));

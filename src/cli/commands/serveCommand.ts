@@ -72,6 +72,8 @@ export const serveCommand: CommandSpec = {
           logger: ctx.logger,
           ...(token !== undefined ? { token } : {}),
           ...(pageSize !== undefined ? { pageSize } : {}),
+          sessionIdleMs: config.http_session_idle_minutes * 60_000,
+          maxSessions: config.http_max_sessions,
         });
         writeLine(ctx.io.stderr, `abridge serving ${bridge.catalog.tools().length} tools (${mode} mode) at ${http.url}`);
         if (token === undefined) {
