@@ -23,7 +23,8 @@ import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
-import { ChildStdioTransport, childEnvironment } from "./childStdioTransport.js";
+import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES } from "./childStdioTransport.js";
+import { boundedFetch } from "./boundedFetch.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
@@ -517,16 +518,21 @@ export class UpstreamConnection {
     }
     const url = new URL(config.url);
     const requestInit: RequestInit = { headers: { ...config.headers } };
+    // Every message from the server is bounded as on stdio: the SDK reads HTTP answers and events whole.
+    const bounded = boundedFetch(DEFAULT_MAX_MESSAGE_BYTES, (dropped) =>
+      this.logger.warn("dropped an oversized message from the server", { bytes: dropped.bytes, limit: dropped.limit, request: dropped.id }),
+    );
     if (config.transport === "sse") {
       // The GET event stream does not use requestInit, so headers go through a custom fetch too.
       return new SSEClientTransport(url, {
         requestInit,
+        fetch: bounded,
         eventSourceInit: {
-          fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
+          fetch: (input, init) => bounded(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
         },
       });
     }
-    return new StreamableHTTPClientTransport(url, { requestInit });
+    return new StreamableHTTPClientTransport(url, { requestInit, fetch: bounded });
   }
 
   /** Every page of `tools/list`, filtered, kept as sent. */
