@@ -102,9 +102,10 @@ export class Bridge {
       separator: options.config.separator,
       // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
       // the state dir (the daemon's lockfile holds its token), the audit log and the config file.
+      // Folders end in a separator: one not there yet is created as a folder before the spawn.
       sandboxHide: [
-        path.dirname(options.cacheFile),
-        path.dirname(guard.spillDir),
+        `${path.dirname(options.cacheFile)}${path.sep}`,
+        `${path.dirname(guard.spillDir)}${path.sep}`,
         ...(options.config.audit_log !== undefined ? [options.config.audit_log] : []),
         ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
       ],
