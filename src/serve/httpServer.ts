@@ -156,6 +156,8 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   const sessions = new Map<string, Session>();
   /** Initializations under way: counted against the cap before their session exists. */
   let opening = 0;
+  /** Whether reaching the cap was logged (again once the sessions fell below it). */
+  let capLogged = false;
 
   /** Marks `session` busy until `res` closes (a long GET stream keeps it alive while it is open). */
   const track = (session: Session, res: ServerResponse): void => {
@@ -233,7 +235,9 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       if (sessions.size + opening >= maxSessions) {
         // Retry-After: by then idle sessions may have expired; the cap itself bounds memory.
         const retryAfterS = Math.max(1, Math.min(60, Math.ceil(idleMs / 1000)));
-        logger.warn("refused HTTP initialize: too many sessions", { sessions: sessions.size, maxSessions });
+        // Once per time the cap is reached, not once per refused request (a flood would flood the log).
+        if (!capLogged) logger.warn("refusing HTTP initialize: too many sessions", { sessions: sessions.size, maxSessions });
+        capLogged = true;
         sendJsonError(res, 503, -32000, `server busy: ${maxSessions} sessions are open; retry later or end unused sessions with DELETE`, {
           "retry-after": String(retryAfterS),
         });
@@ -276,6 +280,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      if (sessions.size < maxSessions) capLogged = false;
       frontend.dispose();
       logger.debug("HTTP session closed", { session: transport.sessionId });
     };
