@@ -32,6 +32,8 @@ export const ErrorCode = {
   DAEMON_BAD_REQUEST: "DAEMON_BAD_REQUEST",
   DAEMON_LOCKED: "DAEMON_LOCKED",
   DAEMON_CONFIG_MISMATCH: "DAEMON_CONFIG_MISMATCH",
+  /** The lockfile or its state directory could have been written by another user: not trusted. */
+  DAEMON_LOCK_UNTRUSTED: "DAEMON_LOCK_UNTRUSTED",
   INTERNAL: "INTERNAL",
 } as const;
 

@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import { open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import type { CacheEntry } from "./cacheEntry.js";
@@ -71,6 +71,8 @@ interface ScannedLine {
 
 interface ScannedFile {
   size: number;
+  /** Where the scan's complete lines end: the start of an unterminated last line, else `size`. */
+  complete: number;
   dev: number;
   ino: number;
   lines: ScannedLine[];
@@ -100,30 +102,35 @@ async function scanFile(file: string, signal: AbortSignal | undefined): Promise<
   const handle = await openIfExists(file);
   if (handle === undefined) return undefined;
   try {
-    const info = await handle.stat();
-    const lines: ScannedLine[] = [];
-    const classify = (text: string | undefined, lineNumber: number, torn: boolean): void => {
-      if (text === undefined) {
-        lines.push({ lineNumber, text, torn, entry: undefined, reason: `line longer than ${MAX_LINE_BYTES} bytes` });
-        return;
-      }
-      const parsed = parseCacheLine(text);
-      if (parsed.ok) lines.push({ lineNumber, text: text.trim(), torn, entry: parsed.entry, reason: undefined });
-      else lines.push({ lineNumber, text, torn, entry: undefined, reason: torn ? `torn last line (${parsed.reason})` : parsed.reason });
-    };
-    const result = await readLines(handle, {
-      start: 0,
-      end: info.size,
-      firstLineNumber: 1,
-      signal,
-      onLine: (line) => classify(line.text, line.lineNumber, false),
-      onOversized: (lineNumber) => classify(undefined, lineNumber, false),
-    });
-    if (result.tail !== undefined) classify(result.tail.text, result.tail.lineNumber, true);
-    return { size: info.size, dev: info.dev, ino: info.ino, lines };
+    return await scanHandle(handle, signal);
   } finally {
     await handle.close().catch(() => undefined);
   }
+}
+
+/** Reads and classifies every line of an open cache file, up to its size now. */
+async function scanHandle(handle: FileHandle, signal: AbortSignal | undefined): Promise<ScannedFile> {
+  const info = await handle.stat();
+  const lines: ScannedLine[] = [];
+  const classify = (text: string | undefined, lineNumber: number, torn: boolean): void => {
+    if (text === undefined) {
+      lines.push({ lineNumber, text, torn, entry: undefined, reason: `line longer than ${MAX_LINE_BYTES} bytes` });
+      return;
+    }
+    const parsed = parseCacheLine(text);
+    if (parsed.ok) lines.push({ lineNumber, text: text.trim(), torn, entry: parsed.entry, reason: undefined });
+    else lines.push({ lineNumber, text, torn, entry: undefined, reason: torn ? `torn last line (${parsed.reason})` : parsed.reason });
+  };
+  const result = await readLines(handle, {
+    start: 0,
+    end: info.size,
+    firstLineNumber: 1,
+    signal,
+    onLine: (line) => classify(line.text, line.lineNumber, false),
+    onOversized: (lineNumber) => classify(undefined, lineNumber, false),
+  });
+  if (result.tail !== undefined) classify(result.tail.text, result.tail.lineNumber, true);
+  return { size: info.size, complete: result.tail?.offset ?? info.size, dev: info.dev, ino: info.ino, lines };
 }
 
 /** Newest line per key, in file order of those newest lines. */
@@ -136,10 +143,13 @@ function newestPerKey(lines: ScannedLine[]): ScannedLine[] {
 }
 
 /**
- * Rewrites `file` atomically with what `build` makes of its current lines. When the file changed
- * between the read and the write (another process appended), it is read again, so such lines are
- * not lost; a line appended in the short gap between the last check and the rename still can be,
- * which is why the CLI runs maintenance while no abridge is writing.
+ * Rewrites `file` atomically with what `build` makes of its current lines, safe while other
+ * processes append. The old file stays open across the rename; whatever was appended to it after
+ * it was read (complete lines, byte for byte) is then copied onto the new file. A writer that
+ * appended to the old file after that copy finds the path replaced when it checks after its write
+ * ({@link JsonlStore}) and writes its line again, so no line is lost whichever comes first; at
+ * worst a line is there twice, and the newest per key wins anyway. Two maintenance runs take turns
+ * through a lock file, since one would replace the file the other is copying into.
  */
 async function rewrite<T>(
   file: string,
@@ -147,25 +157,97 @@ async function rewrite<T>(
   build: (scanned: ScannedFile) => { content: string | undefined; report: T },
   emptyReport: T,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const scanned = await scanFile(file, signal);
-    if (scanned === undefined) return emptyReport;
-    const { content, report } = build(scanned);
-    if (content === undefined) return report; // Nothing to change.
-    const now = await openIfExists(file);
-    let unchanged = false;
-    if (now !== undefined) {
-      try {
-        const info = await now.stat();
-        unchanged = info.size === scanned.size && info.ino === scanned.ino && info.dev === scanned.dev;
-      } finally {
-        await now.close().catch(() => undefined);
-      }
-    }
-    if (unchanged || attempt >= REWRITE_ATTEMPTS) {
+  return withMaintenanceLock(file, signal, async () => {
+    const old = await openIfExists(file);
+    if (old === undefined) return emptyReport;
+    try {
+      const scanned = await scanHandle(old, signal);
+      const { content, report } = build(scanned);
+      if (content === undefined) return report; // Nothing to change.
       await writeFileAtomic(file, content, signal);
+      // From the start of a last line the scan saw unfinished: it may have been a write landing.
+      const arrived = await completeLinesAfter(old, scanned.complete);
+      if (arrived.length > 0) await appendToPath(file, arrived);
       return report;
+    } finally {
+      await old.close().catch(() => undefined);
     }
+  });
+}
+
+/**
+ * The complete lines of `handle` from `offset` to its end. A last line without its newline may be
+ * a write still landing (a write spanning pages grows the file page by page): it is looked at again
+ * until it ends, and dropped as torn when it stops growing without ending.
+ */
+async function completeLinesAfter(handle: FileHandle, offset: number): Promise<Buffer> {
+  let previousSize = -1;
+  for (;;) {
+    const { size } = await handle.stat();
+    if (size <= offset) return Buffer.alloc(0);
+    const bytes = Buffer.alloc(size - offset);
+    const { bytesRead } = await handle.read(bytes, 0, bytes.length, offset);
+    const read = bytes.subarray(0, bytesRead);
+    const lastNewline = read.lastIndexOf(0x0a);
+    if (lastNewline === read.length - 1 || size === previousSize) return read.subarray(0, lastNewline + 1);
+    previousSize = size;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Appends `bytes` to whatever file `file` names now, again if it was replaced meanwhile. */
+async function appendToPath(file: string, bytes: Buffer): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const handle = await open(file, "a");
+    let written: { ino: number; dev: number };
+    try {
+      written = await handle.stat();
+      const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null);
+      if (bytesWritten !== bytes.length) throw Object.assign(new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`), { code: "EIO" });
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+    const now = await stat(file).catch(() => undefined);
+    if ((now !== undefined && now.ino === written.ino && now.dev === written.dev) || attempt >= REWRITE_ATTEMPTS) return;
+  }
+}
+
+/** A maintenance lock older than this was left by a run that died. */
+const MAINTENANCE_LOCK_STALE_MS = 60_000;
+/** How long a maintenance run waits for another to finish. */
+const MAINTENANCE_LOCK_WAIT_MS = 30_000;
+
+/** Runs `action` holding `<file>.maintenance.lock` (O_EXCL), waiting for another holder to finish. */
+async function withMaintenanceLock<T>(file: string, signal: AbortSignal | undefined, action: () => Promise<T>): Promise<T> {
+  const lock = `${file}.maintenance.lock`;
+  const deadline = Date.now() + MAINTENANCE_LOCK_WAIT_MS;
+  for (;;) {
+    signal?.throwIfAborted();
+    try {
+      const handle = await open(lock, "wx", 0o600);
+      await handle.writeFile(`${process.pid}\n`);
+      await handle.close();
+      break;
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      // No folder, so no cache file: nothing to maintain, nothing to lock.
+      if (code === "ENOENT" || code === "ENOTDIR") return action();
+      if (code !== "EEXIST") throw err;
+    }
+    const info = await stat(lock).catch(() => undefined);
+    if (info !== undefined && Date.now() - info.mtimeMs > MAINTENANCE_LOCK_STALE_MS) {
+      await rm(lock, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${file} is being maintained by another process (${lock}); try again later`, { retryable: true });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  try {
+    return await action();
+  } finally {
+    await rm(lock, { force: true }).catch(() => undefined);
   }
 }
 
@@ -214,7 +296,8 @@ export async function compactCache(file: string, options: CompactOptions = {}): 
       file,
       options.signal,
       (scanned) => {
-        const kept = newestPerKey(scanned.lines).filter((line) => line.entry !== undefined && (keep === undefined || keep(line.entry)));
+        // An unterminated last line is left to the copy of what arrived (see rewrite).
+        const kept = newestPerKey(scanned.lines.filter((line) => !line.torn)).filter((line) => line.entry !== undefined && (keep === undefined || keep(line.entry)));
         const texts = kept.map((line) => line.text ?? "");
         return { content: joinLines(texts), report: { before: scanned.lines.length, after: kept.length } };
       },
@@ -243,7 +326,7 @@ export async function clearCache(file: string, options: ClearOptions = {}): Prom
           if (scanned.size === 0) return { content: undefined, report: { removed: 0 } };
           return { content: "", report: { removed: scanned.lines.length } };
         }
-        const others = scanned.lines.filter((line) => line.entry?.server !== server);
+        const others = scanned.lines.filter((line) => line.entry?.server !== server && !line.torn);
         if (others.length === scanned.lines.length) return { content: undefined, report: { removed: 0 } };
         // An oversized line cannot be kept verbatim without holding it in memory; it goes too.
         const texts = others.flatMap((line) => (line.text === undefined ? [] : [line.text]));

@@ -39,6 +39,9 @@ export interface JsonlStoreStats {
 /** How many line numbers the once-per-load warning names. */
 const REPORTED_LINE_NUMBERS = 5;
 
+/** How often an append is written again to a file that replaced the one it went to. */
+const REWRITE_ATTEMPTS = 5;
+
 /** Errors after which the same append may work later (space freed, descriptors released). */
 const RETRYABLE_IO = new Set(["ENOSPC", "EDQUOT", "EAGAIN", "EBUSY", "EMFILE", "ENFILE", "EINTR", "EIO"]);
 
@@ -390,6 +393,13 @@ export class JsonlStore {
     if (isTail) this.countedTail = { offset, valid };
   }
 
+  /** Whether the path still names the file the append descriptor writes to. */
+  private async pathStillOpen(): Promise<boolean> {
+    const known = this.appendIdentity;
+    const current = await stat(this.file).catch(() => undefined);
+    return current !== undefined && known !== undefined && current.ino === known.ino && current.dev === known.dev;
+  }
+
   /** Opens (or re-opens, when the path now names another file) the append descriptor. */
   private async handleForAppend(): Promise<FileHandle> {
     if (this.appendHandle !== undefined) {
@@ -440,6 +450,16 @@ export class JsonlStore {
       const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null);
       if (bytesWritten !== bytes.length) {
         throw Object.assign(new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`), { code: "EIO" });
+      }
+      // A compaction may have renamed a new file over the path just before this write landed in
+      // the old one, after its copy of what arrived late: the line would be lost with the old file.
+      // Still the same file after the write means the rename comes later and the copy takes it.
+      for (let again = 0; again < REWRITE_ATTEMPTS && !(await this.pathStillOpen()); again++) {
+        const fresh = await this.handleForAppend();
+        const { bytesWritten: rewritten } = await fresh.write(Buffer.from(line), 0, Buffer.byteLength(line), null);
+        if (rewritten !== Buffer.byteLength(line)) {
+          throw Object.assign(new Error(`short write: ${rewritten} of ${Buffer.byteLength(line)} bytes`), { code: "EIO" });
+        }
       }
       this.appendedCount += 1;
     } catch (err) {

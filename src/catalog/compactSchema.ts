@@ -3,6 +3,7 @@
  * {@link toolSignature}: both reduce a real-world schema ($ref/$defs, anyOf/oneOf, missing `type`,
  * huge enums) to the few facts a model needs to call the tool (names, kinds, required, short enums).
  */
+import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
 
 /** A JSON object as it came off the wire. */
 type JsonObject = Record<string, unknown>;
@@ -111,28 +112,31 @@ function unionShapes(shapes: SchemaShape[]): SchemaShape {
  * Reduces `schema` (a node inside `root`, which holds the `$defs` its refs point to) to a
  * {@link SchemaShape}. Never throws: anything it does not understand becomes "anything".
  */
-export function schemaShape(schema: unknown, root: unknown = schema, depth = 0, seenRefs: ReadonlySet<string> = new Set()): SchemaShape {
+export function schemaShape(schema: unknown, root: unknown = schema, depth = 0, seenRefs: ReadonlySet<string> = new Set(), hops = 0): SchemaShape {
   if (!isObject(schema)) return { types: [] };
+  // `depth` counts only properties and items (what the label shows); `hops` counts every step,
+  // anyOf and allOf included, so a chain of thousands of branches cannot overflow the stack.
+  if (hops >= MAX_SCHEMA_DEPTH) return { types: [] };
 
   if (typeof schema.$ref === "string") {
     const ref = schema.$ref;
     const target = seenRefs.has(ref) ? undefined : resolveLocalRef(root, ref);
     // A recursive ref (a tree of blocks) stops here rather than looping.
-    const resolved = target === undefined ? ({ types: [] } as SchemaShape) : schemaShape(target, root, depth, new Set([...seenRefs, ref]));
+    const resolved = target === undefined ? ({ types: [] } as SchemaShape) : schemaShape(target, root, depth, new Set([...seenRefs, ref]), hops + 1);
     const { $ref: _ref, ...siblings } = schema;
     if (Object.keys(siblings).every((k) => k === "description" || k === "title" || k === "default" || k === "examples")) {
       return "default" in siblings ? { ...resolved, defaultValue: siblings.default } : resolved;
     }
     // 2019+ allows keywords next to $ref; both apply, so the richer facts win.
-    const rest = schemaShape(siblings, root, depth, seenRefs);
+    const rest = schemaShape(siblings, root, depth, seenRefs, hops + 1);
     return rest.types.length > 0 || rest.enumValues !== undefined ? rest : resolved;
   }
 
   const branches = [schema.anyOf, schema.oneOf].find((b) => Array.isArray(b) && b.length > 0) as unknown[] | undefined;
   if (branches !== undefined) {
-    const shapes = branches.map((b) => schemaShape(b, root, depth, seenRefs));
+    const shapes = branches.map((b) => schemaShape(b, root, depth, seenRefs, hops + 1));
     const union = unionShapes(shapes);
-    const own = ownShape(schema, root, depth, seenRefs);
+    const own = ownShape(schema, root, depth, seenRefs, hops);
     // Keywords beside anyOf (a shared `type`, shared properties) narrow the union.
     if (union.types.length === 0 && union.enumValues === undefined) return own;
     if (own.properties !== undefined && union.properties === undefined) union.properties = own.properties;
@@ -142,20 +146,20 @@ export function schemaShape(schema: unknown, root: unknown = schema, depth = 0, 
 
   if (Array.isArray(schema.allOf) && schema.allOf.length > 0) {
     // allOf: every branch applies; the first one that says something is a fair approximation.
-    const own = ownShape(schema, root, depth, seenRefs);
+    const own = ownShape(schema, root, depth, seenRefs, hops);
     if (own.types.length > 0) return own;
     for (const branch of schema.allOf) {
-      const shape = schemaShape(branch, root, depth, seenRefs);
+      const shape = schemaShape(branch, root, depth, seenRefs, hops + 1);
       if (shape.types.length > 0 || shape.enumValues !== undefined) return shape;
     }
     return own;
   }
 
-  return ownShape(schema, root, depth, seenRefs);
+  return ownShape(schema, root, depth, seenRefs, hops);
 }
 
 /** The shape from the node's own keywords (type, enum, const, items, properties). */
-function ownShape(schema: JsonObject, root: unknown, depth: number, seenRefs: ReadonlySet<string>): SchemaShape {
+function ownShape(schema: JsonObject, root: unknown, depth: number, seenRefs: ReadonlySet<string>, hops: number): SchemaShape {
   let declared: string[] = [];
   if (typeof schema.type === "string") declared = [schema.type];
   else if (Array.isArray(schema.type)) declared = schema.type.filter((t): t is string => typeof t === "string");
@@ -173,8 +177,8 @@ function ownShape(schema: JsonObject, root: unknown, depth: number, seenRefs: Re
   if (shape.types.length === 0 && declared.includes("null")) shape.nullOnly = true;
 
   if (shape.types.includes("array") && depth < MAX_SHAPE_DEPTH) {
-    if (isObject(schema.items)) shape.items = schemaShape(schema.items, root, depth + 1, seenRefs);
-    else if (isObject(schema.additionalItems)) shape.items = schemaShape(schema.additionalItems, root, depth + 1, seenRefs);
+    if (isObject(schema.items)) shape.items = schemaShape(schema.items, root, depth + 1, seenRefs, hops + 1);
+    else if (isObject(schema.additionalItems)) shape.items = schemaShape(schema.additionalItems, root, depth + 1, seenRefs, hops + 1);
   }
 
   if (shape.types.includes("object")) {
@@ -183,7 +187,7 @@ function ownShape(schema: JsonObject, root: unknown, depth: number, seenRefs: Re
       shape.properties = Object.entries(schema.properties).map(([name, sub]) => ({
         name,
         required: required.has(name),
-        shape: schemaShape(sub, root, depth + 1, seenRefs),
+        shape: schemaShape(sub, root, depth + 1, seenRefs, hops + 1),
       }));
     }
     const extra = schema.additionalProperties;

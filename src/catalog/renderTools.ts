@@ -2,6 +2,7 @@ import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
 import { globToRegExp } from "../upstream/toolFilter.js";
+import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
@@ -118,11 +119,13 @@ function compareStrings(a: string, b: string): number {
  * `description` is a schema, not prose, and data keywords (`enum`, `const`, `default`, `examples`,
  * `required`) are copied untouched, so the copy validates exactly the instances the original does.
  */
-function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = SUMMARY_PROPERTY_CHARS): unknown {
-  if (!isObject(node)) return node;
+function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxChars = SUMMARY_PROPERTY_CHARS, depth = 0): unknown {
+  // Bounded like every schema walk: past the limit (a tool that deep is quarantined where it
+  // enters) the node is kept as it is rather than recursing on.
+  if (!isObject(node) || depth >= MAX_SCHEMA_DEPTH) return node;
   const out: JsonObject = {};
   // Below the top-level properties prose gets the tighter cap (none, see NESTED_PROPERTY_CHARS).
-  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, NESTED_PROPERTY_CHARS);
+  const sub = (value: unknown): unknown => shortenSchemaProse(value, undefined, NESTED_PROPERTY_CHARS, depth + 1);
   for (const [key, value] of Object.entries(node)) {
     if (key === "description" && typeof value === "string") {
       const short = maxChars <= 0 ? "" : briefDescription(value, maxChars);
@@ -131,7 +134,7 @@ function shortenSchemaProse(node: unknown, params?: Record<string, string>, maxC
       const map: JsonObject = {};
       for (const [name, schema] of Object.entries(value)) {
         const summary = key === "properties" ? params?.[name] : undefined;
-        const shortened = key === "properties" && params !== undefined ? shortenSchemaProse(schema, undefined, maxChars) : sub(schema);
+        const shortened = key === "properties" && params !== undefined ? shortenSchemaProse(schema, undefined, maxChars, depth + 1) : sub(schema);
         map[name] = summary === undefined ? shortened : withDescription(shortened, summary);
       }
       out[key] = map;
@@ -176,15 +179,16 @@ export function summaryInputSchema(inputSchema: JsonObject, params: Record<strin
 }
 
 /** Every `$ref`-like string in `node`, skipping the subtrees under `skip` (the definitions themselves). */
-function collectRefs(node: unknown, out: string[], skip?: ReadonlySet<unknown>): void {
+function collectRefs(node: unknown, out: string[], skip?: ReadonlySet<unknown>, depth = 0): void {
+  if (depth >= MAX_SCHEMA_DEPTH) return;
   if (Array.isArray(node)) {
-    for (const item of node) collectRefs(item, out, skip);
+    for (const item of node) collectRefs(item, out, skip, depth + 1);
     return;
   }
   if (!isObject(node) || skip?.has(node)) return;
   for (const [key, value] of Object.entries(node)) {
     if ((key === "$ref" || key === "$dynamicRef" || key === "$recursiveRef") && typeof value === "string") out.push(value);
-    else collectRefs(value, out, skip);
+    else collectRefs(value, out, skip, depth + 1);
   }
 }
 

@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheKey } from "../cache/cacheEntry.js";
 import type { JsonlStore } from "../cache/jsonlStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
+import { schemaTooDeep } from "../upstream/schemaDepth.js";
 import type { ExposedTool } from "../upstream/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
 import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
@@ -74,6 +76,7 @@ export class ToolCatalog {
   private byKey = new Map<string, CatalogTool>();
   private sorted: CatalogTool[] = [];
   private readonly rendered = new Map<Mode, ListedTool[]>();
+  private readonly digests = new Map<Mode, string>();
   private searchIndex: SearchIndex | undefined;
   private readonly validator = new ArgumentValidator();
   /** Keys of tools whose "forwarded unvalidated" warning was logged already. */
@@ -107,6 +110,13 @@ export class ToolCatalog {
     const byName = new Map<string, CatalogTool>();
     const byKey = new Map<string, CatalogTool>();
     for (const given of tools) {
+      // The pool quarantined these already; a library caller's tools get the same rule here,
+      // before the hash and the renderer walk them recursively.
+      const tooDeep = schemaTooDeep(given.tool);
+      if (tooDeep !== undefined) {
+        this.logger.warn("tool quarantined", { server: given.server, tool: given.tool.name, reason: tooDeep });
+        continue;
+      }
       // A no-op for tools from the pool or `render` (normalized where they entered); a library
       // caller handing in tools as a server sent them gets the same rule: null means absent.
       const exposed = { ...given, tool: normalizeTool(given.tool) };
@@ -212,10 +222,25 @@ export class ToolCatalog {
     const before = this.rendered.get("auto");
     this.callCounts = new Map(counts);
     this.rendered.delete("auto");
+    this.digests.delete("auto");
     if (before === undefined) return false;
     const changed = JSON.stringify(before) !== JSON.stringify(this.list("auto"));
     if (changed) this.scheduleChange();
     return changed;
+  }
+
+  /**
+   * A digest of {@link list}(mode), computed once per change: front ends compare it to tell a real
+   * change from a summary that alters nothing they show. Every session shares it instead of keeping
+   * its own serialized copy of the list (which cost each HTTP session the size of the list).
+   */
+  listDigest(mode: Mode): string {
+    let digest = this.digests.get(mode);
+    if (digest === undefined) {
+      digest = createHash("sha256").update(JSON.stringify(this.list(mode))).digest("base64url");
+      this.digests.set(mode, digest);
+    }
+    return digest;
   }
 
   /** BM25 search over everything each tool says, names first (what `search_tools` answers). */
@@ -272,6 +297,7 @@ export class ToolCatalog {
 
   private invalidate(): void {
     this.rendered.clear();
+    this.digests.clear();
     this.searchIndex = undefined;
   }
 

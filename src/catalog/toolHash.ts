@@ -2,6 +2,7 @@ import xxhash from "xxhash-wasm";
 import { cacheKey } from "../cache/cacheEntry.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
+import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
 import type { RawTool } from "../upstream/types.js";
 
 /**
@@ -38,7 +39,7 @@ function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
-function serialize(value: unknown, seen: Set<object>, inArray: boolean): string | undefined {
+function serialize(value: unknown, seen: Set<object>, inArray: boolean, depth: number): string | undefined {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
@@ -61,7 +62,11 @@ function serialize(value: unknown, seen: Set<object>, inArray: boolean): string 
   const object = value as { toJSON?: unknown };
   if (typeof object.toJSON === "function") {
     // Dates and similar: honour toJSON as JSON.stringify does (key argument omitted on purpose).
-    return serialize((object.toJSON as () => unknown)(), seen, inArray);
+    return serialize((object.toJSON as () => unknown)(), seen, inArray, depth);
+  }
+  // Recursive, so bounded: a value thousands of levels deep would overflow the stack instead.
+  if (depth >= MAX_SCHEMA_DEPTH) {
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `canonicalJson: the value nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
   }
   if (seen.has(object)) {
     throw new AbridgeError(ErrorCode.INPUT_INVALID, "canonicalJson: the value contains a cycle");
@@ -69,13 +74,13 @@ function serialize(value: unknown, seen: Set<object>, inArray: boolean): string 
   seen.add(object);
   try {
     if (Array.isArray(object)) {
-      const items = object.map((item: unknown) => serialize(item, seen, true) ?? "null");
+      const items = object.map((item: unknown) => serialize(item, seen, true, depth + 1) ?? "null");
       return `[${items.join(",")}]`;
     }
     const record = object as Record<string, unknown>;
     const members: string[] = [];
     for (const key of Object.keys(record).sort(compareCodePoints)) {
-      const text = serialize(record[key], seen, false);
+      const text = serialize(record[key], seen, false, depth + 1);
       if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
     }
     return `{${members.join(",")}}`;
@@ -89,10 +94,11 @@ function serialize(value: unknown, seen: Set<object>, inArray: boolean): string 
  * `undefined` members dropped as `JSON.stringify` drops them. Two values that are equal as JSON give
  * the same string whatever order their keys were written in.
  *
- * @throws AbridgeError INPUT_INVALID for a top-level value JSON cannot hold, a bigint or a cycle.
+ * @throws AbridgeError INPUT_INVALID for a top-level value JSON cannot hold, a bigint, a cycle, or a
+ *   value nested deeper than {@link MAX_SCHEMA_DEPTH} levels.
  */
 export function canonicalJson(value: unknown): string {
-  const text = serialize(value, new Set(), false);
+  const text = serialize(value, new Set(), false, 0);
   if (text === undefined) {
     throw new AbridgeError(ErrorCode.INPUT_INVALID, `canonicalJson: a top-level ${typeof value} has no JSON form`);
   }

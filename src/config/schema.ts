@@ -149,6 +149,12 @@ export const configFileSchema = z.strictObject({
     .enum(["none", "names", "types"])
     .default("none")
     .describe("Input schema compact lists beside the parameter line: `none` ({type: \"object\"}), `names` (property names, empty schemas), `types` (names, types, short enums)"),
+  http_session_idle_minutes: z
+    .number()
+    .positive()
+    .default(30)
+    .describe("`serve --http` closes a session with no request and no open stream for this long (its client re-initializes)"),
+  http_max_sessions: z.number().int().positive().default(1000).describe("`serve --http` sessions open at once; past it initialize gets 503 with Retry-After"),
   ...policyFields,
   summary: summarySchema.prefault({}),
   servers: z

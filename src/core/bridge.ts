@@ -135,9 +135,10 @@ export class Bridge {
       separator: options.config.separator,
       // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
       // the state dir (the daemon's lockfile holds its token), the audit log and the config file.
+      // Folders end in a separator: one not there yet is created as a folder before the spawn.
       sandboxHide: [
-        path.dirname(options.cacheFile),
-        path.dirname(guard.spillDir),
+        `${path.dirname(options.cacheFile)}${path.sep}`,
+        `${path.dirname(guard.spillDir)}${path.sep}`,
         ...(options.config.audit_log !== undefined ? [options.config.audit_log] : []),
         ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
       ],
@@ -332,6 +333,13 @@ export class Bridge {
   list(mode: Mode = this.config.mode): ListedTool[] {
     const extra = extraMetaTools(this.config);
     return extra.length === 0 ? this.catalog.list(mode) : [...this.catalog.list(mode), ...extra];
+  }
+
+  /** A digest of {@link list}(mode): equal digests, equal lists. Computed once per list change. */
+  listDigest(mode: Mode = this.config.mode): string {
+    const extra = extraMetaTools(this.config);
+    // The extra meta tools follow the config; their names tell which are there.
+    return extra.length === 0 ? this.catalog.listDigest(mode) : `${this.catalog.listDigest(mode)}+${extra.map((t) => t.name).join(",")}`;
   }
 
   /** Calls `listener` (debounced) whenever the tool list may have changed. */

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
-import { join } from "node:path";
+import { constants } from "node:fs";
+import { link, lstat, open, rename, stat, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { delay } from "./delay.js";
-import { isPidAlive } from "./processInfo.js";
+import { currentUid, isPidAlive } from "./processInfo.js";
 
 /** Name of the lockfile inside the state directory. */
 export const LOCK_FILE_NAME = "abridge.lock";
@@ -53,14 +54,80 @@ export function newToken(): string {
   return randomBytes(32).toString("base64url");
 }
 
-/** Reads and validates the lockfile. */
-export async function readLock(file: string): Promise<LockRead> {
-  let raw: string;
+/** Options of {@link readLock}. */
+export interface ReadLockOptions {
+  /** The user the lockfile and its directory must belong to (default: this process's). */
+  uid?: number;
+}
+
+function untrusted(file: string, what: string): AbridgeError {
+  return new AbridgeError(
+    ErrorCode.DAEMON_LOCK_UNTRUSTED,
+    `refusing lockfile ${file}: ${what}. Another user could have written it to receive your calls and token; ` +
+      `use a state directory only you can write (mode 0700), or remove the file if it is yours`,
+  );
+}
+
+/**
+ * Refuses a state directory another user could plant a lockfile in: it must belong to `uid` (or
+ * root) and not be writable by group or others, unless it is sticky (like /tmp, where others can
+ * add files but not replace ours; the lockfile's own owner check then catches theirs).
+ */
+async function checkStateDir(file: string, uid: number): Promise<void> {
+  const dir = dirname(file);
+  let info;
   try {
-    raw = await readFile(file, "utf8");
+    info = await lstat(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot inspect state directory ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  if (info.uid !== uid && info.uid !== 0) throw untrusted(file, `its directory ${dir} belongs to uid ${info.uid}, not to this user (uid ${uid})`);
+  const sticky = (info.mode & 0o1000) !== 0; // S_ISVTX
+  if ((info.mode & 0o022) !== 0 && !sticky) {
+    throw untrusted(file, `its directory ${dir} is writable by ${(info.mode & 0o002) !== 0 ? "others" : "its group"} (mode 0${(info.mode & 0o777).toString(8)})`);
+  }
+}
+
+/**
+ * Reads and validates the lockfile. The lockfile says where the daemon listens and which token it
+ * takes, so a client that trusted any file would hand its calls (arguments, API keys) to whoever
+ * wrote it: the file must be a regular file (not a symlink or FIFO; opened without following
+ * links or blocking), owned by this user, not writable by group or others (the daemon writes it
+ * 0600), in a directory only this user can write. Checked on the open descriptor, so the
+ * file read is the file checked.
+ *
+ * @throws AbridgeError DAEMON_LOCK_UNTRUSTED when any of that does not hold; DAEMON_LOCKED when
+ *   the file cannot be read.
+ */
+export async function readLock(file: string, options: ReadLockOptions = {}): Promise<LockRead> {
+  const uid = options.uid ?? currentUid();
+  if (uid !== undefined) await checkStateDir(file, uid);
+  let raw: string;
+  let handle;
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { state: "missing" };
+    if (code === "ELOOP") throw untrusted(file, "it is a symbolic link");
     throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw untrusted(file, "it is not a regular file");
+    if (uid !== undefined && info.uid !== uid) throw untrusted(file, `it belongs to uid ${info.uid}, not to this user (uid ${uid})`);
+    // Write bits are what matter for trust (whoever can write it chooses where calls go); the
+    // daemon writes 0600, so its token is not readable by others either.
+    if (uid !== undefined && (info.mode & 0o022) !== 0) {
+      throw untrusted(file, `its mode is 0${(info.mode & 0o777).toString(8)}: writable by group or others (the daemon writes 0600)`);
+    }
+    raw = await handle.readFile("utf8");
+  } catch (err) {
+    if (err instanceof AbridgeError) throw err;
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await handle.close();
   }
   let value: unknown;
   try {

@@ -9,6 +9,11 @@ export function currentPid(): number {
   return process.pid;
 }
 
+/** The current process's user id, or undefined where there are none (Windows). */
+export function currentUid(): number | undefined {
+  return process.getuid?.();
+}
+
 export { isPidAlive } from "../util/pidAlive.js";
 
 /** The command line of `pid` (arguments joined by spaces), or undefined when it cannot be read (Linux /proc). */

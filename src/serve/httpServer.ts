@@ -22,7 +22,19 @@ export interface HttpServerOptions {
   pageSize?: number;
   /** Largest request body accepted (default 16 MiB). */
   maxBodyBytes?: number;
+  /**
+   * A session with no request in flight and no open stream for this long is closed (default
+   * {@link DEFAULT_SESSION_IDLE_MS}); its client gets 404 and, as the spec says, initializes again.
+   */
+  sessionIdleMs?: number;
+  /** Open sessions at most (default {@link DEFAULT_MAX_SESSIONS}); past it initialize gets 503. */
+  maxSessions?: number;
 }
+
+/** Default of {@link HttpServerOptions.sessionIdleMs}: 30 minutes. */
+export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+/** Default of {@link HttpServerOptions.maxSessions}. */
+export const DEFAULT_MAX_SESSIONS = 1000;
 
 /** A running streamable HTTP front end. */
 export interface HttpFrontend {
@@ -33,6 +45,16 @@ export interface HttpFrontend {
   sessions(): number;
   /** Closes every session and the listener. Idempotent. */
   close(): Promise<void>;
+}
+
+/** One MCP session: its transport and front end, and whether it is in use. */
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  frontend: McpFrontend;
+  /** Requests and streams of this session still open. */
+  busy: number;
+  /** When it was last used (ms since the epoch). */
+  lastActive: number;
 }
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
@@ -129,7 +151,39 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     throw new AbridgeError(ErrorCode.USAGE, `--http: abridge serves loopback only (127.0.0.1, localhost, ::1), got "${host}"`);
   }
   const maxBody = options.maxBodyBytes ?? 16 * 1024 * 1024;
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; frontend: McpFrontend }>();
+  const idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const sessions = new Map<string, Session>();
+  /** Initializations under way: counted against the cap before their session exists. */
+  let opening = 0;
+  /** Whether reaching the cap was logged (again once the sessions fell below it). */
+  let capLogged = false;
+
+  /** Marks `session` busy until `res` closes (a long GET stream keeps it alive while it is open). */
+  const track = (session: Session, res: ServerResponse): void => {
+    session.busy += 1;
+    session.lastActive = Date.now();
+    res.once("close", () => {
+      session.busy -= 1;
+      session.lastActive = Date.now();
+    });
+  };
+
+  // Sessions are never closed by clients that just vanish (no DELETE): without expiry every
+  // initialize would hold its SDK server and front end for the life of the process.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) {
+        if (session.busy > 0 || now - session.lastActive < idleMs) continue;
+        sessions.delete(id);
+        logger.debug("HTTP session expired", { session: id, idleMs });
+        session.transport.close().catch((err: unknown) => logger.debug("closing an expired session failed", { error: String(err) }));
+      }
+    },
+    Math.max(10, Math.min(Math.floor(idleMs / 2), 30_000)),
+  );
+  sweep.unref();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -164,6 +218,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         return;
       }
       if (existing) {
+        track(existing, res);
         cancelOnDisconnect(existing.transport, res, body, logger);
         await existing.transport.handleRequest(req, res, body);
         return;
@@ -177,33 +232,22 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         sendJsonError(res, 400, -32600, "bad request: no session; the first request must be initialize");
         return;
       }
-      const newSessionId = randomUUID();
-      const frontend = createMcpFrontend(bridge, {
-        ...(options.mode ? { mode: options.mode } : {}),
-        logger,
-        client: `http:${newSessionId}`,
-        ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
-      });
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => newSessionId,
-        onsessioninitialized: (id) => {
-          sessions.set(id, { transport, frontend });
-          logger.debug("HTTP session opened", { session: id });
-        },
-      });
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-        frontend.dispose();
-        logger.debug("HTTP session closed", { session: transport.sessionId });
-      };
-      await frontend.server.connect(transport);
-      cancelOnDisconnect(transport, res, body, logger);
-      await transport.handleRequest(req, res, body);
-      if (transport.sessionId === undefined) {
-        // The SDK refused the initialize (wrong Accept, bad protocol version...) before a session
-        // began: onclose will never fire for this transport, so let go of its front end now.
-        frontend.dispose();
-        await frontend.server.close().catch(() => undefined);
+      if (sessions.size + opening >= maxSessions) {
+        // Retry-After: by then idle sessions may have expired; the cap itself bounds memory.
+        const retryAfterS = Math.max(1, Math.min(60, Math.ceil(idleMs / 1000)));
+        // Once per time the cap is reached, not once per refused request (a flood would flood the log).
+        if (!capLogged) logger.warn("refusing HTTP initialize: too many sessions", { sessions: sessions.size, maxSessions });
+        capLogged = true;
+        sendJsonError(res, 503, -32000, `server busy: ${maxSessions} sessions are open; retry later or end unused sessions with DELETE`, {
+          "retry-after": String(retryAfterS),
+        });
+        return;
+      }
+      opening += 1;
+      try {
+        await openSession(req, res, body);
+      } finally {
+        opening -= 1;
       }
       return;
     }
@@ -212,10 +256,43 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         sendJsonError(res, typeof sessionId === "string" ? 404 : 400, -32600, typeof sessionId === "string" ? "session not found" : "bad request: missing mcp-session-id");
         return;
       }
+      track(existing, res);
       await existing.transport.handleRequest(req, res);
       return;
     }
     sendJsonError(res, 405, -32601, `method ${req.method ?? ""} not allowed`, { allow: "GET, POST, DELETE" });
+  };
+
+  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
+    const newSessionId = randomUUID();
+    const frontend = createMcpFrontend(bridge, {
+      ...(options.mode ? { mode: options.mode } : {}),
+      logger,
+      client: `http:${newSessionId}`,
+      ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+    });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => newSessionId,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, frontend, busy: 0, lastActive: Date.now() });
+        logger.debug("HTTP session opened", { session: id });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      if (sessions.size < maxSessions) capLogged = false;
+      frontend.dispose();
+      logger.debug("HTTP session closed", { session: transport.sessionId });
+    };
+    await frontend.server.connect(transport);
+    cancelOnDisconnect(transport, res, body, logger);
+    await transport.handleRequest(req, res, body);
+    if (transport.sessionId === undefined) {
+      // The SDK refused the initialize (wrong Accept, bad protocol version...) before a session
+      // began: onclose will never fire for this transport, so let go of its front end now.
+      frontend.dispose();
+      await frontend.server.close().catch(() => undefined);
+    }
   };
 
   const server = http.createServer((req, res) => {
@@ -237,6 +314,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     sessions: () => sessions.size,
     close() {
       closing ??= (async () => {
+        clearInterval(sweep);
         await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         server.closeAllConnections();

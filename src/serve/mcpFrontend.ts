@@ -206,8 +206,8 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
-  /** The list this client was last told of: what its first tools/list returned, then each change sent. */
-  let listedJson: string | undefined;
+  /** Digest of the list this client was last told of: its first tools/list, then each change sent. */
+  let listedDigest: string | undefined;
   /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
   const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitForUpstreams(bridge.config.startup_grace_ms, signal);
   handle(server, ListToolsRequestSchema, async (request, extra) => {
@@ -216,7 +216,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     await graceFor(extra.signal);
     const all = bridge.list(mode);
     const offset = decodeCursor(request.params?.cursor);
-    listedJson ??= JSON.stringify(all);
+    listedDigest ??= bridge.listDigest(mode);
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
     return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
   });
@@ -388,12 +388,13 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   // One list_changed per real change of the list: summaries that land in a mode that does not
   // show them (full) change nothing the client sees, and a client's prompt cache should not be
   // broken for it. Before its first tools/list the client has seen nothing to change (servers
-  // coming up during the start-up grace are simply in that first list).
+  // coming up during the start-up grace are simply in that first list). The digest is shared by
+  // every session (one per list change), not a copy of the list per session.
   const unsubscribe = bridge.onListChanged(() => {
-    if (listedJson === undefined) return;
-    const next = JSON.stringify(bridge.list(mode));
-    if (next === listedJson) return;
-    listedJson = next;
+    if (listedDigest === undefined) return;
+    const next = bridge.listDigest(mode);
+    if (next === listedDigest) return;
+    listedDigest = next;
     server.sendToolListChanged().catch((err: unknown) => logger.debug("list_changed not delivered", { error: String(err) }));
   });
 

@@ -1,3 +1,4 @@
+import { MAX_SCHEMA_DEPTH } from "./schemaDepth.js";
 import type { JsonObject, RawTool } from "./types.js";
 
 /**
@@ -38,7 +39,9 @@ function withoutNulls(object: JsonObject): JsonObject {
  * `"items": null`), and null subschemas dropped from maps and lists. Data keywords keep their
  * nulls: `"default": null` and `"enum": [null, "a"]` mean something. Copies only what changes.
  */
-export function normalizeSchema(schema: JsonObject): JsonObject {
+export function normalizeSchema(schema: JsonObject, depth = 0): JsonObject {
+  // Bounded like every schema walk (a deeper tool is quarantined before it gets here).
+  if (depth >= MAX_SCHEMA_DEPTH) return schema;
   let out: JsonObject | undefined;
   const set = (key: string, value: unknown): void => {
     out ??= { ...schema };
@@ -50,24 +53,24 @@ export function normalizeSchema(schema: JsonObject): JsonObject {
     if (value === null) {
       set(key, undefined);
     } else if ((SCHEMA_MAPS.has(key) || key === "dependencies") && isObject(value)) {
-      const map = normalizeMap(value);
+      const map = normalizeMap(value, depth + 2);
       if (map !== value) set(key, map);
     } else if ((SCHEMA_ONE.has(key) || key === "items") && isObject(value)) {
-      const sub = normalizeSchema(value);
+      const sub = normalizeSchema(value, depth + 1);
       if (sub !== value) set(key, sub);
     } else if ((SCHEMA_LISTS.has(key) || key === "items") && Array.isArray(value)) {
-      const list = normalizeList(value);
+      const list = normalizeList(value, depth + 2);
       if (list !== value) set(key, list);
     }
   }
   return out ?? schema;
 }
 
-function normalizeMap(map: JsonObject): JsonObject {
+function normalizeMap(map: JsonObject, depth: number): JsonObject {
   let out: JsonObject | undefined;
   for (const [name, sub] of Object.entries(map)) {
     // draft-07 `dependencies` mixes subschemas and property lists; only the subschemas are walked.
-    const next = sub === null ? undefined : isObject(sub) ? normalizeSchema(sub) : sub;
+    const next = sub === null ? undefined : isObject(sub) ? normalizeSchema(sub, depth) : sub;
     if (next === sub) continue;
     out ??= { ...map };
     if (next === undefined) delete out[name];
@@ -76,7 +79,7 @@ function normalizeMap(map: JsonObject): JsonObject {
   return out ?? map;
 }
 
-function normalizeList(list: unknown[]): unknown[] {
+function normalizeList(list: unknown[], depth: number): unknown[] {
   let changed = false;
   const out: unknown[] = [];
   for (const item of list) {
@@ -84,7 +87,7 @@ function normalizeList(list: unknown[]): unknown[] {
       changed = true;
       continue;
     }
-    const next = isObject(item) ? normalizeSchema(item) : item;
+    const next = isObject(item) ? normalizeSchema(item, depth) : item;
     if (next !== item) changed = true;
     out.push(next);
   }

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -97,9 +97,33 @@ function hiddenPaths(config: ServerConfig, hide: readonly string[]): { path: str
 }
 
 /**
+ * Creates every path of `hide` that does not exist yet (a folder for an entry ending in `/`, else
+ * an empty file, both private to the user), so the mask covers it from the spawn on. bwrap can
+ * only mount over what exists, and abridge creates its state dir, spilled outputs and audit log
+ * lazily: masked only if present at spawn, they were readable from a server started before them.
+ * A path that cannot be created is left out, as before: abridge cannot write there either.
+ */
+export function createMasked(hide: readonly string[]): void {
+  for (const raw of hide) {
+    const target = path.resolve(raw);
+    if (target === "/" || existsSync(target)) continue;
+    try {
+      if (raw.endsWith("/") || raw.endsWith(path.sep)) {
+        mkdirSync(target, { recursive: true, mode: 0o700 });
+      } else {
+        mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+        closeSync(openSync(target, "a", 0o600));
+      }
+    } catch {
+      // Read-only or forbidden: nothing of abridge's can appear there later.
+    }
+  }
+}
+
+/**
  * Wraps a stdio server's command in bubblewrap. `baseEnv` is the environment the server would
  * otherwise get (abridge's safe defaults with the config's `env` on top); its PATH also finds
- * `bwrap`.
+ * `bwrap`. `hide` is created first where missing (see {@link createMasked}).
  *
  * @throws AbridgeError UPSTREAM_START_FAILED when `bwrap` is not installed: a server the operator
  *   asked to sandbox never runs unsandboxed.
@@ -118,5 +142,6 @@ export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, str
       throw new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, `${config.name}: sandbox_write path ${dir} does not exist; create it first`);
     }
   }
+  createMasked(hide);
   return { command: bwrap, args: bwrapArgs(config, hide), env: sandboxEnvironment(config, baseEnv), exactEnv: true };
 }

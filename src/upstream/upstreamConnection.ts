@@ -22,11 +22,13 @@ import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
-import { ChildStdioTransport, childEnvironment, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
+import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
+import { boundedFetch } from "./boundedFetch.js";
 import { collectPages } from "./collectPages.js";
 import { compareStrings } from "./naming.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { normalizeTool } from "./normalizeTool.js";
+import { schemaTooDeep } from "./schemaDepth.js";
 import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import { forEachBoundedLine } from "../util/boundedLines.js";
@@ -534,16 +536,21 @@ export class UpstreamConnection {
     }
     const url = new URL(config.url);
     const requestInit: RequestInit = { headers: { ...config.headers } };
+    // Every message from the server is bounded as on stdio: the SDK reads HTTP answers and events whole.
+    const bounded = boundedFetch(DEFAULT_MAX_MESSAGE_BYTES, (dropped) =>
+      this.logger.warn("dropped an oversized message from the server", { bytes: dropped.bytes, limit: dropped.limit, request: dropped.id }),
+    );
     if (config.transport === "sse") {
       // The GET event stream does not use requestInit, so headers go through a custom fetch too.
       return new SSEClientTransport(url, {
         requestInit,
+        fetch: bounded,
         eventSourceInit: {
-          fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
+          fetch: (input, init) => bounded(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
         },
       });
     }
-    return new StreamableHTTPClientTransport(url, { requestInit });
+    return new StreamableHTTPClientTransport(url, { requestInit, fetch: bounded });
   }
 
   /** Every page of `tools/list`, filtered, kept as sent. */
@@ -562,8 +569,17 @@ export class UpstreamConnection {
       signal,
     );
     const byName = new Map<string, RawTool>();
+    // A tool nested too deep would overflow the stack of every later walk (normalizing, hashing,
+    // rendering, validating): quarantined here, first, with a reason; its siblings are served.
+    const sane = items.filter((item) => {
+      const tooDeep = isObject(item) ? schemaTooDeep(item) : undefined;
+      if (tooDeep === undefined) return true;
+      const name = isObject(item) && typeof item.name === "string" ? item.name : undefined;
+      this.logger.warn("tool quarantined", { tool: name, reason: tooDeep });
+      return false;
+    });
     // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
-    for (const item of items.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
+    for (const item of sane.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
       if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
         this.logger.warn("skipping a malformed tool (no name or inputSchema)", {
           tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,

@@ -14,6 +14,7 @@ import { ExtractiveSummarizer } from "../../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue } from "../../summarize/summarizeQueue.js";
 import { assignNames } from "../../upstream/naming.js";
 import { normalizeTool } from "../../upstream/normalizeTool.js";
+import { schemaTooDeep } from "../../upstream/schemaDepth.js";
 import type { ExposedTool, RawTool } from "../../upstream/types.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
@@ -55,10 +56,14 @@ export function parseRecordedList(text: string, source: string): RecordedList {
   }
   const problems: string[] = [];
   const seen = new Set<string>();
+  // Depth first: normalizing (and everything after) walks the tool recursively.
+  const tooDeep = tools.map((tool: unknown) => (record(tool) ? schemaTooDeep(tool) : undefined));
   // `null` members mean absent, as in a live server's list (see normalizeTool).
-  tools = tools.map((tool: unknown) => (record(tool) ? normalizeTool(tool) : tool));
+  tools = tools.map((tool: unknown, i) => (record(tool) && tooDeep[i] === undefined ? normalizeTool(tool) : tool));
   (tools as unknown[]).forEach((tool, i) => {
-    if (!record(tool)) problems.push(`tools[${i}]: expected an object, got ${Array.isArray(tool) ? "array" : typeof tool}`);
+    const deep = tooDeep[i];
+    if (deep !== undefined) problems.push(`tools[${i}]: ${deep}`);
+    else if (!record(tool)) problems.push(`tools[${i}]: expected an object, got ${Array.isArray(tool) ? "array" : typeof tool}`);
     else if (typeof tool.name !== "string" || tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(tool.name) ?? "nothing"}`);
     else if (!record(tool.inputSchema)) problems.push(`tools[${i}].inputSchema: expected an object, got ${JSON.stringify(tool.inputSchema) ?? "nothing"}`);
     else if (seen.has(tool.name)) problems.push(`tools[${i}].name: "${tool.name}" appears twice`);

@@ -73,6 +73,8 @@ export const serveCommand: CommandSpec = {
           logger: ctx.logger,
           ...(token !== undefined ? { token } : {}),
           ...(pageSize !== undefined ? { pageSize } : {}),
+          sessionIdleMs: config.http_session_idle_minutes * 60_000,
+          maxSessions: config.http_max_sessions,
         });
         const servers = bridge.servers().filter((s) => s.state !== "disabled").length;
         writeLine(ctx.io.stderr, `abridge serving ${servers} upstream server(s) (${mode} mode) at ${http.url}`);

@@ -1,0 +1,141 @@
+/**
+ * HTTP and SSE upstreams had no bound on a message: the SDK reads a JSON answer whole and an event
+ * whatever its size, so a 300 MB result peaked at 1.6 GB and a larger one failed the connection.
+ * The stdio bound (256 MiB a message) now applies to every transport: the oversized answer fails
+ * its call with "result over N bytes", the connection and every other server go on, and the peak
+ * memory of `abridge serve` stays bounded.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { boundedFetch, type DroppedMessage } from "../../src/upstream/boundedFetch.js";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../../src/upstream/childStdioTransport.js";
+import { fixtureServerToml, tempDir } from "../helpers/cliHarness.js";
+import { fixtureCommand } from "../helpers/processes.js";
+import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Starts the hostile HTTP fixture in its own process; its port once it listens. */
+async function startHugeServer(): Promise<number> {
+  const { command, args } = fixtureCommand("hugeHttpServer.ts");
+  const child: ChildProcess = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
+  cleanups.push(async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  });
+  return new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (b: Buffer) => {
+      out += b.toString("utf8");
+      const match = /ready (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`huge HTTP fixture exited with ${code}`)));
+  });
+}
+
+/** Peak resident memory of `pid` so far (Linux), in MiB. */
+function peakRssMib(pid: number): number {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(match?.[1]) / 1024;
+}
+
+function text(result: unknown): string {
+  const content = (result as { content?: { text?: string }[] }).content ?? [];
+  return content.map((c) => c.text ?? "").join("\n");
+}
+
+async function outcome(session: ServeSession, name: string, args: Record<string, unknown>): Promise<string> {
+  try {
+    const result = await session.client.callTool({ name, arguments: args }, undefined, { timeout: 240_000 });
+    return `${(result as { isError?: boolean }).isError ? "tool error" : "ok"}: ${text(result).slice(0, 300)}`;
+  } catch (err) {
+    return `thrown: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+describe("HTTP and SSE upstreams are bounded like stdio", () => {
+  it("a 300 MiB answer (event stream, JSON body, SSE transport) fails its call only, with memory bounded", { timeout: 600_000 }, async () => {
+    const port = await startHugeServer();
+    const { dir, cleanup } = await tempDir("abridge-huge-http-");
+    cleanups.push(cleanup);
+    const config = path.join(dir, "abridge.toml");
+    await writeFile(
+      config,
+      [
+        'mode = "full"',
+        'cache_dir = "cache"',
+        "[servers.stream]",
+        `url = "http://127.0.0.1:${port}/mcp"`,
+        "timeout_ms = 240000",
+        "[servers.legacy]",
+        'type = "sse"',
+        `url = "http://127.0.0.1:${port}/sse"`,
+        "timeout_ms = 240000",
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "0"]),
+      ].join("\n"),
+    );
+    const session = await serveOverStdio(config);
+    cleanups.push(() => session.close());
+    const limit = `result over ${DEFAULT_MAX_MESSAGE_BYTES} bytes`;
+    const healthy = async (): Promise<void> => {
+      expect(await outcome(session, "echo_echo", { text: "echo ok" })).toBe("ok: echo ok");
+      expect(await outcome(session, "stream_echo", { text: "stream ok" })).toBe("ok: stream ok");
+      expect(await outcome(session, "legacy_echo", { text: "legacy ok" })).toBe("ok: legacy ok");
+    };
+    await healthy();
+    expect(await outcome(session, "stream_huge", { mb: 300, format: "sse" })).toContain(limit);
+    await healthy();
+    expect(await outcome(session, "stream_huge", { mb: 300, format: "json" })).toContain(limit);
+    await healthy();
+    expect(await outcome(session, "legacy_huge", { mb: 300 })).toContain(limit);
+    await healthy();
+    const peak = peakRssMib(session.pid!);
+    // Unbounded, one such answer peaked at 1.6 GB; bounded, the most held is one message's bound
+    // (256 MiB of raw bytes) plus the process's own ~150 MiB.
+    expect(peak).toBeLessThan(900);
+    // A result under the bound still arrives whole (then is cut to max_output_bytes, as any result).
+    const whole = /^ok: \[abridge: output cut: 20971\d\d of /;
+    expect(await outcome(session, "stream_huge", { mb: 2, format: "json" })).toMatch(whole);
+    expect(await outcome(session, "stream_huge", { mb: 2 })).toMatch(whole);
+    expect(await outcome(session, "legacy_huge", { mb: 2 })).toMatch(whole);
+  });
+
+  it("boundedFetch: events and bodies over the bound are replaced or dropped, the rest passes byte for byte", async () => {
+    const dropped: DroppedMessage[] = [];
+    const answer = (body: string, type: string): typeof fetch => async () => new Response(body, { headers: { "content-type": type } });
+    const big = "y".repeat(200);
+    // An event stream: a small event, an oversized answer (id last), an oversized notification, a small event.
+    const stream = [
+      'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n',
+      `event: message\ndata: {"result":{"text":"${big}"},"jsonrpc":"2.0","id":7}\n\n`,
+      `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"${big}"}}\n\n`,
+      'event: message\ndata: {"jsonrpc":"2.0","id":8,"result":{}}\n\n',
+    ].join("");
+    const events = await (await boundedFetch(100, (d) => dropped.push(d), answer(stream, "text/event-stream"))("http://127.0.0.1/")).text();
+    expect(events).toBe(
+      [
+        'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n',
+        'event: message\ndata: {"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"result over 100 bytes (251 bytes); dropped"}}\n\n',
+        "event: message\n\n",
+        'event: message\ndata: {"jsonrpc":"2.0","id":8,"result":{}}\n\n',
+      ].join(""),
+    );
+    expect(dropped.map((d) => d.id)).toEqual([7, undefined]);
+
+    // A JSON body: under the bound untouched; over it, an error answer to the POST's request.
+    const post = { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: {} }) };
+    const small = '{"result":{},"jsonrpc":"2.0","id":3}';
+    expect(await (await boundedFetch(100, () => undefined, answer(small, "application/json"))("http://127.0.0.1/", post)).text()).toBe(small);
+    const cut = await (await boundedFetch(100, () => undefined, answer(`{"result":{"text":"${big}"},"jsonrpc":"2.0","id":3}`, "application/json"))("http://127.0.0.1/", post)).json();
+    expect(cut).toMatchObject({ jsonrpc: "2.0", id: 3, error: { code: -32603, message: expect.stringContaining("result over 100 bytes") } });
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * HTTP sessions used to live forever: 5,000 initialize without DELETE grew memory for good, and
+ * each session kept its own serialized copy of the tool list. Now idle sessions expire (one with an
+ * open stream is not idle), the number of sessions is capped (503 with Retry-After past it), and
+ * every session shares one digest of the list per change.
+ */
+import path from "node:path";
+import v8 from "node:v8";
+import vm from "node:vm";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfigText } from "../../src/config/loadConfig.js";
+import { Bridge } from "../../src/core/bridge.js";
+import { startHttpServer, type HttpFrontend, type HttpServerOptions } from "../../src/serve/httpServer.js";
+import { fixtureServerToml, pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+
+const ACCEPT = "application/json, text/event-stream";
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "hostile", version: "1" } },
+});
+
+let open: { http: HttpFrontend; bridge: Bridge; cleanup: () => Promise<void>; marker: string } | undefined;
+afterEach(async () => {
+  if (!open) return;
+  const { http, bridge, cleanup, marker } = open;
+  open = undefined;
+  await http.close();
+  await bridge.close();
+  expect(pidsWithMarker(marker)).toEqual([]);
+  await cleanup();
+});
+
+async function start(options: Partial<HttpServerOptions>, tools = 2): Promise<{ http: HttpFrontend; bridge: Bridge }> {
+  const { dir, cleanup } = await tempDir("abridge-sessions-");
+  const marker = `sessions-${path.basename(dir)}`;
+  const toml = fixtureServerToml("echo", "echoServer.ts", ["--tools", String(tools), "--page-size", "1000", "--name", marker]);
+  const config = parseConfigText(toml, { file: path.join(dir, "abridge.toml"), env: {} });
+  const bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {}, stateDir: path.join(dir, "state") });
+  await bridge.start();
+  const http = await startHttpServer(bridge, { port: 0, ...options });
+  open = { http, bridge, cleanup, marker };
+  return { http, bridge };
+}
+
+/** A raw initialize, as a client that never sends DELETE does it; the session id or the response. */
+async function initialize(url: string): Promise<Response & { session?: string }> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: ACCEPT }, body: INITIALIZE });
+  await res.text();
+  return Object.assign(res, { session: res.headers.get("mcp-session-id") ?? undefined });
+}
+
+async function listTools(url: string, session: string): Promise<number> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: ACCEPT, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+  });
+  await res.text();
+  return res.status;
+}
+
+/** Polls `predicate` (a hang guard, not a timing check). */
+async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
+  for (let waited = 0; !predicate(); waited += 25) {
+    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("HTTP session limits", () => {
+  it("idle sessions expire; a session with an open stream does not; an expired one answers 404", async () => {
+    const { http } = await start({ sessionIdleMs: 300 });
+    const streamed = await initialize(http.url);
+    // A client listening on its GET stream is using its session, however long nothing is said.
+    const listening = new AbortController();
+    const stream = await fetch(http.url, {
+      headers: { accept: "text/event-stream", "mcp-session-id": streamed.session!, "mcp-protocol-version": "2025-06-18" },
+      signal: listening.signal,
+    });
+    expect(stream.status).toBe(200);
+    const abandoned: string[] = [];
+    for (let i = 0; i < 50; i++) abandoned.push((await initialize(http.url)).session!);
+    expect(http.sessions()).toBeGreaterThan(1);
+    await until(() => http.sessions() === 1, "the abandoned sessions to expire");
+    expect(await listTools(http.url, abandoned[0]!)).toBe(404);
+    expect(await listTools(http.url, streamed.session!)).toBe(200);
+    listening.abort();
+    await stream.body?.cancel().catch(() => undefined);
+    await until(() => http.sessions() === 0, "the last session to expire once its stream closed");
+  });
+
+  it("past the cap an initialize gets 503 with Retry-After; a DELETE makes room", async () => {
+    const { http } = await start({ maxSessions: 5 });
+    const sessions: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await initialize(http.url);
+      expect(res.status).toBe(200);
+      sessions.push(res.session!);
+    }
+    const refused = await initialize(http.url);
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(http.sessions()).toBe(5);
+    const gone = await fetch(http.url, { method: "DELETE", headers: { "mcp-session-id": sessions[0]!, "mcp-protocol-version": "2025-06-18" } });
+    expect(gone.status).toBe(200);
+    expect((await initialize(http.url)).status).toBe(200);
+    expect(http.sessions()).toBe(5);
+  });
+
+  it("sessions share one rendered list: a session costs far less than a copy of the list", async () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const { http, bridge } = await start({}, 3000);
+    const listBytes = JSON.stringify(bridge.list()).length;
+    expect(listBytes).toBeGreaterThan(400_000);
+    // Warm up: the first session renders the list and loads the SDK's code paths.
+    await initialize(http.url);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const count = 60;
+    for (let i = 0; i < count; i++) expect((await initialize(http.url)).status).toBe(200);
+    gc();
+    const perSession = (process.memoryUsage().heapUsed - before) / count;
+    expect(http.sessions()).toBe(count + 1);
+    // Each session used to hold the serialized list (listBytes); now it holds a shared digest.
+    expect(perSession).toBeLessThan(listBytes / 3);
+  });
+});
