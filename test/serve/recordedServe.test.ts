@@ -65,6 +65,10 @@ describe("abridge serve with a recorded server", () => {
   }, 60_000);
 
   it("lazy: search_tools finds recorded tools in the order `abridge search` prints, and call_tool is refused", async () => {
+    // Summaries first, so serve and the CLI rank the same cached text (serve would otherwise be
+    // summarizing in the background while it answers).
+    const warm = await runAbridge(["summarize", "warm", "--server", "gh", "--config", config], { cwd: dir });
+    expect(warm.code, warm.stderr).toBe(0);
     session = await serveOverStdio(config, ["--mode", "lazy"]);
     const query = "list pull requests of a repository";
     const searched = await session.client.callTool({ name: "search_tools", arguments: { query, limit: 5 } });
