@@ -90,7 +90,7 @@ interface PackageJson {
 
 function licenceOf(pkg: PackageJson): string {
   const l = pkg.license;
-  return typeof l === "string" ? l : (l?.type ?? "unknown");
+  return typeof l === "string" ? l : (l?.type ?? "none declared");
 }
 
 function binOf(pkg: PackageJson, source: Source): string {
@@ -245,7 +245,7 @@ async function lookUpLicences(): Promise<void> {
     const spec = readJson<{ package?: string }>(server.file).package;
     if (spec === undefined || licences[spec] !== undefined) continue;
     const { stdout } = await run("npm", ["view", spec, "license"], { timeout: 60_000 });
-    licences[spec] = stdout.trim() || "unknown";
+    licences[spec] = stdout.trim() || "none declared";
   }
   await writeFile(LICENCES, `${JSON.stringify(sortKeys(licences), null, 2)}\n`);
 }
