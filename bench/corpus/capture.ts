@@ -38,6 +38,8 @@ interface Source {
   env?: Record<string, string>;
   /** Run install scripts (off by default: most only fetch browsers or binaries, which cannot be had). */
   scripts?: boolean;
+  /** Why the server is not in the corpus (it could not list its tools here); tried only when named by `--only`. */
+  skipped?: string;
 }
 
 interface Options {
@@ -218,7 +220,9 @@ async function main(): Promise<void> {
   if (!options.tableOnly) {
     const sources = readJson<Source[]>(path.join(CORPUS_DIR, "sources.json"));
     const existing = new Set(readdirSync(path.join(CORPUS_DIR, "servers")).map((f) => f.replace(/\.json$/, "")));
-    const chosen = sources.filter((s) => (options.only === undefined || options.only.has(s.server)) && (!options.missing || !existing.has(s.server)));
+    const chosen = sources.filter((s) =>
+      options.only === undefined ? s.skipped === undefined && (!options.missing || !existing.has(s.server)) : options.only.has(s.server),
+    );
     const failed: string[] = [];
     await pool(chosen, options.jobs, async (source) => {
       const started = Date.now();
