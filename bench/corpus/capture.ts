@@ -4,7 +4,7 @@
  * `servers/<server>.json`, untouched. Then rewrites the table in README.md (package, licence,
  * tools, full tokens) from every file in `servers/`.
  *
- *   npx tsx bench/corpus/capture.ts [--install-dir DIR] [--only a,b] [--missing] [--jobs N] [--table] [--licences]
+ *   npx tsx bench/corpus/capture.ts [--install-dir DIR] [--out DIR] [--only a,b] [--missing] [--jobs N] [--table] [--licences]
  *
  * `--missing` records only servers that have no file yet; `--table` only rewrites the table;
  * `--licences` asks `npm view <pkg> license` for corpus files whose licence is not known yet
@@ -44,6 +44,8 @@ interface Source {
 
 interface Options {
   installDir: string;
+  /** Where recorded files go (default `servers/`); another folder compares a refresh with the corpus before replacing it. */
+  outDir: string;
   only: Set<string> | undefined;
   missing: boolean;
   jobs: number;
@@ -52,7 +54,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const options: Options = { installDir: "/tmp/corpus-install", only: undefined, missing: false, jobs: 2, tableOnly: false, lookUpLicences: false };
+  const options: Options = { installDir: "/tmp/corpus-install", outDir: path.join(CORPUS_DIR, "servers"), only: undefined, missing: false, jobs: 2, tableOnly: false, lookUpLicences: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = (): string => {
@@ -61,6 +63,7 @@ function parseOptions(argv: string[]): Options {
       return v;
     };
     if (arg === "--install-dir") options.installDir = path.resolve(value());
+    else if (arg === "--out") options.outDir = path.resolve(value());
     else if (arg === "--only") options.only = new Set(value().split(",").filter(Boolean));
     else if (arg === "--missing") options.missing = true;
     else if (arg === "--jobs") options.jobs = Math.max(1, Number(value()) || 1);
@@ -145,7 +148,8 @@ async function capture(source: Source, options: Options): Promise<number> {
   };
   const configFile = path.join(dir, "abridge.json");
   await writeFile(configFile, JSON.stringify(config, null, 2));
-  const out = path.join(CORPUS_DIR, "servers", `${source.server}.json`);
+  await mkdir(options.outDir, { recursive: true });
+  const out = path.join(options.outDir, `${source.server}.json`);
   const { stdout } = await run(
     process.execPath,
     ["--import", "tsx", path.join(REPO_ROOT, "src/cli/bin.ts"), "record", source.server, "--config", configFile, "--package", source.package, "--log-level", "error"],
@@ -234,7 +238,7 @@ async function main(): Promise<void> {
         const reason = (e.stderr?.trim().split("\n").slice(-3).join(" | ") || e.message || String(err)).slice(0, 400);
         failed.push(source.server);
         console.log(`skipped ${source.server} (${source.package}): ${reason}`);
-        await rm(path.join(CORPUS_DIR, "servers", `${source.server}.json.tmp`), { force: true });
+        await rm(path.join(options.outDir, `${source.server}.json.tmp`), { force: true });
       }
     });
     console.log(`recorded ${chosen.length - failed.length} of ${chosen.length}; skipped: ${failed.join(", ") || "none"}`);

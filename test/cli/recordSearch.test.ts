@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { copyFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -6,6 +7,7 @@ import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfi
 import { fixturePath } from "../helpers/processes.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
+const memoryBin = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-memory/dist/index.js");
 
 /** The echo fixture's list with `--tools 5` (7 tools, served 3 a page), as its source defines it. */
 const ECHO_TOOLS = [
@@ -76,6 +78,19 @@ describe("abridge record", () => {
     expect(fromLive.code, fromLive.stderr).toBe(0);
     expect(fromFile.code, fromFile.stderr).toBe(0);
     expect(JSON.parse(fromFile.stdout)).toEqual(JSON.parse(fromLive.stdout));
+  }, 60_000);
+
+  it("reproduces the corpus file of a published server (memory, the version in the corpus)", async () => {
+    const config = await writeConfig(
+      dir,
+      `[servers.memory]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(memoryBin)}, ${JSON.stringify(marker)}]\nenv = { MEMORY_FILE_PATH = ${JSON.stringify(path.join(dir, "memory.jsonl"))} }\n`,
+    );
+    const r = await runAbridge(["record", "memory", "--config", config, "--package", "@modelcontextprotocol/server-memory@2026.8.31"], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    const corpus = JSON.parse(readFileSync(path.join(CORPUS, "memory.json"), "utf8")) as { package: string; tools: unknown[] };
+    const recorded = JSON.parse(r.stdout) as { package: string; tools: unknown[] };
+    expect(recorded.package).toBe(corpus.package);
+    expect(JSON.stringify(recorded.tools)).toBe(JSON.stringify(corpus.tools));
   }, 60_000);
 
   it("an unknown server is a usage error with a suggestion", async () => {
