@@ -38,6 +38,8 @@ interface Source {
   env?: Record<string, string>;
   /** Run install scripts (off by default: most only fetch browsers or binaries, which cannot be had). */
   scripts?: boolean;
+  /** What a refresh should know, e.g. why it would not reproduce the file. */
+  note?: string;
   /** Why the server is not in the corpus (it could not list its tools here); tried only when named by `--only`. */
   skipped?: string;
 }
