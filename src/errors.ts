@@ -14,6 +14,8 @@ export const ErrorCode = {
   UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
   UPSTREAM_EXITED: "UPSTREAM_EXITED",
   UPSTREAM_ERROR: "UPSTREAM_ERROR",
+  /** The server is a recorded tools/list answer (`recorded = "..."`): it lists tools but cannot run them. */
+  UPSTREAM_RECORDED: "UPSTREAM_RECORDED",
   SERVER_NOT_FOUND: "SERVER_NOT_FOUND",
   TOOL_NOT_FOUND: "TOOL_NOT_FOUND",
   TOOL_FILTERED: "TOOL_FILTERED",

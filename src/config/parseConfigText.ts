@@ -168,7 +168,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
     const { type, read_only, destructive, sandbox, max_output_bytes, spill, cwd, sandbox_write, ...rest } = server;
     const entry: ServerConfig = {
       name,
-      transport: type ?? (rest.url !== undefined ? "http" : "stdio"),
+      transport: rest.recorded !== undefined ? "recorded" : (type ?? (rest.url !== undefined ? "http" : "stdio")),
       ...rest,
       sandbox_write: sandbox_write.map(resolve),
       read_only: read_only ?? globals.read_only ?? false,
@@ -178,6 +178,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
       spill: spill ?? globals.spill ?? false,
     };
     if (cwd !== undefined) entry.cwd = resolve(cwd);
+    if (entry.recorded !== undefined) entry.recorded = resolve(entry.recorded);
     if (entry.transport === "stdio") {
       // Relative paths mean the same under `serve`, the CLI and a daemon started elsewhere: the
       // config's folder is the default working directory, and a command given as a path

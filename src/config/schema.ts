@@ -46,6 +46,11 @@ export const serverSchema = z
     // http(s) only: z.url() alone accepts `file:` or `mailto:`, which no MCP transport can use.
     url: z.url({ protocol: /^https?$/ }).optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
     headers: z.record(z.string(), z.string()).default({}).describe("HTTP headers sent to a url server"),
+    recorded: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("A recorded tools/list answer (JSON file, e.g. from `abridge record`; relative to the config file) served instead of a live server: listed, searched and described like any server, calls refused"),
     allow: globList.optional().describe("Only tools matching one of these globs are exposed"),
     deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
     timeout_ms: positiveMs.default(30_000).describe("Per-call timeout"),
@@ -61,6 +66,15 @@ export const serverSchema = z
     ...policyFields,
   })
   .superRefine((server, ctx) => {
+    // A recorded server has no process or endpoint: a transport beside it would be ignored.
+    if (server.recorded !== undefined) {
+      for (const key of ["type", "command", "url"] as const) {
+        if (server[key] !== undefined) {
+          ctx.addIssue({ code: "custom", path: [key], message: `expected no ${key} on a recorded server (recorded replaces the live server)` });
+        }
+      }
+      return;
+    }
     // Neither type nor a single transport key: the intent is unclear, so say so once rather than
     // guessing a transport and then complaining about the other key.
     if (server.type === undefined && server.command !== undefined && server.url !== undefined) {
@@ -168,7 +182,8 @@ export type ConfigFile = z.infer<typeof configFileSchema>;
 /** A server after loading: its name, its resolved transport and the inherited policy filled in. */
 export interface ServerConfig extends Omit<ServerFileConfig, "type" | keyof typeof policyFields> {
   name: string;
-  transport: "stdio" | "http" | "sse";
+  /** `recorded`: tools come from the file `recorded` (an absolute path after loading). */
+  transport: "stdio" | "http" | "sse" | "recorded";
   read_only: boolean;
   destructive: "allow" | "deny";
   sandbox: "none" | "bwrap";

@@ -6,6 +6,7 @@ import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searc
 import { createToolHasher } from "../catalog/toolHash.js";
 import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../catalog/toolCatalog.js";
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
+import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -329,6 +330,14 @@ export class Bridge {
     return this.pool.servers();
   }
 
+  /**
+   * The tools that best fit a task description, best first, ranked as the `search_tools`
+   * meta-tool ranks them (it calls this); `limit` is clamped as there.
+   */
+  search(query: string, limit?: number): SearchResult[] {
+    return this.catalog.search(query, limit);
+  }
+
   /** The tool list a client sees in `mode`. */
   list(mode: Mode = this.config.mode): ListedTool[] {
     const extra = extraMetaTools(this.config);
@@ -648,7 +657,7 @@ export class Bridge {
           const query = stringArg("query");
           if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
           const limit = typeof args.limit === "number" ? args.limit : undefined;
-          const results = this.catalog.search(query, limit);
+          const results = this.search(query, limit);
           return text(results.length > 0 ? searchResultText(results) : `No tool matches "${query}".`);
         }
         case CALL_TOOL: {

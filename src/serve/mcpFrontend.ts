@@ -86,6 +86,7 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
     case ErrorCode.UPSTREAM_UNAVAILABLE:
     case ErrorCode.UPSTREAM_EXITED:
     case ErrorCode.UPSTREAM_START_FAILED:
+    case ErrorCode.UPSTREAM_RECORDED:
     case ErrorCode.TOOL_REFUSED:
       return {
         result: {

@@ -837,6 +837,25 @@ export class UpstreamConnection {
     return items.filter(isObject);
   }
 
+  /**
+   * The server's own `tools/list` answer, every page joined, exactly as sent: nothing dropped,
+   * normalized or filtered by allow/deny (`abridge record`). Listed afresh, not from the start-up
+   * list, which has already been cleaned.
+   */
+  async recordTools(options: ForwardOptions = {}): Promise<JsonObject[]> {
+    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
+    const items = await this.withClient(options.signal, (client) => collectPages(
+      async (cursor) => {
+        const result = await this.forward(client, "tools/list", cursor === undefined ? {} : { cursor }, listToolsResult, options);
+        return { items: result.tools, nextCursor: result.nextCursor };
+      },
+      this.logger,
+      "tools/list",
+      options.signal,
+    ));
+    return items as JsonObject[];
+  }
+
   private async forward<T extends JsonObject>(
     client: Client,
     method: string,

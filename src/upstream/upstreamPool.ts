@@ -6,9 +6,13 @@ import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { assignNames, compareStrings } from "./naming.js";
 import type { AssignedName } from "./naming.js";
+import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { CallRelay, UpstreamConnectionOptions, UpstreamNotification } from "./upstreamConnection.js";
 import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "./types.js";
+
+/** One server of the pool: a live connection, or a recorded tool list standing in for one. */
+type Upstream = UpstreamConnection | RecordedUpstream;
 
 /** Events of an {@link UpstreamPool}. */
 export interface UpstreamPoolEvents {
@@ -64,7 +68,7 @@ export interface UpstreamPoolOptions
  * lists and exposed names, forwards calls and requests, restarts what dies, and closes it all.
  */
 export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
-  private readonly connections = new Map<string, UpstreamConnection>();
+  private readonly connections = new Map<string, Upstream>();
   private readonly options: UpstreamPoolOptions;
   private readonly separator: string;
   private readonly logger: Logger;
@@ -93,7 +97,14 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     }
   }
 
-  private createConnection(config: ServerConfig): UpstreamConnection {
+  private createConnection(config: ServerConfig): Upstream {
+    if (config.transport === "recorded") {
+      return new RecordedUpstream(config, {
+        logger: this.logger,
+        onStatusChanged: (status) => this.emit("statusChanged", status),
+        onToolsChanged: () => this.handleToolsChanged(config.name),
+      });
+    }
     const { servers: _servers, separator: _separator, ...shared } = this.options;
     let wasReady = false;
     const connection: UpstreamConnection = new UpstreamConnection(config, {
@@ -115,7 +126,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   }
 
   /** Sends `resources/subscribe` again for every URI of `connection`'s server that has subscribers. */
-  private renewSubscriptions(connection: UpstreamConnection): void {
+  private renewSubscriptions(connection: Upstream): void {
     const prefix = `${connection.name}\0`;
     const uris = [...this.subscriptions.keys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
     if (uris.length === 0 || connection.config.lifecycle === "per_call") return;
@@ -143,7 +154,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const changed: string[] = [];
     const updated: string[] = [];
     const closing: Promise<void>[] = [];
-    const starting: UpstreamConnection[] = [];
+    const starting: Upstream[] = [];
     for (const [name, connection] of this.connections) {
       const config = next.get(name);
       if (config === undefined) {
@@ -194,6 +205,13 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private async doStart(signal?: AbortSignal): Promise<void> {
     await Promise.all([...this.connections.values()].map((c) => c.start(signal)));
     if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "starting the upstream pool was cancelled", { cause: signal.reason });
+    // A recorded file that cannot be read is a mistake in the config, like a bad field: say so at
+    // start rather than serve on without the server. (A hot reload only marks it failed.)
+    const badFiles = [...this.connections.values()].flatMap((c) => {
+      const error = c instanceof RecordedUpstream ? c.status().error : undefined;
+      return error?.code === ErrorCode.CONFIG_INVALID ? [error.message] : [];
+    });
+    if (badFiles.length > 0) throw new AbridgeError(ErrorCode.CONFIG_INVALID, badFiles.join("\n"));
     this.renameAll();
     const ready = this.servers().filter((s) => s.state === "ready").length;
     this.logger.info("upstream pool started", { ready, servers: this.connections.size });
@@ -304,7 +322,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     return [...this.connections.values()].flatMap((c) => c.pids());
   }
 
-  private connection(server: string): UpstreamConnection {
+  private connection(server: string): Upstream {
     const connection = this.connections.get(server);
     if (!connection) throw new AbridgeError(ErrorCode.SERVER_NOT_FOUND, `no server named "${server}"`);
     return connection;
@@ -319,6 +337,14 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    */
   async callTool(server: string, tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
     return this.connection(server).callTool(tool, args, options);
+  }
+
+  /**
+   * A server's own `tools/list` answer, every page joined, as sent (no allow/deny, nothing
+   * normalized): what `abridge record` writes. A recorded server gives its file's tools.
+   */
+  async recordTools(server: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
+    return this.connection(server).recordTools(options);
   }
 
   /**

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { CatalogTool } from "../../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { RawTool } from "../../src/upstream/types.js";
+import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 /** The corpus vendored in the repository, `bench/corpus`. */
 export const CORPUS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bench/corpus");
@@ -15,7 +16,7 @@ export interface CorpusServer {
   tools: RawTool[];
 }
 
-/** Reads every `servers/*.json`; throws a clear error when the corpus is missing. */
+/** Reads the `servers/*.json` of {@link UNIT_TEST_SERVERS}; throws a clear error when the corpus is missing. */
 export function loadCorpus(): CorpusServer[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) {
@@ -27,7 +28,8 @@ export function loadCorpus(): CorpusServer[] {
     .map((file) => {
       const data = JSON.parse(readFileSync(path.join(dir, file), "utf8")) as { server: string; tools: RawTool[] };
       return { server: data.server, file, tools: data.tools };
-    });
+    })
+    .filter((s) => UNIT_TEST_SERVERS.has(s.server));
 }
 
 /** The real offline summarizer, so the views are tested with the summaries they will serve. */

@@ -3,12 +3,13 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAbridge, tempDir } from "../helpers/cliHarness.js";
+import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 
 function corpusFiles(): string[] {
   if (!existsSync(CORPUS)) throw new Error(`the corpus is missing: expected ${CORPUS} (bench/corpus/servers in the repository)`);
-  return readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort();
+  return readdirSync(CORPUS).filter((f) => f.endsWith(".json") && UNIT_TEST_SERVERS.has(f.slice(0, -".json".length))).sort();
 }
 
 describe("abridge render", () => {

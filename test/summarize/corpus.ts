@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RawTool } from "../../src/upstream/types.js";
+import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 /** The corpus vendored in the repository, `bench/corpus`. */
 export const CORPUS_DIR = path.resolve(fileURLToPath(new URL("../../", import.meta.url)), "bench/corpus");
@@ -12,7 +13,7 @@ export interface CorpusTool {
   tool: RawTool;
 }
 
-/** Every tool of `servers/*.json`; throws a clear error when the corpus is missing. */
+/** Every tool of the `servers/*.json` of {@link UNIT_TEST_SERVERS}; throws a clear error when the corpus is missing. */
 export function loadCorpusTools(): CorpusTool[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) {
@@ -24,6 +25,7 @@ export function loadCorpusTools(): CorpusTool[] {
   const out: CorpusTool[] = [];
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
     const data = JSON.parse(readFileSync(path.join(dir, file), "utf8")) as { server: string; tools: RawTool[] };
+    if (!UNIT_TEST_SERVERS.has(data.server)) continue;
     for (const tool of data.tools) out.push({ server: data.server, tool });
   }
   if (out.length === 0) throw new Error(`The tool corpus at ${dir} holds no tools`);

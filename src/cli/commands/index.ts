@@ -2,7 +2,9 @@ import type { CommandSpec } from "../command.js";
 import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
 import { daemonCommand, daemonStartCommand, daemonStatusCommand, daemonStopCommand } from "./daemonCommand.js";
+import { recordCommand } from "./recordCommand.js";
 import { renderCommand } from "./renderCommand.js";
+import { searchCommand } from "./searchCommand.js";
 import { serveCommand } from "./serveCommand.js";
 import { serversCommand } from "./serversCommand.js";
 import { summarizeStatusCommand, summarizeWarmCommand } from "./summarizeCommands.js";
@@ -16,6 +18,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   renderCommand,
   serversCommand,
   toolsCommand,
+  searchCommand,
+  recordCommand,
   callCommand,
   cacheVerifyCommand,
   cacheCompactCommand,
