@@ -2,7 +2,7 @@ import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
 import { globToRegExp } from "../upstream/toolFilter.js";
-import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
+import { MAX_SCHEMA_DEPTH, schemaTooDeep } from "../upstream/schemaDepth.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
@@ -370,7 +370,11 @@ function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
  * root that lacks it could make it larger).
  */
 function summaryForm(tool: CatalogTool): ListedTool {
-  return noLarger(renderSummary(tool), renderFull(tool));
+  const summary = renderSummary(tool);
+  // A schema past the depth bound cannot be serialized to compare (the walk would overflow the
+  // stack); the summary form cuts it at the bound, so it is the smaller one anyway.
+  if (schemaTooDeep(tool.tool) !== undefined) return summary;
+  return noLarger(summary, renderFull(tool));
 }
 
 /**
