@@ -31,8 +31,11 @@ export interface HttpFrontend {
   port: number;
   /** Open MCP sessions. */
   sessions(): number;
-  /** Closes every session and the listener. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Closes every session and the listener. Idempotent. With `graceMs`, calls in flight first get
+   * that long to be answered (new requests are refused meanwhile), as on SIGTERM.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
@@ -235,8 +238,9 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     url: `http://${shownHost}:${port}${MCP_PATH}`,
     port,
     sessions: () => sessions.size,
-    close() {
+    close(graceMs = 0) {
       closing ??= (async () => {
+        if (graceMs > 0) await Promise.allSettled([...sessions.values()].map((s) => s.frontend.drain(graceMs)));
         await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         server.closeAllConnections();

@@ -47,6 +47,11 @@ export interface McpFrontend {
   server: Server;
   /** Stops listening to the bridge (the server itself is closed by its transport). */
   dispose(): void;
+  /**
+   * Refuses new requests and resolves once those in flight are answered, or after `graceMs`
+   * (then the caller closes the server, which aborts what is left).
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 const CURSOR_PREFIX = "abridge:";
@@ -113,13 +118,63 @@ type RequestSchema = z.ZodObject<{ method: z.ZodLiteral<string> } & z.core.$ZodS
  * with -32602. The SDK parses them itself and lets the ZodError become -32603 (internal error),
  * which tells a client that abridge broke rather than that the request was wrong.
  */
-function handle<S extends RequestSchema>(server: Server, schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void {
+function handle<S extends RequestSchema>(
+  server: Server,
+  schema: S,
+  handler: (request: z.infer<S>, extra: HandlerExtra) => unknown,
+  gate: RequestGate,
+): void {
   const method = schema.shape.method.value;
   server.setRequestHandler(z.looseObject({ method: z.literal(method) }), async (request, extra) => {
     const parsed = schema.safeParse(request);
     if (!parsed.success) throw new McpError(RpcCode.InvalidParams, `invalid params of ${method}: ${z.prettifyError(parsed.error)}`);
-    return (await handler(parsed.data, extra)) as never;
+    gate.enter(method);
+    try {
+      return (await handler(parsed.data, extra)) as never;
+    } finally {
+      gate.leave();
+    }
   });
+}
+
+/**
+ * Counts the requests a front end is answering, so that stopping can let them finish: a client
+ * whose call was under way when abridge got SIGTERM gets its answer, not a dropped connection.
+ */
+class RequestGate {
+  private active = 0;
+  private draining = false;
+  private readonly idle = new Set<() => void>();
+
+  /** Admits a request, or refuses it once draining has begun. */
+  enter(method: string): void {
+    if (this.draining) throw new McpError(RpcCode.InternalError, `abridge is shutting down: ${method} was not started; try again`);
+    this.active += 1;
+  }
+
+  leave(): void {
+    // The SDK hands the answer to the transport a few promise turns after the handler returns;
+    // counting the request done on the next macrotask lets that send happen before a close.
+    setImmediate(() => {
+      this.active -= 1;
+      if (this.active === 0) for (const resolve of this.idle) resolve();
+    });
+  }
+
+  drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    if (this.active === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.idle.delete(done);
+        resolve();
+      };
+      // Not unref'd: the answer still to come is all that keeps the process alive meanwhile.
+      const timer = setTimeout(done, graceMs);
+      this.idle.add(done);
+    });
+  }
 }
 
 /**
@@ -188,6 +243,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     .filter(Boolean)
     .join(" ");
 
+  const gate = new RequestGate();
+  const on = <S extends RequestSchema>(schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void =>
+    handle(server, schema, handler, gate);
+
   const server = new Server(
     { name: "abridge", version: VERSION },
     {
@@ -203,7 +262,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
-  handle(server, ListToolsRequestSchema, (request) => {
+  on(ListToolsRequestSchema, (request) => {
     const all = bridge.list(mode);
     const offset = decodeCursor(request.params?.cursor);
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
@@ -216,14 +275,14 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   };
 
   let logLevel: LoggingLevel | undefined;
-  handle(server, SetLevelRequestSchema, (request) => {
+  on(SetLevelRequestSchema, (request) => {
     logLevel = request.params.level;
     return {};
   });
   const wantsLog = (params: JsonObject): boolean => logLevel === undefined || severity(params.level) >= severity(logLevel);
   const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
 
-  handle(server, CallToolRequestSchema, async (request, extra) => {
+  on(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
     const relay: CallRelay = {
       client: clientId,
@@ -275,16 +334,16 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
   };
 
-  handle(server, ListResourcesRequestSchema, async (_request, extra) => ({ resources: await resources.listResources(extra.signal) }));
-  handle(server, ListResourceTemplatesRequestSchema, async (_request, extra) => ({
+  on(ListResourcesRequestSchema, async (_request, extra) => ({ resources: await resources.listResources(extra.signal) }));
+  on(ListResourceTemplatesRequestSchema, async (_request, extra) => ({
     resourceTemplates: await resources.listTemplates(extra.signal),
   }));
-  handle(server, ReadResourceRequestSchema, async (request, extra) => {
+  on(ReadResourceRequestSchema, async (request, extra) => {
     const owner = await resources.ownerOf(request.params.uri, extra.signal);
     return forward(owner, "resources/read", request.params as JsonObject, extra.signal, `resource "${request.params.uri}"`) as never;
   });
-  handle(server, ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await resources.listPrompts(extra.signal) }));
-  handle(server, GetPromptRequestSchema, async (request, extra) => {
+  on(ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await resources.listPrompts(extra.signal) }));
+  on(GetPromptRequestSchema, async (request, extra) => {
     const origin = await resources.promptOriginOf(request.params.name, extra.signal);
     return forward(origin?.server, "prompts/get", { ...request.params, name: origin?.original ?? request.params.name } as JsonObject, extra.signal, `prompt "${request.params.name}"`) as never;
   });
@@ -292,7 +351,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   // Subscriptions of this client, uri -> owning server; released when the client goes.
   const subscribed = new Map<string, string>();
   if (canSubscribe) {
-    handle(server, SubscribeRequestSchema, async (request, extra) => {
+    on(SubscribeRequestSchema, async (request, extra) => {
       const uri = request.params.uri;
       if (subscribed.has(uri)) return {};
       const owner = await resources.ownerOf(uri, extra.signal);
@@ -307,7 +366,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       }
       return {};
     });
-    handle(server, UnsubscribeRequestSchema, async (request, extra) => {
+    on(UnsubscribeRequestSchema, async (request, extra) => {
       const owner = subscribed.get(request.params.uri);
       if (owner === undefined) return {};
       subscribed.delete(request.params.uri);
@@ -321,7 +380,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   }
 
   if (canComplete) {
-    handle(server, CompleteRequestSchema, async (request, extra) => {
+    on(CompleteRequestSchema, async (request, extra) => {
       const ref = request.params.ref;
       let owner: string | undefined;
       let params = request.params as JsonObject;
@@ -379,6 +438,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       }
       subscribed.clear();
     },
+    drain: (graceMs) => gate.drain(graceMs),
   };
 }
 

@@ -8,6 +8,9 @@ import { serveStdio } from "../../serve/serveStdio.js";
 import { startHttpServer } from "../../serve/httpServer.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
 
+/** How long calls in flight may finish after SIGTERM over HTTP (stdio uses the same default). */
+const SHUTDOWN_GRACE_MS = 10_000;
+
 /** Parses `--http HOST:PORT` (or a bare port). */
 export function parseListen(value: string): { host: string; port: number } {
   const match = /^(?:(\[[^\]]+\]|[^:]+):)?(\d{1,5})$/.exec(value);
@@ -83,7 +86,8 @@ export const serveCommand: CommandSpec = {
           if (ctx.io.signal.aborted) resolve();
           ctx.io.signal.addEventListener("abort", () => resolve(), { once: true });
         });
-        await http.close();
+        // SIGTERM is "stop", not "drop": calls in flight get the daemon's grace to be answered.
+        await http.close(SHUTDOWN_GRACE_MS);
       } else {
         await serveStdio(bridge, { stdin: ctx.io.stdin, stdout: ctx.io.stdout, mode, logger: ctx.logger, signal: ctx.io.signal, ...(pageSize !== undefined ? { pageSize } : {}) });
       }
