@@ -19,6 +19,7 @@ import {
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { urlSecrets } from "../config/urlSecrets.js";
 import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
@@ -227,6 +228,8 @@ export class UpstreamConnection {
       // "Bearer <token>": the token alone may show up too.
       for (const word of value.split(/\s+/)) if (word.length >= 8) this.secrets.add(word);
     }
+    // A key in the URL's query string or userinfo shows in every "cannot connect" message.
+    if (config.url !== undefined) for (const secret of urlSecrets(config.url)) this.secrets.add(secret);
     this.onStatusChanged = options.onStatusChanged;
     this.onToolsChanged = options.onToolsChanged;
     this.currentRelay = options.currentRelay;
