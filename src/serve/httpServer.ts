@@ -7,6 +7,7 @@ import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
 
 /** Options of {@link startHttpServer}. */
@@ -40,6 +41,9 @@ export interface HttpFrontend {
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 export const MCP_PATH = "/mcp";
+
+/** At most one log line per this window for each kind of refused request. */
+const REFUSAL_LOG_WINDOW_MS = 10_000;
 
 function hostOf(value: string): string {
   // "127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"
@@ -127,6 +131,10 @@ function cancelOnDisconnect(transport: StreamableHTTPServerTransport, res: Serve
  */
 export async function startHttpServer(bridge: Bridge, options: HttpServerOptions): Promise<HttpFrontend> {
   const logger = options.logger ?? silentLogger;
+  // One line per refused request let any local process fill the log: 10,000 bad tokens, 10,000
+  // lines. As the daemon does: a line per window, with the count of those left out.
+  const forbidden = new RateLimitedLog(logger, "refused HTTP request", REFUSAL_LOG_WINDOW_MS);
+  const unauthorized = new RateLimitedLog(logger, "refused HTTP request: missing or wrong bearer token", REFUSAL_LOG_WINDOW_MS);
   const host = options.host ?? "127.0.0.1";
   if (!LOOPBACK_HOSTS.has(host) && !LOOPBACK_HOSTS.has(`[${host}]`)) {
     throw new AbridgeError(ErrorCode.USAGE, `--http: abridge serves loopback only (127.0.0.1, localhost, ::1), got "${host}"`);
@@ -142,7 +150,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     }
     const refused = checkLoopbackRequest(req.headers);
     if (refused) {
-      logger.warn("refused HTTP request", { reason: refused });
+      forbidden.warn({ reason: refused });
       sendJsonError(res, 403, -32600, `forbidden: ${refused}`);
       return;
     }
@@ -150,7 +158,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       const auth = req.headers.authorization ?? "";
       const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
       if (!sameSecret(given, options.token)) {
-        logger.warn("refused HTTP request: missing or wrong bearer token");
+        unauthorized.warn({});
         sendJsonError(res, 401, -32600, "unauthorized: missing or wrong bearer token", { "www-authenticate": 'Bearer realm="abridge"' });
         return;
       }
