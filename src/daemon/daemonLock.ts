@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { constants as fsConstants, type Stats } from "node:fs";
+import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../errors.js";
@@ -53,12 +54,35 @@ export function newToken(): string {
   return randomBytes(32).toString("base64url");
 }
 
-/** Reads and validates the lockfile. */
+/** A lockfile is a few hundred bytes; anything much larger is not one. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * Reads and validates the lockfile. It is opened without blocking and read only when it is a
+ * regular file: a FIFO planted at its path made every reader wait for a writer that never came
+ * (in a libuv thread, where not even SIGTERM could end the wait), and a device could be read forever.
+ *
+ * @throws AbridgeError DAEMON_LOCKED when the path holds something other than a regular file, or
+ *   cannot be read.
+ */
 export async function readLock(file: string): Promise<LockRead> {
   let raw: string;
   try {
-    raw = await readFile(file, "utf8");
+    const handle = await open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) {
+        throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `lockfile ${file} is not a regular file (${fileKind(info)}); remove it if no daemon is running`);
+      }
+      if (info.size > MAX_LOCK_BYTES) {
+        throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `lockfile ${file} is ${info.size} bytes, not a lockfile; remove it if no daemon is running`);
+      }
+      raw = await handle.readFile("utf8");
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
   } catch (err) {
+    if (err instanceof AbridgeError) throw err;
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
     throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
   }
@@ -71,6 +95,15 @@ export async function readLock(file: string): Promise<LockRead> {
   const parsed = lockInfoSchema.safeParse(value);
   if (!parsed.success) return { state: "corrupt", raw, reason: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
   return { state: "ok", lock: parsed.data, raw };
+}
+
+/** What a non-regular file is, for the error message. */
+function fileKind(info: Stats): string {
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isDirectory()) return "a directory";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  return "not a file";
 }
 
 /** How staleness is judged; tests pass their own clock or liveness probe. */
