@@ -219,7 +219,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
     }
     list.push(entry);
   }
-  const config: Config = { ...globals, source, servers: list };
+  const config: Config = { ...globals, source, servers: list, serverOrder: Object.keys(servers) };
   if (globals.cache_dir !== undefined) config.cache_dir = resolve(globals.cache_dir);
   if (globals.state_dir !== undefined) config.state_dir = resolve(globals.state_dir);
   if (globals.audit_log !== undefined) config.audit_log = resolve(globals.audit_log);
