@@ -20,6 +20,7 @@ import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
 import { urlSecrets } from "../config/urlSecrets.js";
+import type { ProcessGroupWatch } from "./childWatchdog.js";
 import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
@@ -82,6 +83,8 @@ export interface UpstreamConnectionOptions {
    * nested abridge see which configs the abridge processes above it serve (see nestedAbridge.ts).
    */
   childEnv?: Record<string, string>;
+  /** Ends stdio servers when abridge dies without closing them (see childWatchdog.ts). */
+  watchdog?: ProcessGroupWatch;
   /** Called whenever {@link UpstreamConnection.status} changes. */
   onStatusChanged?: (status: ServerStatus) => void;
   /** Called when the (filtered) tool list changed after the first discovery. */
@@ -159,6 +162,7 @@ export class UpstreamConnection {
   private readonly listChangedDebounceMs: number;
   private readonly sandboxHide: readonly string[];
   private readonly childEnv: Record<string, string>;
+  private readonly watchdog: ProcessGroupWatch | undefined;
   private filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
@@ -222,6 +226,7 @@ export class UpstreamConnection {
     this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
     this.sandboxHide = options.sandboxHide ?? [];
     this.childEnv = options.childEnv ?? {};
+    this.watchdog = options.watchdog;
     this.filter = createToolFilter(config.allow, config.deny);
     for (const value of [...Object.values(config.env), ...Object.values(config.headers)]) {
       this.secrets.add(value);
@@ -499,6 +504,7 @@ export class UpstreamConnection {
       const transport = new ChildStdioTransport({
         ...spawn,
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+        ...(this.watchdog !== undefined ? { watchdog: this.watchdog } : {}),
         stderr: "pipe",
       });
       const stderr = transport.stderr;

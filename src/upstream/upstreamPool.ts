@@ -5,6 +5,7 @@ import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { assignNames, compareStrings } from "./naming.js";
+import { ChildWatchdog } from "./childWatchdog.js";
 import type { AssignedName } from "./naming.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { CallRelay, UpstreamConnectionOptions, UpstreamNotification } from "./upstreamConnection.js";
@@ -83,6 +84,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private configOrder = new Map<string, number>();
   /** Renames already warned about (`server\0tool\0name`), so a relist does not repeat them. */
   private readonly warnedRenames = new Set<string>();
+  /** Ends the stdio servers if this process dies without closing them (SIGKILL, a crash). */
+  private readonly watchdog: ChildWatchdog;
 
   constructor(options: UpstreamPoolOptions) {
     super();
@@ -91,6 +94,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.options = options;
     this.separator = options.separator;
     this.logger = options.logger ?? silentLogger;
+    this.watchdog = new ChildWatchdog({ logger: this.logger });
     this.configOrder = orderOf(options.servers, options.serverOrder);
     for (const config of options.servers) {
       if (this.connections.has(config.name)) {
@@ -106,6 +110,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const connection: UpstreamConnection = new UpstreamConnection(config, {
       ...shared,
       logger: this.logger,
+      watchdog: this.watchdog,
       onStatusChanged: (status) => {
         const ready = status.state === "ready";
         // A new process (restart, reconnect after a reload) knows nothing of the old one's
@@ -376,6 +381,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     for (const result of results) {
       if (result.status === "rejected") this.logger.warn("closing an upstream failed", { error: String(result.reason) });
     }
+    // Every child is gone: the watchdog has nothing left to guard and exits.
+    this.watchdog.close();
   }
 }
 
