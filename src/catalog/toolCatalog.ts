@@ -15,6 +15,8 @@ import type { CatalogTool, ListedTool, Mode } from "./types.js";
 /** Where summarize jobs go; the {@link SummarizeQueue} in production. */
 export interface SummaryJobSink {
   enqueue(input: SummarizeInput, options?: { force?: boolean }): void;
+  /** True while summaries are still to come; the change they make is announced once, after. */
+  busy?(): boolean;
 }
 
 /** Counts of one server's discovery pass. */
@@ -71,6 +73,8 @@ export class ToolCatalog {
   private readonly warnedUnvalidated = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | undefined;
+  /** Whether a pending change touched the tools themselves, not only their summaries. */
+  private structuralChange = false;
   private counters = { hits: 0, misses: 0 };
   /**
    * Guard verdicts by entry object: the store keeps one object per line read, so a verdict is
@@ -156,7 +160,7 @@ export class ToolCatalog {
     if (!this.trusted(entry, tool.tool)) return false;
     tool.summary = { summary: entry.summary, params: entry.params };
     this.invalidate();
-    this.scheduleChange();
+    this.scheduleChange({ summaryOnly: true });
     return true;
   }
 
@@ -261,11 +265,25 @@ export class ToolCatalog {
     this.searchIndex = undefined;
   }
 
-  private scheduleChange(): void {
+  /**
+   * Tells listeners, debounced, that the list changed. A change made only by summaries landing is
+   * held while the summarizer is still busy: a background pass over 100k tools otherwise paused
+   * longer than the debounce now and then and sent 101 list_changed, each making clients re-page
+   * the whole list; it now sends one when the pass is done. A change of the tools themselves
+   * (added, removed, renamed) is announced after the debounce as before, summaries included.
+   */
+  private scheduleChange(options: { summaryOnly?: boolean } = {}): void {
     if (this.listeners.size === 0) return;
+    if (!options.summaryOnly) this.structuralChange = true;
     if (this.changeTimer) clearTimeout(this.changeTimer);
     this.changeTimer = setTimeout(() => {
       this.changeTimer = undefined;
+      if (!this.structuralChange && this.jobs?.busy?.() === true) {
+        // Summaries still landing: look again after another quiet period.
+        this.scheduleChange({ summaryOnly: true });
+        return;
+      }
+      this.structuralChange = false;
       for (const listener of this.listeners) listener();
     }, this.changeDebounceMs);
     this.changeTimer.unref();

@@ -22,7 +22,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { Mode } from "../catalog/types.js";
+import type { ListedTool, Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -56,16 +56,21 @@ export interface McpFrontend {
 
 const CURSOR_PREFIX = "abridge:";
 
-function encodeCursor(offset: number): string {
-  return Buffer.from(`${CURSOR_PREFIX}${offset}`).toString("base64url");
+function encodeCursor(snapshot: number, offset: number): string {
+  return Buffer.from(`${CURSOR_PREFIX}${snapshot}:${offset}`).toString("base64url");
 }
 
-function decodeCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
+/** `abridge:<snapshot>:<offset>`, or the older `abridge:<offset>` (no snapshot: the current list). */
+function decodeCursor(cursor: string | undefined): { snapshot?: number; offset: number } {
+  if (cursor === undefined) return { offset: 0 };
   const text = Buffer.from(cursor, "base64url").toString("utf8");
-  const offset = text.startsWith(CURSOR_PREFIX) ? Number(text.slice(CURSOR_PREFIX.length)) : NaN;
-  if (!Number.isInteger(offset) || offset < 0) throw new McpError(RpcCode.InvalidParams, `invalid cursor "${cursor}"`);
-  return offset;
+  const parts = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length).split(":").map(Number) : [];
+  const offset = parts.at(-1) ?? NaN;
+  const snapshot = parts.length === 2 ? parts[0] : undefined;
+  if (parts.length < 1 || parts.length > 2 || !Number.isInteger(offset) || offset < 0 || (snapshot !== undefined && !Number.isInteger(snapshot))) {
+    throw new McpError(RpcCode.InvalidParams, `invalid cursor "${cursor}"`);
+  }
+  return snapshot === undefined ? { offset } : { snapshot, offset };
 }
 
 /**
@@ -262,11 +267,22 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
+  // The list a client is paging through: taken at its first page and served for the pages after
+  // it. Reading the current list per page re-rendered all 100k tools for every page while
+  // summaries were landing (each one invalidates the rendering): 201 pages took 42.7 s. A
+  // snapshot also keeps a paging client's view consistent; list_changed tells it to start over.
+  let snapshot: { id: number; tools: readonly ListedTool[] } | undefined;
+  let snapshots = 0;
   on(ListToolsRequestSchema, (request) => {
-    const all = bridge.list(mode);
-    const offset = decodeCursor(request.params?.cursor);
+    const cursor = decodeCursor(request.params?.cursor);
+    // A first page, or a cursor of a list no longer kept (an older one): the current list.
+    if (request.params?.cursor === undefined || snapshot === undefined || cursor.snapshot !== snapshot.id) {
+      snapshot = { id: ++snapshots, tools: bridge.list(mode) };
+    }
+    const { tools: all, id } = snapshot;
+    const { offset } = cursor;
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
-    return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
+    return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(id, offset + pageSize) } : {}) };
   });
 
   server.onerror = (error) => {

@@ -261,6 +261,11 @@ export class SummarizeQueue {
     return this.closePromise;
   }
 
+  /** True while jobs are queued or running (summaries are still to land). */
+  busy(): boolean {
+    return !this.isIdle();
+  }
+
   private isIdle(): boolean {
     return this.pending.length === 0 && this.activeBatches === 0;
   }
