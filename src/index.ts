@@ -26,7 +26,7 @@ export type { CacheEntry } from "./cache/cacheEntry.js";
 export { ExtractiveSummarizer } from "./summarize/extractiveSummarizer.js";
 export { OpenAiSummarizer } from "./summarize/openAiSummarizer.js";
 export { createSummarizer } from "./summarize/createSummarizer.js";
-export { guardSummary } from "./summarize/guard.js";
+export { guardCachedEntry, guardSummary } from "./summarize/guard.js";
 export { SummarizeQueue } from "./summarize/summarizeQueue.js";
 export type { Summarizer, SummarizeInput, ToolSummary } from "./summarize/types.js";
 

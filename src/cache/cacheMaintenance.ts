@@ -47,6 +47,15 @@ export interface MaintenanceOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link verifyCache}. */
+export interface VerifyOptions extends MaintenanceOptions {
+  /**
+   * Further checks of a valid entry (the summary guard's): reasons it must not be served, or an
+   * empty list. A line with reasons counts as invalid.
+   */
+  check?: (entry: CacheEntry) => readonly string[];
+}
+
 /** Options of {@link compactCache}. */
 export interface CompactOptions extends MaintenanceOptions {
   /** Return false to drop a live entry (e.g. a tool no server lists any more). */
@@ -260,7 +269,7 @@ function joinLines(texts: string[]): string {
  *
  * @throws AbridgeError CACHE_IO when the file exists but cannot be read.
  */
-export async function verifyCache(file: string, options: MaintenanceOptions = {}): Promise<VerifyReport> {
+export async function verifyCache(file: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   let scanned: ScannedFile | undefined;
   try {
     scanned = await scanFile(file, options.signal);
@@ -272,8 +281,11 @@ export async function verifyCache(file: string, options: MaintenanceOptions = {}
   const keys = new Set<string>();
   let valid = 0;
   for (const line of scanned.lines) {
+    const rejected = line.entry === undefined ? undefined : options.check?.(line.entry);
     if (line.entry === undefined) {
       invalid.push({ line: line.lineNumber, reason: line.reason ?? "invalid" });
+    } else if (rejected !== undefined && rejected.length > 0) {
+      invalid.push({ line: line.lineNumber, reason: `${line.entry.key}: ${rejected.join("; ")}` });
     } else {
       valid += 1;
       keys.add(line.entry.key);

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, rename, rm, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { lstat, mkdir, open, readlink, rename, rm, stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 
 /** Suffix of the temporary files {@link writeFileAtomic} leaves only if it is killed mid-way. */
 export const TEMP_SUFFIX = ".tmp";
@@ -10,8 +10,13 @@ export const TEMP_SUFFIX = ".tmp";
  * mix, and a crash leaves one of the two complete: write a uniquely named temp file in the same
  * directory (rename is only atomic within one file system), fsync it, rename it over `file`, then
  * fsync the directory so the rename itself survives a power cut. The old file's mode is kept.
+ *
+ * A symlink at `file` is written through: the file it points to is replaced, in its own directory,
+ * and the link stays. Renaming over the link itself would turn a cache kept elsewhere (a dotfiles
+ * repository, another disk) into a local copy that the real file no longer receives.
  */
-export async function writeFileAtomic(file: string, content: string | Uint8Array, signal?: AbortSignal): Promise<void> {
+export async function writeFileAtomic(linkOrFile: string, content: string | Uint8Array, signal?: AbortSignal): Promise<void> {
+  const file = await followLinks(linkOrFile);
   const dir = dirname(file);
   await mkdir(dir, { recursive: true });
   let mode = 0o644;
@@ -40,6 +45,29 @@ export async function writeFileAtomic(file: string, content: string | Uint8Array
     }
   }
   await syncDirectory(dir);
+}
+
+/** Symlinks followed this many times at most (the kernel's own limit is 40). */
+const MAX_LINKS = 40;
+
+/**
+ * The path `file` finally names after following symlinks, even when the last target does not
+ * exist yet (a dangling link is written through too, creating its target).
+ */
+async function followLinks(file: string): Promise<string> {
+  let current = file;
+  for (let hops = 0; hops < MAX_LINKS; hops++) {
+    let isLink: boolean;
+    try {
+      isLink = (await lstat(current)).isSymbolicLink();
+    } catch {
+      // Missing: this is the path to create.
+      return current;
+    }
+    if (!isLink) return current;
+    current = resolve(dirname(current), await readlink(current));
+  }
+  throw Object.assign(new Error(`too many levels of symbolic links: ${file}`), { code: "ELOOP" });
 }
 
 /** fsyncs a directory; some platforms and file systems refuse, which only weakens durability. */

@@ -3,6 +3,7 @@ import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheKey } from "../cache/cacheEntry.js";
 import type { JsonlStore } from "../cache/jsonlStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { guardSummary } from "../summarize/guard.js";
 import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
 import { schemaTooDeep } from "../upstream/schemaDepth.js";
@@ -16,6 +17,8 @@ import type { CatalogTool, ListedTool, Mode } from "./types.js";
 /** Where summarize jobs go; the {@link SummarizeQueue} in production. */
 export interface SummaryJobSink {
   enqueue(input: SummarizeInput, options?: { force?: boolean }): void;
+  /** True while summaries are still to come; the change they make is announced once, after. */
+  busy?(): boolean;
 }
 
 /** Counts of one server's discovery pass. */
@@ -83,11 +86,20 @@ export class ToolCatalog {
   private readonly warnedUnvalidated = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | undefined;
+  /** Whether a pending change touched the tools themselves, not only their summaries. */
+  private structuralChange = false;
   private counters = { hits: 0, misses: 0 };
   private readonly compactSchema: CompactSchema | undefined;
   private readonly summarizerIds: readonly string[];
   private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
   private callCounts: ReadonlyMap<string, number> = new Map();
+  /**
+   * Guard verdicts by entry object: the store keeps one object per line read, so a verdict is
+   * computed once per entry, not on every relist of 100k tools.
+   */
+  private readonly verdicts = new WeakMap<CacheEntry, boolean>();
+  /** Keys whose rejected entry was already sent back to the summarizer (once: no loop). */
+  private readonly resummarized = new Set<string>();
 
   constructor(options: ToolCatalogOptions) {
     this.store = options.store;
@@ -122,7 +134,9 @@ export class ToolCatalog {
       const exposed = { ...given, tool: normalizeTool(given.tool) };
       const hash = this.hasher.hash(exposed.tool);
       const key = cacheKey(exposed.server, exposed.tool.name, hash);
-      const entry = this.store.get(key);
+      const cached = this.store.get(key);
+      const entry = cached !== undefined && this.trusted(cached, exposed.tool) ? cached : undefined;
+      const rejected = cached !== undefined && entry === undefined;
       const count = counts.get(exposed.server) ?? { server: exposed.server, tools: 0, hits: 0, queued: 0 };
       counts.set(exposed.server, count);
       count.tools += 1;
@@ -146,8 +160,11 @@ export class ToolCatalog {
       } else {
         this.counters.misses += 1;
       }
-      if ((!entry || stale || options.force) && this.jobs && options.queue !== false) {
-        this.jobs.enqueue({ key, server: exposed.server, tool: exposed.tool }, { force: Boolean(options.force || stale) });
+      // A rejected line is summarized again once, with force: the cache holds the key already.
+      const redo = rejected && !this.resummarized.has(key);
+      if (redo) this.resummarized.add(key);
+      if (((!entry && !rejected) || redo || stale || options.force) && this.jobs && options.queue !== false) {
+        this.jobs.enqueue({ key, server: exposed.server, tool: exposed.tool }, { force: Boolean(options.force || stale || redo) });
         count.queued += 1;
       }
     }
@@ -167,10 +184,33 @@ export class ToolCatalog {
   applyEntry(entry: CacheEntry): boolean {
     const tool = this.byKey.get(entry.key);
     if (!tool) return false;
+    if (!this.trusted(entry, tool.tool)) return false;
     tool.summary = { summary: entry.summary, params: entry.params };
     this.invalidate();
-    this.scheduleChange();
+    this.scheduleChange({ summaryOnly: true });
     return true;
+  }
+
+  /**
+   * Whether a cached summary may stand in for `tool`'s description: the guard that checks a
+   * summarizer's text before it is written also checks what is read back, since the cache file is
+   * plain text anyone with write access can edit (a summary longer than the original, or one that
+   * gives the model instructions, would be served as if abridge had written it).
+   */
+  private trusted(entry: CacheEntry, tool: CatalogTool["tool"]): boolean {
+    let ok = this.verdicts.get(entry);
+    if (ok === undefined) {
+      const verdict = guardSummary(tool, { summary: entry.summary, params: entry.params });
+      ok = verdict.ok;
+      this.verdicts.set(entry, ok);
+      if (!verdict.ok) {
+        this.logger.warn("cached summary rejected by the guard; serving the original description", {
+          key: entry.key,
+          reasons: verdict.reasons,
+        });
+      }
+    }
+    return ok;
   }
 
   /** Every tool, sorted by server then tool. */
@@ -301,11 +341,25 @@ export class ToolCatalog {
     this.searchIndex = undefined;
   }
 
-  private scheduleChange(): void {
+  /**
+   * Tells listeners, debounced, that the list changed. A change made only by summaries landing is
+   * held while the summarizer is still busy: a background pass over 100k tools otherwise paused
+   * longer than the debounce now and then and sent 101 list_changed, each making clients re-page
+   * the whole list; it now sends one when the pass is done. A change of the tools themselves
+   * (added, removed, renamed) is announced after the debounce as before, summaries included.
+   */
+  private scheduleChange(options: { summaryOnly?: boolean } = {}): void {
     if (this.listeners.size === 0) return;
+    if (!options.summaryOnly) this.structuralChange = true;
     if (this.changeTimer) clearTimeout(this.changeTimer);
     this.changeTimer = setTimeout(() => {
       this.changeTimer = undefined;
+      if (!this.structuralChange && this.jobs?.busy?.() === true) {
+        // Summaries still landing: look again after another quiet period.
+        this.scheduleChange({ summaryOnly: true });
+        return;
+      }
+      this.structuralChange = false;
       for (const listener of this.listeners) listener();
     }, this.changeDebounceMs);
     this.changeTimer.unref();

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import { AbridgeError, ErrorCode } from "../errors.js";
+import { stripControl } from "../util/stripControl.js";
 
 /**
  * Everything a command may touch of the outside world. Only `bin.ts` builds one from `process`;
@@ -24,9 +25,12 @@ export interface CliIo {
   abandonOutput?: () => void;
 }
 
-/** Writes a line to a stream. */
+/**
+ * Writes a line to a stream, without terminal control: what abridge prints carries text from
+ * upstreams (descriptions, titles, errors), and escape sequences in it must not reach the terminal.
+ */
 export function writeLine(stream: Writable, text = ""): void {
-  stream.write(`${text}\n`);
+  stream.write(`${stripControl(text)}\n`);
 }
 
 /**

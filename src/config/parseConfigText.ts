@@ -11,6 +11,7 @@ import type { ConfigProblem } from "./formatIssues.js";
 import { isMcpJson, normalizeMcpJson } from "./mcpJson.js";
 import { parseJsonText } from "./parseJsonText.js";
 import { setOwn } from "./setOwn.js";
+import { isSecretName, urlSecrets } from "./urlSecrets.js";
 import { configFileSchema, DEFAULT_MAX_OUTPUT_BYTES } from "./schema.js";
 import type { Config, ConfigFile, ServerConfig } from "./schema.js";
 
@@ -35,6 +36,16 @@ export interface ParseConfigOptions {
 /** Native paths whose values are credentials: `servers.<name>.env.*` and `servers.<name>.headers.*`. */
 function isSecretPath(p: readonly PropertyKey[]): boolean {
   return p[0] === "servers" && (p[2] === "env" || p[2] === "headers") && p.length >= 3;
+}
+
+/** `servers.<name>.url` (native form). */
+function isUrlPath(p: readonly PropertyKey[]): boolean {
+  return p[0] === "servers" && p[2] === "url" && p.length === 3;
+}
+
+/** `servers.<name>.args[i]` (native form). */
+function isArgsPath(p: readonly PropertyKey[]): boolean {
+  return p[0] === "servers" && p[2] === "args" && p.length === 4;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -109,7 +120,10 @@ export function parseConfigText(text: string, options: ParseConfigOptions): Conf
   const failedPaths = new Set<string>();
   const expand = (value: unknown, at: PropertyKey[]): unknown => {
     if (typeof value === "string") {
-      if (!hasVarSyntax(value)) return value;
+      if (!hasVarSyntax(value)) {
+        if (isUrlPath(at)) for (const secret of urlSecrets(value)) secrets.add(secret);
+        return value;
+      }
       const result = expandVars(value, options.env);
       for (const problem of result.problems) {
         problems.push({ file: display, path: formatPath(displayPath(at)), message: problem.message });
@@ -118,6 +132,22 @@ export function parseConfigText(text: string, options: ParseConfigOptions): Conf
       if (isSecretPath(at)) {
         for (const v of result.substituted) secrets.add(v);
         if (result.substituted.length > 0) secrets.add(result.value);
+      }
+      if (isUrlPath(at)) {
+        // A variable in a URL is there to keep something out of the file: typically a key in the
+        // query string, which every "cannot connect to <url>" message would otherwise print.
+        for (const v of result.substituted) {
+          secrets.add(v);
+          secrets.add(encodeURIComponent(v));
+        }
+        for (const secret of urlSecrets(result.value)) secrets.add(secret);
+      }
+      if (isArgsPath(at)) {
+        for (const v of result.substituted) if (!v.startsWith("/")) secrets.add(v);
+        const names = [...value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "").filter(isSecretName);
+        if (names.length > 0) {
+          logger.warn(`${display}: ${formatPath(displayPath(at))} puts \${${names[0]}} on the command line of the server, where every local user can read it (ps); pass it through env instead`);
+        }
       }
       return result.value;
     }
@@ -190,7 +220,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
     }
     list.push(entry);
   }
-  const config: Config = { ...globals, source, servers: list };
+  const config: Config = { ...globals, source, servers: list, serverOrder: Object.keys(servers) };
   if (globals.cache_dir !== undefined) config.cache_dir = resolve(globals.cache_dir);
   if (globals.state_dir !== undefined) config.state_dir = resolve(globals.state_dir);
   if (globals.audit_log !== undefined) config.audit_log = resolve(globals.audit_log);

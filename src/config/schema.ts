@@ -197,6 +197,8 @@ export interface Config extends Omit<ConfigFile, "servers"> {
   source: string;
   /** Servers in name order (enabled and disabled). */
   servers: ServerConfig[];
+  /** Server names in the order the file lists them: when tool names collide, the first keeps its name. */
+  serverOrder?: string[];
 }
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 200_000;

@@ -134,6 +134,7 @@ export class Bridge {
     this.pool = new UpstreamPool({
       servers: options.config.servers,
       separator: options.config.separator,
+      ...(options.config.serverOrder !== undefined ? { serverOrder: options.config.serverOrder } : {}),
       // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
       // the state dir (the daemon's lockfile holds its token), the audit log and the config file.
       // Folders end in a separator: one not there yet is created as a folder before the spawn.
@@ -307,7 +308,7 @@ export class Bridge {
     // now as well, not once new servers have connected (up to connect_timeout_ms), or a tool just
     // made read-only stays listed and a tool just allowed stays hidden meanwhile. reconfigure
     // applies removals and filter edits before its first await, so this discovery sees them.
-    const reconfigured = this.pool.reconfigure(config.servers, signal);
+    const reconfigured = this.pool.reconfigure(config.servers, signal, config.serverOrder);
     this.discover();
     const result = await reconfigured;
     this.discover();

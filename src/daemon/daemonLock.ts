@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { link, lstat, open, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
@@ -115,7 +115,8 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
   }
   try {
     const info = await handle.stat();
-    if (!info.isFile()) throw untrusted(file, "it is not a regular file");
+    if (!info.isFile()) throw untrusted(file, `it is not a regular file (${fileKind(info)})`);
+    if (info.size > MAX_LOCK_BYTES) throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `lockfile ${file} is ${info.size} bytes, not a lockfile; remove it if no daemon is running`);
     if (uid !== undefined && info.uid !== uid) throw untrusted(file, `it belongs to uid ${info.uid}, not to this user (uid ${uid})`);
     // Write bits are what matter for trust (whoever can write it chooses where calls go); the
     // daemon writes 0600, so its token is not readable by others either.
@@ -138,6 +139,18 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
   const parsed = lockInfoSchema.safeParse(value);
   if (!parsed.success) return { state: "corrupt", raw, reason: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
   return { state: "ok", lock: parsed.data, raw };
+}
+
+/** A lockfile is a few hundred bytes; anything much larger is not one. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/** What a non-regular file is, for the error message. */
+function fileKind(info: Stats): string {
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isDirectory()) return "a directory";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device";
+  return "not a file";
 }
 
 /** How staleness is judged; tests pass their own clock or liveness probe. */

@@ -7,6 +7,7 @@ import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
 
 /** Options of {@link startHttpServer}. */
@@ -43,8 +44,11 @@ export interface HttpFrontend {
   port: number;
   /** Open MCP sessions. */
   sessions(): number;
-  /** Closes every session and the listener. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Closes every session and the listener. Idempotent. With `graceMs`, calls in flight first get
+   * that long to be answered (new requests are refused meanwhile), as on SIGTERM.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** One MCP session: its transport and front end, and whether it is in use. */
@@ -59,6 +63,9 @@ interface Session {
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 export const MCP_PATH = "/mcp";
+
+/** At most one log line per this window for each kind of refused request. */
+const REFUSAL_LOG_WINDOW_MS = 10_000;
 
 function hostOf(value: string): string {
   // "127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"
@@ -146,6 +153,10 @@ function cancelOnDisconnect(transport: StreamableHTTPServerTransport, res: Serve
  */
 export async function startHttpServer(bridge: Bridge, options: HttpServerOptions): Promise<HttpFrontend> {
   const logger = options.logger ?? silentLogger;
+  // One line per refused request let any local process fill the log: 10,000 bad tokens, 10,000
+  // lines. As the daemon does: a line per window, with the count of those left out.
+  const forbidden = new RateLimitedLog(logger, "refused HTTP request", REFUSAL_LOG_WINDOW_MS);
+  const unauthorized = new RateLimitedLog(logger, "refused HTTP request: missing or wrong bearer token", REFUSAL_LOG_WINDOW_MS);
   const host = options.host ?? "127.0.0.1";
   if (!LOOPBACK_HOSTS.has(host) && !LOOPBACK_HOSTS.has(`[${host}]`)) {
     throw new AbridgeError(ErrorCode.USAGE, `--http: abridge serves loopback only (127.0.0.1, localhost, ::1), got "${host}"`);
@@ -193,7 +204,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     }
     const refused = checkLoopbackRequest(req.headers);
     if (refused) {
-      logger.warn("refused HTTP request", { reason: refused });
+      forbidden.warn({ reason: refused });
       sendJsonError(res, 403, -32600, `forbidden: ${refused}`);
       return;
     }
@@ -201,7 +212,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       const auth = req.headers.authorization ?? "";
       const given = auth.startsWith("Bearer ") ? auth.slice(7) : "";
       if (!sameSecret(given, options.token)) {
-        logger.warn("refused HTTP request: missing or wrong bearer token");
+        unauthorized.warn({});
         sendJsonError(res, 401, -32600, "unauthorized: missing or wrong bearer token", { "www-authenticate": 'Bearer realm="abridge"' });
         return;
       }
@@ -312,9 +323,10 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     url: `http://${shownHost}:${port}${MCP_PATH}`,
     port,
     sessions: () => sessions.size,
-    close() {
+    close(graceMs = 0) {
       closing ??= (async () => {
         clearInterval(sweep);
+        if (graceMs > 0) await Promise.allSettled([...sessions.values()].map((s) => s.frontend.drain(graceMs)));
         await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         server.closeAllConnections();

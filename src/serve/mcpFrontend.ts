@@ -22,7 +22,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { Mode } from "../catalog/types.js";
+import type { ListedTool, Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -47,20 +47,30 @@ export interface McpFrontend {
   server: Server;
   /** Stops listening to the bridge (the server itself is closed by its transport). */
   dispose(): void;
+  /**
+   * Refuses new requests and resolves once those in flight are answered, or after `graceMs`
+   * (then the caller closes the server, which aborts what is left).
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 const CURSOR_PREFIX = "abridge:";
 
-function encodeCursor(offset: number): string {
-  return Buffer.from(`${CURSOR_PREFIX}${offset}`).toString("base64url");
+function encodeCursor(snapshot: number, offset: number): string {
+  return Buffer.from(`${CURSOR_PREFIX}${snapshot}:${offset}`).toString("base64url");
 }
 
-function decodeCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
+/** `abridge:<snapshot>:<offset>`, or the older `abridge:<offset>` (no snapshot: the current list). */
+function decodeCursor(cursor: string | undefined): { snapshot?: number; offset: number } {
+  if (cursor === undefined) return { offset: 0 };
   const text = Buffer.from(cursor, "base64url").toString("utf8");
-  const offset = text.startsWith(CURSOR_PREFIX) ? Number(text.slice(CURSOR_PREFIX.length)) : NaN;
-  if (!Number.isInteger(offset) || offset < 0) throw new McpError(RpcCode.InvalidParams, `invalid cursor "${cursor}"`);
-  return offset;
+  const parts = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length).split(":").map(Number) : [];
+  const offset = parts.at(-1) ?? NaN;
+  const snapshot = parts.length === 2 ? parts[0] : undefined;
+  if (parts.length < 1 || parts.length > 2 || !Number.isInteger(offset) || offset < 0 || (snapshot !== undefined && !Number.isInteger(snapshot))) {
+    throw new McpError(RpcCode.InvalidParams, `invalid cursor "${cursor}"`);
+  }
+  return snapshot === undefined ? { offset } : { snapshot, offset };
 }
 
 /**
@@ -114,13 +124,63 @@ type RequestSchema = z.ZodObject<{ method: z.ZodLiteral<string> } & z.core.$ZodS
  * with -32602. The SDK parses them itself and lets the ZodError become -32603 (internal error),
  * which tells a client that abridge broke rather than that the request was wrong.
  */
-function handle<S extends RequestSchema>(server: Server, schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void {
+function handle<S extends RequestSchema>(
+  server: Server,
+  schema: S,
+  handler: (request: z.infer<S>, extra: HandlerExtra) => unknown,
+  gate: RequestGate,
+): void {
   const method = schema.shape.method.value;
   server.setRequestHandler(z.looseObject({ method: z.literal(method) }), async (request, extra) => {
     const parsed = schema.safeParse(request);
     if (!parsed.success) throw new McpError(RpcCode.InvalidParams, `invalid params of ${method}: ${z.prettifyError(parsed.error)}`);
-    return (await handler(parsed.data, extra)) as never;
+    gate.enter(method);
+    try {
+      return (await handler(parsed.data, extra)) as never;
+    } finally {
+      gate.leave();
+    }
   });
+}
+
+/**
+ * Counts the requests a front end is answering, so that stopping can let them finish: a client
+ * whose call was under way when abridge got SIGTERM gets its answer, not a dropped connection.
+ */
+class RequestGate {
+  private active = 0;
+  private draining = false;
+  private readonly idle = new Set<() => void>();
+
+  /** Admits a request, or refuses it once draining has begun. */
+  enter(method: string): void {
+    if (this.draining) throw new McpError(RpcCode.InternalError, `abridge is shutting down: ${method} was not started; try again`);
+    this.active += 1;
+  }
+
+  leave(): void {
+    // The SDK hands the answer to the transport a few promise turns after the handler returns;
+    // counting the request done on the next macrotask lets that send happen before a close.
+    setImmediate(() => {
+      this.active -= 1;
+      if (this.active === 0) for (const resolve of this.idle) resolve();
+    });
+  }
+
+  drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    if (this.active === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.idle.delete(done);
+        resolve();
+      };
+      // Not unref'd: the answer still to come is all that keeps the process alive meanwhile.
+      const timer = setTimeout(done, graceMs);
+      this.idle.add(done);
+    });
+  }
 }
 
 /**
@@ -189,6 +249,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     .filter(Boolean)
     .join(" ");
 
+  const gate = new RequestGate();
+  const on = <S extends RequestSchema>(schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void =>
+    handle(server, schema, handler, gate);
+
   const server = new Server(
     { name: "abridge", version: VERSION },
     {
@@ -211,15 +275,26 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   let listedDigest: string | undefined;
   /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
   const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitForUpstreams(bridge.config.startup_grace_ms, signal);
-  handle(server, ListToolsRequestSchema, async (request, extra) => {
+  // The list a client is paging through: taken at its first page and served for the pages after
+  // it. Reading the current list per page re-rendered all 100k tools for every page while
+  // summaries were landing (each one invalidates the rendering): 201 pages took 42.7 s. A
+  // snapshot also keeps a paging client's view consistent; list_changed tells it to start over.
+  let snapshot: { id: number; tools: readonly ListedTool[] } | undefined;
+  let snapshots = 0;
+  on(ListToolsRequestSchema, async (request, extra) => {
     // A client lists right after initialize, which is answered at once: upstreams still starting
     // get a short grace, then the list is what is ready and the rest follow with list_changed.
     await graceFor(extra.signal);
-    const all = bridge.list(mode);
-    const offset = decodeCursor(request.params?.cursor);
-    listedDigest ??= bridge.listDigest(mode);
+    const cursor = decodeCursor(request.params?.cursor);
+    // A first page, or a cursor of a list no longer kept (an older one): the current list.
+    if (request.params?.cursor === undefined || snapshot === undefined || cursor.snapshot !== snapshot.id) {
+      snapshot = { id: ++snapshots, tools: bridge.list(mode) };
+      listedDigest ??= bridge.listDigest(mode);
+    }
+    const { tools: all, id } = snapshot;
+    const { offset } = cursor;
     const page = all.slice(offset, offset + pageSize).map(withObjectType);
-    return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(offset + pageSize) } : {}) };
+    return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(id, offset + pageSize) } : {}) };
   });
 
   server.onerror = (error) => {
@@ -228,14 +303,14 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   };
 
   let logLevel: LoggingLevel | undefined;
-  handle(server, SetLevelRequestSchema, (request) => {
+  on(SetLevelRequestSchema, (request) => {
     logLevel = request.params.level;
     return {};
   });
   const wantsLog = (params: JsonObject): boolean => logLevel === undefined || severity(params.level) >= severity(logLevel);
   const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
 
-  handle(server, CallToolRequestSchema, async (request, extra) => {
+  on(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
     const relay: CallRelay = {
       client: clientId,
@@ -287,24 +362,24 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
   };
 
-  handle(server, ListResourcesRequestSchema, async (_request, extra) => {
+  on(ListResourcesRequestSchema, async (_request, extra) => {
     await graceFor(extra.signal);
     return { resources: await resources.listResources(extra.signal) };
   });
-  handle(server, ListResourceTemplatesRequestSchema, async (_request, extra) => {
+  on(ListResourceTemplatesRequestSchema, async (_request, extra) => {
     await graceFor(extra.signal);
     return { resourceTemplates: await resources.listTemplates(extra.signal) };
   });
-  handle(server, ReadResourceRequestSchema, async (request, extra) => {
+  on(ReadResourceRequestSchema, async (request, extra) => {
     await graceFor(extra.signal);
     const owner = await resources.ownerOf(request.params.uri, extra.signal);
     return forward(owner, "resources/read", request.params as JsonObject, extra.signal, `resource "${request.params.uri}"`) as never;
   });
-  handle(server, ListPromptsRequestSchema, async (_request, extra) => {
+  on(ListPromptsRequestSchema, async (_request, extra) => {
     await graceFor(extra.signal);
     return { prompts: await resources.listPrompts(extra.signal) };
   });
-  handle(server, GetPromptRequestSchema, async (request, extra) => {
+  on(GetPromptRequestSchema, async (request, extra) => {
     await graceFor(extra.signal);
     const origin = await resources.promptOriginOf(request.params.name, extra.signal);
     return forward(origin?.server, "prompts/get", { ...request.params, name: origin?.original ?? request.params.name } as JsonObject, extra.signal, `prompt "${request.params.name}"`) as never;
@@ -312,7 +387,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
 
   // Subscriptions of this client, uri -> owning server; released when the client goes.
   const subscribed = new Map<string, string>();
-  handle(server, SubscribeRequestSchema, async (request, extra) => {
+  on(SubscribeRequestSchema, async (request, extra) => {
     const uri = request.params.uri;
     if (subscribed.has(uri)) return {};
     await graceFor(extra.signal);
@@ -328,7 +403,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     }
     return {};
   });
-  handle(server, UnsubscribeRequestSchema, async (request, extra) => {
+  on(UnsubscribeRequestSchema, async (request, extra) => {
     const owner = subscribed.get(request.params.uri);
     if (owner === undefined) return {};
     subscribed.delete(request.params.uri);
@@ -340,7 +415,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     return {};
   });
 
-  handle(server, CompleteRequestSchema, async (request, extra) => {
+  on(CompleteRequestSchema, async (request, extra) => {
     const ref = request.params.ref;
     await graceFor(extra.signal);
     let owner: string | undefined;
@@ -410,6 +485,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       }
       subscribed.clear();
     },
+    drain: (graceMs) => gate.drain(graceMs),
   };
 }
 

@@ -5,6 +5,9 @@ import { silentLogger, type Logger } from "../log/logger.js";
 import { createMcpFrontend } from "./mcpFrontend.js";
 import { StdioServerTransport } from "./stdioServerTransport.js";
 
+/** How long calls in flight may finish after SIGTERM, as the daemon allows. */
+const DEFAULT_GRACE_MS = 10_000;
+
 /** Options of {@link serveStdio}. */
 export interface ServeStdioOptions {
   stdin: Readable;
@@ -14,6 +17,11 @@ export interface ServeStdioOptions {
   pageSize?: number;
   /** Ends serving (SIGINT/SIGTERM in the CLI). */
   signal?: AbortSignal;
+  /**
+   * On `signal`, how long calls in flight may take to finish before they are aborted (default
+   * 10 s, as the daemon gives its calls). The end of stdin does not wait: the client has gone.
+   */
+  graceMs?: number;
   /** Largest request line accepted (default 16 MiB); a longer one is answered -32600 and skipped. */
   maxLineBytes?: number;
 }
@@ -50,9 +58,31 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
   if (options.signal?.aborted) finish("signal");
   const reason = await done;
   logger.info("stdio front end stopping", { reason });
+  if (reason === "signal") {
+    // SIGTERM is "stop", not "drop": answer what was asked before it, refuse what comes after.
+    const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    await frontend.drain(graceMs);
+    await flushed(options.stdout, graceMs);
+  }
   options.stdin.off("end", onEnd);
   options.stdin.off("close", onEnd);
   options.signal?.removeEventListener("abort", onAbort);
   frontend.dispose();
   await frontend.server.close().catch(() => undefined);
+}
+
+/** Resolves once what was written to `stream` has left the process (or it closed, or `limitMs` passed). */
+function flushed(stream: Writable, limitMs: number): Promise<void> {
+  if (!stream.writableNeedDrain) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      stream.off("drain", done);
+      stream.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, limitMs);
+    stream.once("drain", done);
+    stream.once("close", done);
+  });
 }

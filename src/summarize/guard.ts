@@ -24,6 +24,18 @@ const ORDINARY_CAMEL = new Set([
   "jQuery", "gRPC", "pH", "mRNA", "eSIM", "eBook", "eCommerce", "oAuth", "npm", "pnpm", "ffmpeg",
 ]);
 
+/**
+ * Text addressed to the model rather than describing the tool: the marks of a prompt injection
+ * ("ignore previous instructions", "you must always ...", fake system tags). A summary may carry
+ * one only when the tool's own description does (then it is the upstream's text, shown anyway).
+ */
+const INSTRUCTION =
+  /\bignore (?:all |any |the )?(?:previous|prior|above|earlier|other|your) (?:instructions?|messages?|prompts?|rules|directions)\b|\b(?:system prompt|system message|developer message)\b|<\/?(?:system|instructions?|important|admin)>|\byou (?:must|should|are required to) (?:always|never|first|now|immediately|also)\b|\b(?:assistants?|the model|the ai|llms?|agents?)(?:,)? (?:must|should) (?:always|never|first|now|immediately|also)\b|\bdo not (?:tell|inform|mention|reveal)(?: this)? to the user\b|\bbefore (?:using|calling) any other tool\b/i;
+
+/** C0 and C1 control characters other than tab and line feed: terminal escape sequences start with them. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
 const URL_PATTERN = /\b(?:https?|ftp|wss?|mongodb(?:\+srv)?|file):\/\/\S+/gi;
 const SNAKE = /\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b/g;
 const CAMEL = /\b[a-z]+[A-Z][A-Za-z0-9]*\b/g;
@@ -144,5 +156,42 @@ export function guardSummary(tool: RawTool, summary: ToolSummary): GuardResult {
     if (harmless) reasons.push(`destructive tool described as harmless ("${harmless[0]}")`);
   }
 
+  const ownText = texts.join("\n");
+  for (const piece of [text, ...Object.values(summary.params)]) {
+    const instruction = INSTRUCTION.exec(piece);
+    if (instruction && !INSTRUCTION.test(ownText)) {
+      reasons.push(`reads as instructions to the model ("${instruction[0]}"), which the tool's own text does not contain`);
+      break;
+    }
+  }
+  reasons.push(...textReasons(summary));
+
+  return reasons.length === 0 ? { ok: true } : { ok: false, reasons };
+}
+
+/** Checks of a summary that need no tool: control characters. */
+function textReasons(summary: ToolSummary): string[] {
+  for (const piece of [summary.summary, ...Object.values(summary.params)]) {
+    if (CONTROL.test(piece)) return ["contains control characters (terminal escape sequences)"];
+  }
+  return [];
+}
+
+/**
+ * The part of {@link guardSummary} that holds without the tool, for a cache line checked offline
+ * (`abridge cache verify`): a line edited by hand, or by anyone who can write the cache, may carry
+ * instructions to the model or control characters. Whether it is longer than the original, or
+ * names parameters the tool lacks, needs the tool: loading applies the full guard.
+ */
+export function guardCachedEntry(entry: ToolSummary): GuardResult {
+  const reasons: string[] = [];
+  for (const piece of [entry.summary, ...Object.values(entry.params)]) {
+    const instruction = INSTRUCTION.exec(piece);
+    if (instruction) {
+      reasons.push(`reads as instructions to the model ("${instruction[0]}")`);
+      break;
+    }
+  }
+  reasons.push(...textReasons(entry));
   return reasons.length === 0 ? { ok: true } : { ok: false, reasons };
 }

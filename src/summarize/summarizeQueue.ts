@@ -7,6 +7,7 @@ import { silentLogger } from "../log/logger.js";
 import { buildCacheEntry } from "./buildCacheEntry.js";
 import type { EntryOrigin } from "./buildCacheEntry.js";
 import { ExtractiveSummarizer, summaryFromName } from "./extractiveSummarizer.js";
+import { stripControl } from "../util/stripControl.js";
 import { guardSummary } from "./guard.js";
 import { RateLimiter } from "./rateLimiter.js";
 import { sleep } from "./sleep.js";
@@ -260,6 +261,11 @@ export class SummarizeQueue {
     return this.closePromise;
   }
 
+  /** True while jobs are queued or running (summaries are still to land). */
+  busy(): boolean {
+    return !this.isIdle();
+  }
+
   private isIdle(): boolean {
     return this.pending.length === 0 && this.activeBatches === 0;
   }
@@ -453,7 +459,8 @@ export class SummarizeQueue {
   }
 
   /** Guards a summarizer's text; a rejected one is replaced by the fallback's. */
-  private async accept(input: SummarizeInput, value: ToolSummary): Promise<void> {
+  private async accept(input: SummarizeInput, given: ToolSummary): Promise<void> {
+    const value = withoutControl(given);
     const verdict = guardSummary(input.tool, value);
     if (verdict.ok) {
       this.counters.generated++;
@@ -491,7 +498,8 @@ export class SummarizeQueue {
     });
   }
 
-  private async store(input: SummarizeInput, value: ToolSummary, origin: EntryOrigin): Promise<void> {
+  private async store(input: SummarizeInput, given: ToolSummary, origin: EntryOrigin): Promise<void> {
+    const value = withoutControl(given);
     const entry = buildCacheEntry(input, value, origin, this.now());
     const checked = cacheEntrySchema.safeParse(entry);
     if (!checked.success) {
@@ -518,4 +526,16 @@ export class SummarizeQueue {
       }
     }
   }
+}
+
+/**
+ * A summary without terminal control. Every summary passes here before it is guarded and stored: a
+ * summarizer may copy an upstream's escape sequences (an extractive one copies its text), and a
+ * summary is shown on terminals and to models.
+ */
+function withoutControl(value: ToolSummary): ToolSummary {
+  return {
+    summary: stripControl(value.summary),
+    params: Object.fromEntries(Object.entries(value.params).map(([name, text]) => [name, stripControl(text)])),
+  };
 }

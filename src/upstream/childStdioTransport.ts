@@ -5,6 +5,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
 import { isPidAlive } from "../util/pidAlive.js";
+import type { ProcessGroupWatch } from "./childWatchdog.js";
 
 /** How often a pid is probed while waiting for a child to go away. */
 const REAP_POLL_MS = 25;
@@ -107,6 +108,12 @@ export interface ChildStdioParams {
    * arrives; the request it answers fails with "result over N bytes" and the connection goes on.
    */
   maxMessageBytes?: number;
+  /**
+   * Starts the child as the leader of its own process group, registered with this watchdog, so
+   * that the child and everything it starts end even when abridge is killed with SIGKILL; close()
+   * then signals the whole group.
+   */
+  watchdog?: ProcessGroupWatch;
 }
 
 /**
@@ -173,16 +180,22 @@ export class ChildStdioTransport implements Transport {
         stdio: ["pipe", "pipe", this.params.stderr === "pipe" ? "pipe" : (this.params.stderr ?? "inherit")],
         shell: false,
         windowsHide: true,
+        ...(this.params.watchdog !== undefined ? { detached: true } : {}),
         ...(this.params.cwd !== undefined ? { cwd: this.params.cwd } : {}),
       });
       this.child = child;
       child.once("spawn", () => {
         this.spawnedPid = child.pid;
+        if (child.pid !== undefined) this.params.watchdog?.watch(child.pid);
         resolve();
       });
       child.on("error", (err) => {
         reject(err);
         this.onerror?.(err);
+      });
+      child.once("exit", () => {
+        // The group's id may be reused once its leader is reaped: stop watching it now.
+        if (child.pid !== undefined) this.params.watchdog?.unwatch(child.pid);
       });
       child.once("close", (code) => {
         this.exited = true;
@@ -280,11 +293,13 @@ export class ChildStdioTransport implements Transport {
         // The pipe is already broken: the signals below still apply.
       }
       await within("stdinMs");
+      // A child in its own group is signalled with its group: what it started goes with it.
+      const target = this.params.watchdog !== undefined ? -pid : pid;
       if (!this.exited) {
-        signal(pid, "SIGTERM");
+        signal(target, "SIGTERM");
         await within("sigtermMs");
       }
-      if (!this.exited) signal(pid, "SIGKILL");
+      if (!this.exited) signal(target, "SIGKILL");
     }
     await waitForPidExit(pid);
   }

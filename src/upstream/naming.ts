@@ -13,6 +13,11 @@ export interface NameRequest {
   tool: string;
   /** `false` exposes the tool under its own name (the server's `prefix` setting). */
   prefix: boolean;
+  /**
+   * The server's position in the config: on a collision the earlier server keeps the name. When
+   * absent, servers rank after those with a position, by name.
+   */
+  order?: number;
 }
 
 /** The name a tool is exposed under, with its origin and its `mcp://` URI. */
@@ -22,6 +27,11 @@ export interface AssignedName {
   server: string;
   tool: string;
   uri: string;
+  /**
+   * Set when the tool lost a collision: the name it asked for, and the tool that kept it (from a
+   * server earlier in the config, or of the same server with a name that needed no sanitizing).
+   */
+  renamed?: { wanted: string; keptBy: { server: string; tool: string } };
 }
 
 const UNSAFE = /[^A-Za-z0-9_-]/gu;
@@ -47,12 +57,15 @@ function suffixed(base: string, hash: string, hashLength: number): string {
 
 /**
  * Gives every tool its exposed name: `<server><separator><tool>` (or `<tool>` for a server with
- * `prefix = false`), sanitized. A name longer than 64 characters, or one that several tools would
- * share, is cut and given a 6-character suffix from a hash of its origin. The result depends
- * only on the set of requests, not on their order, so names survive restarts and re-listing.
+ * `prefix = false`), sanitized. A name longer than 64 characters is cut and given a 6-character
+ * suffix from a hash of its origin.
  *
- * @throws AbridgeError CONFIG_INVALID when two `prefix = false` servers expose the same tool name:
- *   neither can be renamed without surprising the user, so the config has to change.
+ * When several tools would share a name, one keeps it and the others are renamed the same way
+ * (suffixed): the tool of the server listed first in the config; within one server, the tool whose
+ * name needed no sanitizing, then the first by name. So a server cannot take a name from another
+ * listed before it by choosing a tool name that collides (`gh_delete` + `repo` against `gh` +
+ * `delete_repo`), two `prefix = false` servers with the same tool both keep serving, and the
+ * result depends only on the config and the set of tools, not on the order they arrived in.
  */
 export function assignNames(requests: readonly NameRequest[], separator: string): AssignedName[] {
   // Deduplicate exact (server, tool) pairs; a pair always maps to one name.
@@ -62,41 +75,31 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
     if (!unique.has(key)) unique.set(key, request);
   }
 
-  const bare = new Map<string, string>();
-  for (const request of unique.values()) {
-    if (request.prefix) continue;
-    const other = bare.get(request.tool);
-    if (other !== undefined && other !== request.server) {
-      const [first, second] = [other, request.server].sort();
-      throw new AbridgeError(
-        ErrorCode.CONFIG_INVALID,
-        `servers "${first}" and "${second}" both expose the tool "${request.tool}" with prefix = false; ` +
-          `set prefix = true on one of them or deny the tool there`,
-        { details: { servers: [first, second], tool: request.tool } },
-      );
-    }
-    bare.set(request.tool, request.server);
-  }
-
   interface Slot {
     request: NameRequest;
     base: string;
+    /** Whether the raw name had characters that sanitizing replaced. */
+    sanitized: boolean;
     hash: string;
     /** 0 = unsuffixed; otherwise the number of hash characters in the suffix. */
     hashLength: number;
     name: string;
+    /** The name before any collision. */
+    wanted: string;
+    keptBy?: Slot;
   }
   const slots: Slot[] = [...unique.values()].map((request) => {
-    const base = sanitizeName(request.prefix ? `${request.server}${separator}${request.tool}` : request.tool);
+    const raw = request.prefix ? `${request.server}${separator}${request.tool}` : request.tool;
+    const base = sanitizeName(raw);
     const hash = originHash(request.server, request.tool);
     const needsSuffix = base.length === 0 || base.length > MAX_TOOL_NAME_LENGTH;
     const hashLength = needsSuffix ? NAME_SUFFIX_LENGTH : 0;
-    return { request, base, hash, hashLength, name: needsSuffix ? suffixed(base, hash, hashLength) : base };
+    const name = needsSuffix ? suffixed(base, hash, hashLength) : base;
+    return { request, base, sanitized: base !== raw, hash, hashLength, name, wanted: name };
   });
 
-  // Every member of a colliding group is suffixed (not "all but the first"), so the outcome does
-  // not depend on which tool arrived first. A suffixed name that still collides (a 24-bit hash
-  // clash, or a tool literally named like another's suffixed form) gets a longer suffix.
+  // A suffixed name that still collides (a 24-bit hash clash, or a tool literally named like
+  // another's suffixed form) gets a longer suffix; the loop ends because suffixes only grow.
   for (;;) {
     const groups = new Map<string, Slot[]>();
     for (const slot of slots) {
@@ -107,13 +110,16 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
     let changed = false;
     for (const group of groups.values()) {
       if (group.length < 2) continue;
-      for (const slot of group) {
+      group.sort(byPrecedence);
+      const keeper = group[0]!;
+      for (const slot of group.slice(1)) {
         const next = slot.hashLength === 0 ? NAME_SUFFIX_LENGTH : slot.hashLength + 2;
         if (next > 32) {
           throw new AbridgeError(ErrorCode.INTERNAL, `cannot give "${slot.request.server}/${slot.request.tool}" a unique name`);
         }
         slot.hashLength = next;
         slot.name = suffixed(slot.base, slot.hash, next);
+        slot.keptBy ??= keeper;
         changed = true;
       }
     }
@@ -121,13 +127,29 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
   }
 
   return slots
-    .map((slot) => ({
+    .map((slot): AssignedName => ({
       name: slot.name,
       server: slot.request.server,
       tool: slot.request.tool,
       uri: toolUri(slot.request.server, slot.request.tool),
+      ...(slot.keptBy !== undefined
+        ? { renamed: { wanted: slot.wanted, keptBy: { server: slot.keptBy.request.server, tool: slot.keptBy.request.tool } } }
+        : {}),
     }))
     .sort((a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool, b.tool));
+
+  /** Who keeps a contested name: config order, then a name that needed no sanitizing, then by name. */
+  function byPrecedence(a: Slot, b: Slot): number {
+    const orderA = a.request.order ?? Number.MAX_SAFE_INTEGER;
+    const orderB = b.request.order ?? Number.MAX_SAFE_INTEGER;
+    return (
+      orderA - orderB ||
+      compareStrings(a.request.server, b.request.server) ||
+      a.hashLength - b.hashLength ||
+      Number(a.sanitized) - Number(b.sanitized) ||
+      compareStrings(a.request.tool, b.request.tool)
+    );
+  }
 }
 
 /** Code-unit order, independent of the locale (unlike `localeCompare`). */

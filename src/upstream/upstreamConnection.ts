@@ -18,6 +18,8 @@ import {
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { urlSecrets } from "../config/urlSecrets.js";
+import type { ProcessGroupWatch } from "./childWatchdog.js";
 import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
@@ -83,6 +85,8 @@ export interface UpstreamConnectionOptions {
    * nested abridge see which configs the abridge processes above it serve (see nestedAbridge.ts).
    */
   childEnv?: Record<string, string>;
+  /** Ends stdio servers when abridge dies without closing them (see childWatchdog.ts). */
+  watchdog?: ProcessGroupWatch;
   /** Called whenever {@link UpstreamConnection.status} changes. */
   onStatusChanged?: (status: ServerStatus) => void;
   /** Called when the (filtered) tool list changed after the first discovery. */
@@ -96,7 +100,7 @@ export interface UpstreamConnectionOptions {
 /** Stands in for the caller of a call that came without a relay (CLI, daemon). */
 const NO_RELAY_CLIENT = "\0no-relay";
 
-/** setTimeout's ceiling: a call with `resetTimeoutOnProgress` and no total cap runs on its idle timer. */
+/** setTimeout's ceiling, given to the SDK so that abridge's own timers are what end a call. */
 const MAX_TIMER_MS = 2_147_483_647;
 
 /** `tools/list` result, loose: unknown keys of the result and of each tool are kept as sent. */
@@ -165,6 +169,7 @@ export class UpstreamConnection {
   private readonly listChangedDebounceMs: number;
   private readonly sandboxHide: readonly string[];
   private readonly childEnv: Record<string, string>;
+  private readonly watchdog: ProcessGroupWatch | undefined;
   private filter: ToolFilter;
   private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
   private readonly onToolsChanged: (() => void) | undefined;
@@ -230,12 +235,15 @@ export class UpstreamConnection {
     this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
     this.sandboxHide = options.sandboxHide ?? [];
     this.childEnv = options.childEnv ?? {};
+    this.watchdog = options.watchdog;
     this.filter = createToolFilter(config.allow, config.deny);
     for (const value of [...Object.values(config.env), ...Object.values(config.headers)]) {
       this.secrets.add(value);
       // "Bearer <token>": the token alone may show up too.
       for (const word of value.split(/\s+/)) if (word.length >= 8) this.secrets.add(word);
     }
+    // A key in the URL's query string or userinfo shows in every "cannot connect" message.
+    if (config.url !== undefined) for (const secret of urlSecrets(config.url)) this.secrets.add(secret);
     this.onStatusChanged = options.onStatusChanged;
     this.onToolsChanged = options.onToolsChanged;
     this.currentRelay = options.currentRelay;
@@ -509,6 +517,7 @@ export class UpstreamConnection {
       const transport = new ChildStdioTransport({
         ...spawn,
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+        ...(this.watchdog !== undefined ? { watchdog: this.watchdog } : {}),
         stderr: "pipe",
       });
       const stderr = transport.stderr;
@@ -785,13 +794,21 @@ export class UpstreamConnection {
     const client = this.newClient();
     client.onerror = (err) => this.logger.debug("per-call transport error", { error: this.secrets.redact(messageOf(err)) });
     const timeoutMs = this.config.connect_timeout_ms;
+    // Our own timer, as in forward(): an upstream's -32001 answer to initialize is not a timeout.
+    const timedOut = new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`);
+    const clock = new AbortController();
+    const timer = setTimeout(() => clock.abort(timedOut), timeoutMs);
+    timer.unref();
     try {
-      const signals = [this.lifetime.signal];
+      const signals = [this.lifetime.signal, clock.signal];
       if (signal) signals.push(signal);
-      await client.connect(transport, { signal: AbortSignal.any(signals), timeout: timeoutMs });
+      await client.connect(transport, { signal: AbortSignal.any(signals), timeout: MAX_TIMER_MS });
     } catch (err) {
+      const closed = client.transport === undefined;
       this.retire(transport, client);
-      throw this.callError(err, "initialize", timeoutMs, signal);
+      throw this.callError(err, "initialize", timeoutMs, signal, err === timedOut, closed);
+    } finally {
+      clearTimeout(timer);
     }
     try {
       return await use(client);
@@ -881,16 +898,24 @@ export class UpstreamConnection {
     // before the response is delivered a microtask later, so the last update (often "100 of 100")
     // was lost. Ours is removed only after the response has been awaited.
     const progressToken = onProgress || options.resetTimeoutOnProgress ? `abridge-${callId}` : undefined;
+    // abridge keeps its own clock instead of the SDK's: the SDK reports its timeout as an McpError
+    // with code -32001, the same code an upstream may send in its own error response (a quota, a
+    // gateway), so only the identity of our abort reason tells "we gave up" from "it answered -32001".
+    const timedOut = new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`);
     let idleTimer: NodeJS.Timeout | undefined;
     const armIdleTimer = (): void => {
-      if (!options.resetTimeoutOnProgress) return;
       if (idleTimer) clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => perCall.abort(new McpError(RpcErrorCode.RequestTimeout, `no progress for ${timeoutMs} ms`)), timeoutMs);
+      idleTimer = setTimeout(() => perCall.abort(timedOut), timeoutMs);
       idleTimer.unref();
     };
+    const totalTimer =
+      options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined
+        ? setTimeout(() => perCall.abort(timedOut), options.maxTotalTimeoutMs)
+        : undefined;
+    totalTimer?.unref();
     if (progressToken !== undefined) {
       this.progressHandlers.set(progressToken, (update) => {
-        armIdleTimer();
+        if (options.resetTimeoutOnProgress) armIdleTimer();
         onProgress?.(update);
       });
     }
@@ -902,15 +927,12 @@ export class UpstreamConnection {
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {
-      return await client.request({ method, params: sent }, schema, {
-        signal: perCall.signal,
-        // With resetTimeoutOnProgress the idle timer above is the timeout; the SDK's is the cap.
-        timeout: options.resetTimeoutOnProgress ? (options.maxTotalTimeoutMs ?? MAX_TIMER_MS) : timeoutMs,
-      });
+      return await client.request({ method, params: sent }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
     } catch (err) {
-      throw this.callError(err, method, timeoutMs, callerSignal);
+      throw this.callError(err, method, timeoutMs, callerSignal, err === timedOut, client.transport === undefined);
     } finally {
       if (idleTimer) clearTimeout(idleTimer);
+      if (totalTimer) clearTimeout(totalTimer);
       if (progressToken !== undefined) this.progressHandlers.delete(progressToken);
       this.inFlight.delete(callId);
       callerSignal?.removeEventListener("abort", onAbort);
@@ -918,17 +940,27 @@ export class UpstreamConnection {
   }
 
   /** Maps what the SDK threw for a forwarded request to an {@link AbridgeError}. */
-  private callError(err: unknown, method: string, timeoutMs: number, callerSignal?: AbortSignal): AbridgeError {
+  private callError(
+    err: unknown,
+    method: string,
+    timeoutMs: number,
+    callerSignal: AbortSignal | undefined,
+    timedOut: boolean,
+    connectionClosed: boolean,
+  ): AbridgeError {
     const name = this.config.name;
     if (callerSignal?.aborted) return new AbridgeError(ErrorCode.CANCELLED, `${name}: ${method} was cancelled`, { cause: err });
     if (err instanceof McpError) {
-      if (err.code === (RpcErrorCode.RequestTimeout as number)) {
+      // -32001 and -32000 mean a timeout and a closed connection only when the SDK or abridge made
+      // them; the same numbers in an upstream's error response are that upstream's own answer, and
+      // keep their code and message (retrying a refusal would not help).
+      if (timedOut) {
         return new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${name}: ${method} timed out after ${timeoutMs} ms`, {
           cause: err,
           retryable: true,
         });
       }
-      if (err.code === (RpcErrorCode.ConnectionClosed as number)) {
+      if (connectionClosed && err.code === (RpcErrorCode.ConnectionClosed as number)) {
         return new AbridgeError(ErrorCode.UPSTREAM_EXITED, `${name}: the server went away during ${method}`, {
           cause: err,
           retryable: true,

@@ -5,6 +5,7 @@ import { AbridgeError, ErrorCode } from "../errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { assignNames, compareStrings } from "./naming.js";
+import { ChildWatchdog } from "./childWatchdog.js";
 import type { AssignedName } from "./naming.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
@@ -61,6 +62,8 @@ export interface UpstreamPoolOptions
   servers: ServerConfig[];
   /** Between server and tool in exposed names (config `separator`). */
   separator: string;
+  /** Server names in config-file order (name collisions go to the first); default: `servers` order. */
+  serverOrder?: readonly string[];
 }
 
 /**
@@ -81,6 +84,12 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private readonly relays = new AsyncLocalStorage<CallRelay>();
   /** Resource subscriptions per `server\0uri`, counted: clients share one upstream subscription. */
   private readonly subscriptions = new Map<string, number>();
+  /** Each server's position in the config: on a name collision the earlier one keeps the name. */
+  private configOrder = new Map<string, number>();
+  /** Renames already warned about (`server\0tool\0name`), so a relist does not repeat them. */
+  private readonly warnedRenames = new Set<string>();
+  /** Ends the stdio servers if this process dies without closing them (SIGKILL, a crash). */
+  private readonly watchdog: ChildWatchdog;
 
   constructor(options: UpstreamPoolOptions) {
     super();
@@ -89,6 +98,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.options = options;
     this.separator = options.separator;
     this.logger = options.logger ?? silentLogger;
+    this.watchdog = new ChildWatchdog({ logger: this.logger });
+    this.configOrder = orderOf(options.servers, options.serverOrder);
     for (const config of options.servers) {
       if (this.connections.has(config.name)) {
         throw new AbridgeError(ErrorCode.CONFIG_INVALID, `server "${config.name}" is configured twice`);
@@ -105,11 +116,12 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         onToolsChanged: () => this.handleToolsChanged(config.name),
       });
     }
-    const { servers: _servers, separator: _separator, ...shared } = this.options;
+    const { servers: _servers, separator: _separator, serverOrder: _order, ...shared } = this.options;
     let wasReady = false;
     const connection: UpstreamConnection = new UpstreamConnection(config, {
       ...shared,
       logger: this.logger,
+      watchdog: this.watchdog,
       onStatusChanged: (status) => {
         const ready = status.state === "ready";
         // A new process (restart, reconnect after a reload) knows nothing of the old one's
@@ -146,9 +158,10 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    * `toolsChanged` fires) before this awaits anything; it resolves when the new and reconnected
    * servers are ready or failed, with a second `toolsChanged`.
    */
-  async reconfigure(servers: readonly ServerConfig[], signal?: AbortSignal): Promise<ReconfigureResult> {
+  async reconfigure(servers: readonly ServerConfig[], signal?: AbortSignal, serverOrder?: readonly string[]): Promise<ReconfigureResult> {
     if (this.closePromise) throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, "the upstream pool is closed");
     const next = new Map(servers.map((s) => [s.name, s]));
+    this.configOrder = orderOf(servers, serverOrder);
     const added: string[] = [];
     const removed: string[] = [];
     const changed: string[] = [];
@@ -194,7 +207,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    * Connects every enabled server in parallel and resolves when each is ready or has failed; one
    * server's failure or hang never holds up the others. Idempotent.
    *
-   * @throws AbridgeError CONFIG_INVALID when two `prefix = false` servers expose the same tool.
    * @throws AbridgeError CANCELLED when `signal` aborted the start.
    */
   start(signal?: AbortSignal): Promise<void> {
@@ -257,10 +269,24 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const requests = [];
     for (const connection of this.connections.values()) {
       for (const tool of connection.tools()) {
-        requests.push({ server: connection.name, tool: tool.name, prefix: connection.config.prefix });
+        const order = this.configOrder.get(connection.name);
+        requests.push({ server: connection.name, tool: tool.name, prefix: connection.config.prefix, ...(order !== undefined ? { order } : {}) });
       }
     }
     this.names = assignNames(requests, this.separator);
+    for (const n of this.names) {
+      if (n.renamed === undefined) continue;
+      const key = `${n.server}\0${n.tool}\0${n.name}`;
+      if (this.warnedRenames.has(key)) continue;
+      this.warnedRenames.add(key);
+      this.logger.warn("tool name taken by another tool; exposed under another name", {
+        server: n.server,
+        tool: n.tool,
+        wanted: n.renamed.wanted,
+        exposedAs: n.name,
+        keptBy: `${n.renamed.keptBy.server}/${n.renamed.keptBy.tool}`,
+      });
+    }
     this.byName = new Map(this.names.map((n) => [n.name, n]));
     this.byOrigin = new Map(this.names.map((n) => [`${n.server}\0${n.tool}`, n]));
   }
@@ -269,8 +295,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     try {
       this.renameAll();
     } catch (err) {
-      // A new tool collides with a prefix = false tool of another server: keep the old names
-      // (the new tool stays unexposed) rather than breaking every other server's tools.
+      // Only a name no suffix could make unique ends here: keep the old names (the new tool stays
+      // unexposed) rather than breaking every other server's tools.
       this.logger.error("tool names could not be assigned after a change; keeping the previous names", {
         server,
         error: err instanceof Error ? err.message : String(err),
@@ -416,5 +442,13 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     for (const result of results) {
       if (result.status === "rejected") this.logger.warn("closing an upstream failed", { error: String(result.reason) });
     }
+    // Every child is gone: the watchdog has nothing left to guard and exits.
+    this.watchdog.close();
   }
+}
+
+/** Each server's rank for name collisions: its place in `serverOrder`, else in `servers`. */
+function orderOf(servers: readonly ServerConfig[], serverOrder: readonly string[] | undefined): Map<string, number> {
+  const names = serverOrder ?? servers.map((s) => s.name);
+  return new Map(names.map((name, i) => [name, i]));
 }

@@ -77,7 +77,7 @@ describe("abridge serve --http", () => {
   });
 
   it("requires the bearer token when one is set", async () => {
-    serve = await serveOverHttp(config, ["--token", "s3cret-token-value"]);
+    serve = await serveOverHttp(config, [], { ABRIDGE_TOKEN: "s3cret-token-value" });
     expect((await post(serve.url, {}, INITIALIZE)).status).toBe(401);
     expect((await post(serve.url, { authorization: "Bearer wrong" }, INITIALIZE)).status).toBe(401);
     const client = await serve.connect({ authorization: "Bearer s3cret-token-value" });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { isAbridgeError } from "../../src/errors.js";
 import { assignNames, parseToolUri, sanitizeName, toolUri } from "../../src/upstream/naming.js";
 import type { NameRequest } from "../../src/upstream/naming.js";
 
@@ -52,16 +51,19 @@ describe("assignNames", () => {
     expect(nameOf(assignNames([{ server: "srv", tool: exact, prefix: true }], "_"), "srv", exact)).toBe(`srv_${exact}`);
   });
 
-  it("gives every member of a collision a distinct suffixed name", () => {
+  it("in a collision within one server, the name that needed no sanitizing keeps it; the others are suffixed", () => {
     const requests: NameRequest[] = [
       { server: "a", tool: "b.c", prefix: true },
       { server: "a", tool: "b/c", prefix: true },
       { server: "a", tool: "b_c", prefix: true },
     ];
     const names = assignNames(requests, "_");
-    const exposed = names.map((n) => n.name);
-    expect(new Set(exposed).size).toBe(3);
-    for (const name of exposed) expect(name).toMatch(/^a_b_c_[0-9a-f]{6}$/);
+    expect(new Set(names.map((n) => n.name)).size).toBe(3);
+    expect(nameOf(names, "a", "b_c")).toBe("a_b_c");
+    for (const tool of ["b.c", "b/c"]) {
+      expect(nameOf(names, "a", tool)).toMatch(/^a_b_c_[0-9a-f]{6}$/);
+      expect(names.find((n) => n.tool === tool)?.renamed).toEqual({ wanted: "a_b_c", keptBy: { server: "a", tool: "b_c" } });
+    }
   });
 
   it("separates server and tool in the hash so shifted boundaries do not collide", () => {
@@ -108,24 +110,17 @@ describe("assignNames", () => {
     }
   });
 
-  it("refuses two prefix = false servers exposing the same tool, naming both", () => {
-    let caught: unknown;
-    try {
-      assignNames(
-        [
-          { server: "beta", tool: "search", prefix: false },
-          { server: "alpha", tool: "search", prefix: false },
-        ],
-        "_",
-      );
-    } catch (err) {
-      caught = err;
-    }
-    expect(isAbridgeError(caught, "CONFIG_INVALID")).toBe(true);
-    const message = (caught as Error).message;
-    expect(message).toContain("alpha");
-    expect(message).toContain("beta");
-    expect(message).toContain("search");
+  it("two prefix = false servers exposing the same tool: the first in config order keeps it", () => {
+    const names = assignNames(
+      [
+        { server: "alpha", tool: "search", prefix: false, order: 1 },
+        { server: "beta", tool: "search", prefix: false, order: 0 },
+      ],
+      "_",
+    );
+    expect(nameOf(names, "beta", "search")).toBe("search");
+    expect(nameOf(names, "alpha", "search")).toMatch(/^search_[0-9a-f]{6}$/);
+    expect(names.find((n) => n.server === "alpha")?.renamed).toEqual({ wanted: "search", keptBy: { server: "beta", tool: "search" } });
   });
 });
 

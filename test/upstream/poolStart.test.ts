@@ -104,13 +104,22 @@ describe("UpstreamPool start and discovery", () => {
     expect(ok.content).toEqual([{ type: "text", text: "allowed" }]);
   });
 
-  it("refuses two prefix = false servers that expose the same tool", async () => {
+  it("two prefix = false servers exposing the same tool both serve: the first in the config keeps the name", async () => {
+    const { logger, lines } = memoryLogger();
     const pool = makePool({
       servers: [
-        fixtureServer("left", "echoServer.ts", ["--tools", "0"], { prefix: false }),
         fixtureServer("right", "echoServer.ts", ["--tools", "0"], { prefix: false, deny: ["add"] }),
+        fixtureServer("left", "echoServer.ts", ["--tools", "0"], { prefix: false }),
       ],
+      logger,
     });
-    await expect(pool.start()).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/left.*right.*echo/) });
+    await pool.start();
+    const names = new Map(pool.tools().map((t) => [`${t.server}/${t.tool.name}`, t.name]));
+    expect(names.get("right/echo")).toBe("echo");
+    expect(names.get("left/echo")).toMatch(/^echo_[0-9a-f]{6}$/);
+    expect(names.get("left/add")).toBe("add");
+    expect(pool.resolve(names.get("left/echo")!)).toEqual({ server: "left", tool: "echo" });
+    expect(lines.filter((l) => l.includes("tool name taken by another tool"))).toHaveLength(1);
+    expect(lines.find((l) => l.includes("tool name taken"))).toMatch(/server=left .*wanted=echo .*keptBy=right\/echo/);
   });
 });

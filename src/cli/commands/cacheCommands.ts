@@ -1,5 +1,6 @@
 import { clearCache, compactCache, verifyCache } from "../../cache/cacheMaintenance.js";
 import { AbridgeError, ErrorCode } from "../../errors.js";
+import { guardCachedEntry } from "../../summarize/guard.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount } from "../formatTable.js";
@@ -31,7 +32,12 @@ export const cacheVerifyCommand: CommandSpec = {
   options: { json: { type: "boolean", description: "Print the report as JSON" }, ...CACHE_DIR_OPTION },
   async run(ctx) {
     const file = await cacheFile(ctx);
-    const report = await verifyCache(file, { signal: ctx.io.signal });
+    // The guard's checks that need no tool; loading applies the rest once the tool is known.
+    const check = (entry: { summary: string; params: Record<string, string> }): string[] => {
+      const verdict = guardCachedEntry(entry);
+      return verdict.ok ? [] : verdict.reasons;
+    };
+    const report = await verifyCache(file, { signal: ctx.io.signal, check });
     if (ctx.values.json) {
       writeLine(ctx.io.stdout, JSON.stringify({ file, ...report }, null, 2));
     } else {

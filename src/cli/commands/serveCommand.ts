@@ -1,12 +1,18 @@
-import { ExitCode, type CommandSpec } from "../command.js";
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { usageError } from "../usageError.js";
+import { ErrorCode, isAbridgeError } from "../../errors.js";
 import { parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
 import { serveStdio } from "../../serve/serveStdio.js";
 import { startHttpServer } from "../../serve/httpServer.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
+
+/** How long calls in flight may finish after SIGTERM over HTTP (stdio uses the same default). */
+const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Parses `--http HOST:PORT` (or a bare port). */
 export function parseListen(value: string): { host: string; port: number } {
@@ -15,6 +21,31 @@ export function parseListen(value: string): { host: string; port: number } {
   if (!match || port > 65535) throw usageError(`--http: expected HOST:PORT such as 127.0.0.1:8808, got "${value}"`);
   const host = (match[1] ?? "127.0.0.1").replace(/^\[(.*)\]$/, "$1");
   return { host, port };
+}
+
+/** Largest token file read: a token is a line, not a document. */
+const MAX_TOKEN_FILE_BYTES = 4096;
+
+/**
+ * The bearer token from `--token-file`: the file's first line, trimmed. A file others can read is
+ * accepted with a warning (the token is only as private as the file).
+ */
+async function readTokenFile(ctx: CommandContext, file: string): Promise<string> {
+  const where = path.resolve(ctx.io.cwd, file);
+  let text: string;
+  try {
+    const info = await stat(where);
+    if (!info.isFile()) throw usageError(`--token-file: ${where} is not a regular file`);
+    if (info.size > MAX_TOKEN_FILE_BYTES) throw usageError(`--token-file: ${where} is ${info.size} bytes; a token file holds one line (at most ${MAX_TOKEN_FILE_BYTES} bytes)`);
+    if ((info.mode & 0o077) !== 0) ctx.logger.warn("the token file is readable by other users; chmod 600 it", { file: where });
+    text = await readFile(where, "utf8");
+  } catch (err) {
+    if (isAbridgeError(err, ErrorCode.USAGE)) throw err;
+    throw usageError(`--token-file: cannot read ${where}: ${(err as Error).message}`);
+  }
+  const token = (text.split(/\r?\n/)[0] ?? "").trim();
+  if (token === "") throw usageError(`--token-file: ${where} is empty; its first line must be the token`);
+  return token;
 }
 
 /** `abridge serve`: the MCP front end. */
@@ -27,9 +58,10 @@ export const serveCommand: CommandSpec = {
     "initialize is answered at once; a first tools/list waits up to startup_grace_ms for upstreams still starting.",
   ].join("\n"),
   options: {
-    mode: { type: "string", value: "MODE", description: "full | summary | compact (default) | lazy" },
+    mode: { type: "string", value: "MODE", description: "full | summary | compact | lazy | auto (default: the config's mode)" },
     http: { type: "string", value: "HOST:PORT", description: "Serve streamable HTTP at http://HOST:PORT/mcp (loopback only; port 0 picks one)" },
-    token: { type: "string", value: "TOKEN", description: "Bearer token HTTP clients must send (default $ABRIDGE_TOKEN)" },
+    "token-file": { type: "string", value: "FILE", description: "Read the bearer token HTTP clients must send from FILE (default $ABRIDGE_TOKEN)" },
+    token: { type: "string", value: "TOKEN", description: "Refused: a token in the arguments is visible to every local user in ps; use $ABRIDGE_TOKEN or --token-file" },
     "page-size": { type: "string", value: "N", description: "Tools per tools/list page (default 500)" },
     "no-watch": { type: "boolean", description: "Do not watch the config file for changes" },
     "read-only": { type: "boolean", description: "Expose and allow only tools annotated readOnlyHint, for every server" },
@@ -42,7 +74,11 @@ export const serveCommand: CommandSpec = {
     const pageText = ctx.values["page-size"] as string | undefined;
     const pageSize = pageText === undefined ? undefined : Number(pageText);
     if (pageSize !== undefined && (!Number.isInteger(pageSize) || pageSize < 1)) throw usageError(`--page-size: expected a positive integer, got "${pageText}"`);
-    const token = (ctx.values.token as string | undefined) ?? ctx.io.env.ABRIDGE_TOKEN;
+    if (ctx.values.token !== undefined) {
+      throw usageError("--token is refused: a token on the command line is visible to every local user (ps, /proc/PID/cmdline); set $ABRIDGE_TOKEN or put it in a file and pass --token-file FILE");
+    }
+    const tokenFile = ctx.values["token-file"] as string | undefined;
+    const token = tokenFile !== undefined ? await readTokenFile(ctx, tokenFile) : ctx.io.env.ABRIDGE_TOKEN;
     if (token !== undefined) ctx.secrets.add(token);
 
     const config = await ctx.loadConfig();
@@ -81,13 +117,14 @@ export const serveCommand: CommandSpec = {
         if (token === undefined) {
           // Loopback is not private: every local user and process can reach the port and would
           // call every upstream with the operator's credentials.
-          ctx.logger.warn("serving HTTP without a token: any local process can call these tools; set $ABRIDGE_TOKEN or --token");
+          ctx.logger.warn("serving HTTP without a token: any local process can call these tools; set $ABRIDGE_TOKEN or --token-file");
         }
         await new Promise<void>((resolve) => {
           if (ctx.io.signal.aborted) resolve();
           ctx.io.signal.addEventListener("abort", () => resolve(), { once: true });
         });
-        await http.close();
+        // SIGTERM is "stop", not "drop": calls in flight get the daemon's grace to be answered.
+        await http.close(SHUTDOWN_GRACE_MS);
       } else {
         await serveStdio(bridge, { stdin: ctx.io.stdin, stdout: ctx.io.stdout, mode, logger: ctx.logger, signal: ctx.io.signal, ...(pageSize !== undefined ? { pageSize } : {}) });
         // Answers still in stdout's buffer when serving stopped: the client is gone or not reading.

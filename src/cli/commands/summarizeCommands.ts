@@ -148,6 +148,9 @@ export const summarizeWarmCommand: CommandSpec = {
         const failed = new Map<string, number>();
         const queued = bridge.discovery().reduce((n, d) => n + d.queued, 0);
         const progress = progressReporter(ctx, queued);
+        // A summary that was made but could not be written (full disk, read-only file) is lost
+        // when this process ends: counted apart, so "generated" never passes for "saved".
+        const sinkErrorsBefore = bridge.queue.stats().sinkErrors;
         bridge.queue.onEntry((entry) => {
           generated.set(entry.server, (generated.get(entry.server) ?? 0) + 1);
           if (entry.fallback !== undefined) failed.set(entry.server, (failed.get(entry.server) ?? 0) + 1);
@@ -162,11 +165,19 @@ export const summarizeWarmCommand: CommandSpec = {
         }
         progress.done();
         printWarmTable(ctx, bridge, warmRows(bridge, generated, failed));
+        const notWritten = bridge.queue.stats().sinkErrors - sinkErrorsBefore;
+        if (notWritten > 0) {
+          const made = [...generated.values()].reduce((a, b) => a + b, 0);
+          writeLine(
+            ctx.io.stderr,
+            `abridge: ${formatCount(notWritten)} of ${formatCount(made)} summaries could not be written to ${bridge.store.file} (see the warnings above); they are not cached [${ErrorCode.CACHE_IO}]`,
+          );
+        }
         if (interrupted) {
           writeLine(ctx.io.stderr, "abridge: interrupted; every summary written so far is kept");
           return ExitCode.INTERRUPTED;
         }
-        return bridge.servers().some((s) => s.state === "failed") ? ExitCode.FAILURE : ExitCode.OK;
+        return notWritten > 0 || bridge.servers().some((s) => s.state === "failed") ? ExitCode.FAILURE : ExitCode.OK;
       },
       {
         config,
