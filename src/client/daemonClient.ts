@@ -1,6 +1,7 @@
 import type { SchemaResult } from "../catalog/metaTools.js";
 import type { Mode } from "../config/schema.js";
 import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
+import { isPidAlive } from "../daemon/processInfo.js";
 import { parseAddress, type DaemonTool } from "../daemon/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -142,7 +143,12 @@ export class DaemonClient {
     const startWaitMs = this.connectTimeoutsMs[server] ?? DEFAULT_START_WAIT_MS;
     const clientTimeoutMs = startWaitMs + daemonTimeoutMs + (this.options.timeoutMarginMs ?? 5_000);
     for (let attempt = 0; ; attempt++) {
-      const info = await this.locate(attempt > 0, options.signal);
+      // A daemon known to have died since the last call (its pid is gone) is not called through
+      // an idle connection whose reset may not have been read yet: a call is not retried once
+      // sent, so it would fail where a fresh lookup finds (or starts) the new daemon.
+      const known = this.info;
+      const gone = attempt === 0 && known !== undefined && !isPidAlive(known.pid);
+      const info = await this.locate(attempt > 0 || gone, options.signal);
       let connection: ClientConnection;
       try {
         connection = this.takeIdle() ?? (await this.open(info, options.signal));
