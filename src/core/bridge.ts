@@ -658,6 +658,8 @@ export class Bridge {
           const query = stringArg("query");
           if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
           const limit = typeof args.limit === "number" ? args.limit : undefined;
+          // Searching is listing: upstreams still starting get the same grace as a first tools/list.
+          await this.waitForUpstreams(this.config.startup_grace_ms, options.signal);
           const results = this.search(query, limit);
           return text(results.length > 0 ? searchResultText(results) : `No tool matches "${query}".`);
         }
