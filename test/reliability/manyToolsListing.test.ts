@@ -24,8 +24,8 @@ afterEach(async () => {
   }
 });
 
-async function connect(bridge: Bridge, pageSize?: number): Promise<{ client: Client; listChanged: () => number }> {
-  const frontend = createMcpFrontend(bridge, { mode: "compact", ...(pageSize !== undefined ? { pageSize } : {}) });
+async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "summary" = "compact"): Promise<{ client: Client; listChanged: () => number }> {
+  const frontend = createMcpFrontend(bridge, { mode, ...(pageSize !== undefined ? { pageSize } : {}) });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await frontend.server.connect(serverSide);
   const client = new Client({ name: "many-tools", version: "1" });
@@ -52,7 +52,11 @@ describe("a large tool list that changes", () => {
     const { bridge } = await startBridge('mode = "compact"\n' + fixtureToml("many", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--long"]), {
       changeDebounceMs: 5,
     });
-    const { client, listChanged } = await connect(bridge);
+    // Summary mode: each summary replaces a long description, so every one that lands changes the
+    // list (in compact mode a summary equal to the shown first sentence changes nothing).
+    const { client, listChanged } = await connect(bridge, undefined, "summary");
+    // The client lists once, as clients do after initialize: a change is news only after that.
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     await bridge.queue.drain();
     await until(() => listChanged() >= 1, "the list_changed after the pass");
     // A round trip after it: a second notification already sent would have arrived by now.
