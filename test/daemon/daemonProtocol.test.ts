@@ -220,10 +220,12 @@ describe("daemon protocol", () => {
 
   it("exits after the idle timeout, removing its lockfile, but not while a call runs", async () => {
     const setup = await testSetup();
-    const daemon = await startDaemon(setup, { idleTimeoutMs: 400 });
+    // Long enough for the client to connect on a loaded machine before the daemon goes idle (with
+    // 400 ms a busy machine let it go idle first and the connect was reset); the call is longer.
+    const daemon = await startDaemon(setup, { idleTimeoutMs: 2_000 });
     const client = await RawClient.connect(daemon.address);
-    const answer = await client.request({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 1_200, steps: 1 }, token: daemon.token });
-    // The call took three idle timeouts; the daemon waited for it.
+    const answer = await client.request({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 5_000, steps: 1 }, token: daemon.token });
+    // The call took two and a half idle timeouts; the daemon waited for it.
     expect(answer.ok).toBe(true);
     expect(await daemon.closed).toBe("idle");
     expect((await readLock(daemon.lockFile)).state).toBe("missing");
