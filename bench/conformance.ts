@@ -37,11 +37,11 @@ const PENDING = new Set(["json-schema-2020-12", "server-sse-polling"]);
  */
 const KNOWN_REASONS: Record<string, string> = {
   "compact:json-schema-2020-12-$schema":
-    "compact mode serves a minimal schema (property names, types, required, enums) by design; the full schema, $schema included, is one get_schema call away and calls are validated against it",
+    "compact mode lists an open schema ({type: \"object\"}, or names and types with compact_schema) by design, the types living in the parameter line of the description; the full schema, $schema included, is one get_schema call away and calls are validated against it",
   "compact:json-schema-2020-12-$defs":
-    "compact mode resolves each $ref inline and drops $defs by design (minimal schema, no dangling refs); get_schema returns the original with $defs",
+    "compact mode lists no $defs by design (its open schema has no $ref to resolve); get_schema returns the original with $defs",
   "compact:json-schema-2020-12-additionalProperties":
-    "compact mode drops additionalProperties from the minimal schema by design; arguments are still validated against the full schema before forwarding",
+    "compact mode lists no additionalProperties by design; arguments are still validated against the full schema before forwarding",
   "*:server-sse-priming-event":
     "abridge's HTTP front end keeps no event store, so POST streams carry no priming event id (resumability is not offered; a SHOULD, reported as a warning)",
   "*:server-sse-retry-field":
