@@ -212,10 +212,11 @@ describe("daemon protocol", () => {
     const client = await RawClient.connect(daemon.address);
     await client.request({ op: "list_tools", token: daemon.token });
     client.send({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 20_000 }, token: daemon.token });
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1);
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, 20_000, "the call in flight");
     client.close();
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0);
-    await waitFor(() => lines.some((l) => l.includes("cancelled")));
+    // Well under the call's own 20 s: only the cancellation ends it this early.
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, 15_000, "the call aborted");
+    await waitFor(() => lines.some((l) => l.includes("cancelled")), 15_000, "the upstream's cancellation line");
   });
 
   it("exits after the idle timeout, removing its lockfile, but not while a call runs", async () => {
@@ -289,10 +290,10 @@ describe("daemon protocol", () => {
   });
 });
 
-async function waitFor(predicate: () => boolean, timeoutMs = 20_000): Promise<void> {
+async function waitFor(predicate: () => boolean, timeoutMs = 20_000, what = "condition"): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not reached");
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
