@@ -124,6 +124,8 @@ export class Daemon implements SessionHost {
   private readonly identity: ConfigIdentity | undefined;
   private readonly refusals: RateLimitedLog;
   private readonly sessions = new Set<DaemonSession>();
+  /** Every socket the listener accepted and that is not closed yet, session or not. */
+  private readonly sockets = new Set<Socket>();
   private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0, evicted: 0 };
   private readonly idleTimeoutMs: number;
   private readonly socketPath: string | undefined;
@@ -164,7 +166,11 @@ export class Daemon implements SessionHost {
     // Requests are answered while upstreams start: lists give them startup_grace_ms, calls and
     // get_schema wait for their own server only.
     this.bridge.begin(options.signal);
-    this.server.on("connection", (socket) => this.accept(socket));
+    this.server.on("connection", (socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+      this.accept(socket);
+    });
     const heartbeatMs = init.lock.heartbeatMs;
     this.heartbeatTimer = setInterval(() => void this.beat(), heartbeatMs);
     this.heartbeatTimer.unref();
@@ -444,6 +450,10 @@ export class Daemon implements SessionHost {
     const serverClosed = closeServer(this.server);
     await waitUntil(() => this.active === 0, graceMs);
     await Promise.allSettled([...this.sessions].map((s) => s.close()));
+    // The listener reports closed only once every accepted socket is: one that no session owns
+    // any more (evicted, refused) or that lingers must not hold the shutdown, and with it the
+    // upstream children, for good.
+    for (const socket of this.sockets) socket.destroy();
     await serverClosed;
     const results = await Promise.allSettled([this.bridge.close()]);
     for (const result of results) {
