@@ -5,24 +5,17 @@
  * Patterns now run on a linear-time engine: the hostile call is answered at once (refused, as
  * the text does not match) and a healthy call beside it is answered too.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { killAll } from "../helpers/processes.js";
+import { describe, expect, it } from "vitest";
+import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
 
 /** Enough `a`s that a backtracking engine would not finish within the life of the test run. */
 const RUN = 48;
 /** A hang guard, not a speed check: the old code never answers at all. */
 const ANSWER_WITHIN_MS = 60_000;
 
-const cleanups: (() => Promise<void>)[] = [];
-const markers: string[] = [];
-afterEach(async () => {
-  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
-  const left = markers.splice(0).flatMap(pidsWithMarker);
-  killAll(left);
-  expect(left, "processes left behind").toEqual([]);
-});
+const { cleanups, markers } = cleanUpMarkedProcesses();
 
 function text(result: unknown): string {
   return ((result as { content: { text: string }[] }).content[0] ?? { text: "" }).text;

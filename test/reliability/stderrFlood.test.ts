@@ -4,24 +4,17 @@
  * `RangeError: Invalid string length` ended `abridge serve` and the daemon alike. stderr lines are
  * now bounded like stdout's: a long line is cut, counted, and the first cut is logged.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { describe, expect, it } from "vitest";
+import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
-import { killAll } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
 
 const FLOOD_MIB = 96;
 /** What the serve process may grow by while the flood passes: far below the flood itself. */
 const GROWTH_BOUND_BYTES = 40 * 1024 * 1024;
 
-const cleanups: (() => Promise<void>)[] = [];
-const markers: string[] = [];
-afterEach(async () => {
-  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
-  const left = markers.splice(0).flatMap(pidsWithMarker);
-  killAll(left);
-  expect(left, "processes left behind").toEqual([]);
-});
+const { cleanups, markers } = cleanUpMarkedProcesses();
 
 async function until(predicate: () => boolean, what: string, limitMs = 120_000): Promise<void> {
   for (let waited = 0; !predicate(); waited += 50) {

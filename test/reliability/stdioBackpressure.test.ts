@@ -8,19 +8,12 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-const markers: string[] = [];
-afterEach(async () => {
-  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
-  const left = markers.splice(0).flatMap(pidsWithMarker);
-  killAll(left);
-  expect(left, "processes left behind").toEqual([]);
-});
+const { cleanups, markers } = cleanUpMarkedProcesses();
 
 async function until(predicate: () => boolean, what: string, limitMs = 90_000): Promise<void> {
   for (let waited = 0; !predicate(); waited += 50) {
