@@ -24,7 +24,7 @@ import type { Socket } from "node:net";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { lockFilePath, readLock } from "../src/daemon/daemonLock.js";
+import { lockFilePath, readLock, type LockInfo } from "../src/daemon/daemonLock.js";
 import { parseAddress } from "../src/daemon/protocol.js";
 import { numberArg, stringArg } from "../test/fixtures/fixtureArgs.js";
 import { floodWithoutNewline, openSilent } from "../test/fixtures/hostilePeer.js";
@@ -164,8 +164,13 @@ class LineConnection {
   }
 }
 
-async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
-  const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--log-level", "warn"], {
+/** A daemon process on `config`, once it listens: the child and its TCP address from the lockfile. */
+async function spawnDaemon(
+  config: string,
+  stateDir: string,
+  logLevel: string,
+): Promise<{ child: ChildProcess; address: { host: string; port: number }; lock: { lock: LockInfo } }> {
+  const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--log-level", logLevel], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   try {
@@ -174,6 +179,16 @@ async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
     if (lock.state !== "ok") throw new Error("no lockfile");
     const address = parseAddress(lock.lock.address);
     if (address?.kind !== "tcp") throw new Error(`unexpected address ${lock.lock.address}`);
+    return { child, address, lock };
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw err;
+  }
+}
+
+async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
+  const { child, address, lock } = await spawnDaemon(config, stateDir, "warn");
+  try {
     const sockets: Socket[] = [];
     const pool: LineConnection[] = [];
     for (let i = 0; i < CONCURRENCY; i++) {
@@ -224,15 +239,8 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function benchHostile(config: string, stateDir: string): Promise<HostileOutcome[]> {
-  const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--log-level", "error"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const { child, address, lock } = await spawnDaemon(config, stateDir, "error");
   try {
-    await waitForStderr(child, /listening on/);
-    const lock = await readLock(lockFilePath(stateDir));
-    if (lock.state !== "ok") throw new Error("no lockfile");
-    const address = parseAddress(lock.lock.address);
-    if (address?.kind !== "tcp") throw new Error(`unexpected address ${lock.lock.address}`);
     const pool: LineConnection[] = [];
     const sockets: Socket[] = [];
     for (let i = 0; i < 8; i++) {
