@@ -96,6 +96,40 @@ function closeServer(server: Server): Promise<void> {
   return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
+/**
+ * Holds the connections a listener accepts before the daemon exists to serve them. The lockfile
+ * names the address as soon as it is written, while the bridge is still opening, and a client
+ * polling for it connects at once. A socket accepted with no `connection` listener is orphaned:
+ * never read, never closed, and `server.close()` (which waits for every accepted socket) would
+ * never call back, keeping the daemon and its upstream children alive after a stop. The bytes a
+ * held socket receives stay buffered until the daemon adopts it.
+ */
+class WaitingRoom {
+  private readonly held = new Set<Socket>();
+  private readonly hold = (socket: Socket): void => {
+    this.held.add(socket);
+    socket.once("close", () => this.held.delete(socket));
+  };
+
+  constructor(private readonly server: Server) {
+    server.on("connection", this.hold);
+  }
+
+  /** Stops holding new connections and hands over those still open. */
+  release(): Socket[] {
+    this.server.off("connection", this.hold);
+    const sockets = [...this.held];
+    this.held.clear();
+    return sockets;
+  }
+
+  /** Start-up failed: ends every held connection, then the listener. */
+  async close(): Promise<void> {
+    for (const socket of this.release()) socket.destroy();
+    await closeServer(this.server);
+  }
+}
+
 async function unlinkQuietly(path: string): Promise<void> {
   await unlink(path).catch(() => undefined);
 }
@@ -141,6 +175,7 @@ export class Daemon implements SessionHost {
   private constructor(init: {
     options: DaemonOptions;
     server: Server;
+    waiting: WaitingRoom;
     lock: LockInfo;
     lockFile: string;
     bridge: Bridge;
@@ -166,11 +201,13 @@ export class Daemon implements SessionHost {
     // Requests are answered while upstreams start: lists give them startup_grace_ms, calls and
     // get_schema wait for their own server only.
     this.bridge.begin(options.signal);
-    this.server.on("connection", (socket) => {
+    const adopt = (socket: Socket): void => {
       this.sockets.add(socket);
       socket.once("close", () => this.sockets.delete(socket));
       this.accept(socket);
-    });
+    };
+    this.server.on("connection", adopt);
+    for (const socket of init.waiting.release()) adopt(socket);
     const heartbeatMs = init.lock.heartbeatMs;
     this.heartbeatTimer = setInterval(() => void this.beat(), heartbeatMs);
     this.heartbeatTimer.unref();
@@ -187,6 +224,7 @@ export class Daemon implements SessionHost {
     await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
     const lockFile = lockFilePath(options.stateDir);
     const server = createServer({ pauseOnConnect: false });
+    const waiting = new WaitingRoom(server);
     let address: DaemonAddress;
     if (options.socketPath !== undefined) {
       const socketPath = options.socketPath;
@@ -233,11 +271,11 @@ export class Daemon implements SessionHost {
     try {
       acquired = await acquireLock(lockFile, lock, options.signal ? { signal: options.signal } : {});
     } catch (err) {
-      await closeServer(server);
+      await waiting.close();
       throw err;
     }
     if (!acquired.acquired) {
-      await closeServer(server);
+      await waiting.close();
       logger.info("another daemon holds the state dir", { pid: acquired.holder.pid, address: acquired.holder.address });
       return { status: "running", holder: acquired.holder };
     }
@@ -254,11 +292,11 @@ export class Daemon implements SessionHost {
         logger: options.logger ?? silentLogger,
       });
     } catch (err) {
-      await closeServer(server);
+      await waiting.close();
       await releaseLock(lockFile, lock.token);
       throw err;
     }
-    const daemon = new Daemon({ options, server, lock, lockFile, bridge, logger, identity });
+    const daemon = new Daemon({ options, server, waiting, lock, lockFile, bridge, logger, identity });
     logger.info("daemon listening", { address: lock.address, pid: lock.pid, lockfile: lockFile });
     return { status: "started", daemon };
   }
@@ -454,8 +492,11 @@ export class Daemon implements SessionHost {
     // any more (evicted, refused) or that lingers must not hold the shutdown, and with it the
     // upstream children, for good.
     for (const socket of this.sockets) socket.destroy();
+    this.logger.debug("sessions closed", { sessions: this.sessions.size });
     await serverClosed;
+    this.logger.debug("listener closed");
     const results = await Promise.allSettled([this.bridge.close()]);
+    this.logger.debug("bridge closed");
     for (const result of results) {
       if (result.status === "rejected") this.logger.warn("error while closing the bridge", { error: result.reason });
     }

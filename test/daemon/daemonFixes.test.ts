@@ -3,7 +3,7 @@
  * against unauthenticated or non-reading clients, and calls that wait only for their own server.
  */
 import { once } from "node:events";
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -14,7 +14,7 @@ import { MAX_BUFFERED_ANSWER_BYTES } from "../../src/daemon/daemonSession.js";
 import { parseAddress } from "../../src/daemon/protocol.js";
 import { isAbridgeError } from "../../src/errors.js";
 import { fixtureServerToml } from "../helpers/cliHarness.js";
-import { memoryLogger, startDaemon, testSetup } from "./daemonHarness.js";
+import { memoryLogger, RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 function rawSocket(address: string): Promise<Socket> {
   const parsed = parseAddress(address);
@@ -59,6 +59,49 @@ describe("daemon review fixes", { timeout: 60_000 }, () => {
     const edited = await ensureDaemon({ stateDir: setup.stateDir, config: setup.configFile, timeoutMs: 10_000 }).catch((err: unknown) => err);
     expect(isAbridgeError(edited, "DAEMON_CONFIG_MISMATCH")).toBe(true);
     expect((edited as Error).message).toContain("has changed");
+  });
+
+  it("serves a client that connects while the bridge is still opening, and still stops", async () => {
+    const setup = await testSetup("");
+    // A large summary cache keeps the bridge opening for a while after the lockfile (with the
+    // address in it) is written: the window in which a polling client connects.
+    const cacheFile = path.join(setup.dir, "cache", "summaries.jsonl");
+    await mkdir(path.dirname(cacheFile), { recursive: true });
+    const line = (i: number): string =>
+      JSON.stringify({
+        key: `big:tool_${i}:${i.toString(16).padStart(16, "0")}`,
+        server: "big",
+        tool: `tool_${i}`,
+        hash: i.toString(16).padStart(16, "0"),
+        summary: `Does the ${i}th thing.`,
+        params: {},
+        summarizer: "extractive@3",
+        prompt: "none",
+        tokensBefore: 40,
+        tokensAfter: 8,
+        createdAt: "2026-01-01T00:00:00.000Z",
+      });
+    await writeFile(cacheFile, Array.from({ length: 60_000 }, (_, i) => line(i)).join("\n") + "\n");
+    let started = false;
+    const starting = startDaemon(setup).then((daemon) => ((started = true), daemon));
+    let lock = await readLock(lockFilePath(setup.stateDir));
+    while (lock.state !== "ok" && !started) {
+      await new Promise((resolve) => setImmediate(resolve));
+      lock = await readLock(lockFilePath(setup.stateDir));
+    }
+    if (lock.state !== "ok") throw new Error("no lockfile");
+    const client = await RawClient.connect(lock.lock.address);
+    // The premise: connected (and asking) before the daemon was ready to serve.
+    expect(started).toBe(false);
+    const answer = client.request({ op: "stats", token: lock.lock.token, id: "early" });
+    const daemon = await starting;
+    expect(await answer).toMatchObject({ id: "early", ok: true });
+    // Stopping must not wait for a connection accepted before the daemon existed.
+    const stopped = await Promise.race([
+      daemon.close({ graceMs: 500 }).then(() => "stopped"),
+      new Promise<string>((resolve) => setTimeout(() => resolve("still stopping after 10 s"), 10_000).unref()),
+    ]);
+    expect(stopped).toBe("stopped");
   });
 
   it("closes a connection after its first refused token, rate-limits the log, and still goes idle under a flood", async () => {

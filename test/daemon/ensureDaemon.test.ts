@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
@@ -24,9 +25,26 @@ afterEach(async () => {
     await new Promise((r) => setTimeout(r, 100));
     left = dirs.flatMap((dir) => pidsWithMarker(dir));
   }
+  // What was still running, and what each daemon logged: the failure must say which step hung.
+  const report = left.length === 0 ? [] : await Promise.all(dirs.map((dir) => survivorReport(dir)));
   killAll(left);
-  expect(left).toEqual([]);
+  expect(left, report.join("\n")).toEqual([]);
 });
+
+/** The command line of every process still carrying `dir`, and the tail of its daemon log. */
+async function survivorReport(dir: string): Promise<string> {
+  const procs = pidsWithMarker(dir).map((pid) => `  ${pid}: ${commandLineOf(pid)}`);
+  const log = await readFile(`${dir}/state/daemon.log`, "utf8").catch((err: Error) => `(no daemon.log: ${err.message})`);
+  return [`${dir}:`, ...procs, "  daemon.log (last 40 lines):", ...log.trimEnd().split("\n").slice(-40).map((l) => `    ${l}`)].join("\n");
+}
+
+function commandLineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").slice(0, 300);
+  } catch {
+    return "(gone)";
+  }
+}
 
 async function e2eSetup(extra = ""): Promise<Awaited<ReturnType<typeof testSetup>> & { ensure: EnsureDaemonOptions }> {
   // The daemon runs in the config's folder; the fixture's `--import tsx` needs the repo's.
@@ -42,7 +60,8 @@ async function e2eSetup(extra = ""): Promise<Awaited<ReturnType<typeof testSetup
     ensure: {
       stateDir: setup.stateDir,
       config: setup.configFile,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      // Debug lines in daemon.log: a daemon that outlives the test must show where it stopped.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ABRIDGE_LOG_LEVEL: "debug" },
       timeoutMs: 45_000,
       // afterEach stops daemons with SIGTERM; on a loaded machine the default 10 s grace plus the
       // children's stdin-end/SIGTERM/SIGKILL steps could outlast its 15 s wait.
