@@ -7,7 +7,7 @@ import { finished } from "node:stream/promises";
 import { promisify } from "node:util";
 import type { CacheEntry } from "../src/cache/cacheEntry.js";
 import { createToolHasher } from "../src/catalog/toolHash.js";
-import type { RawTool } from "../src/upstream/types.js";
+import type { RawTool } from "../src/model/types.js";
 import { REPO_ROOT, type CorpusServer } from "./corpus.js";
 import { median, nowMs } from "./measure.js";
 

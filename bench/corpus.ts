@@ -8,12 +8,12 @@ import { createToolHasher } from "../src/catalog/toolHash.js";
 import { ToolCatalog } from "../src/catalog/toolCatalog.js";
 import type { SearchResult } from "../src/catalog/searchIndex.js";
 import type { CatalogTool } from "../src/catalog/types.js";
-import { AbridgeError, ErrorCode } from "../src/errors.js";
+import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import { SummarizeQueue } from "../src/summarize/summarizeQueue.js";
 import type { Summarizer } from "../src/summarize/types.js";
-import { assignNames } from "../src/upstream/naming.js";
-import type { ExposedTool, RawTool } from "../src/upstream/types.js";
+import { assignNames } from "../src/model/names.js";
+import type { ExposedTool, RawTool } from "../src/model/types.js";
 
 /** The repository root (bench/ lives directly below it). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { AbridgeError, ErrorCode } from "../src/errors.js";
+import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { peakRssMiB, sleep } from "./measure.js";
 import { isPidAlive } from "../src/upstream/childStdioTransport.js";
 

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { AbridgeError, ErrorCode } from "../src/errors.js";
+import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { CLI_BIN, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { connectHttp, connectStdio, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";

@@ -2,8 +2,8 @@
  * abridge as a library: the core (`Bridge`), its parts, and the front ends that embedders start
  * themselves. Explicit named exports only; nothing here imports the CLI.
  */
-export { AbridgeError, ErrorCode, isAbridgeError } from "./errors.js";
-export type { AbridgeErrorOptions } from "./errors.js";
+export { AbridgeError, ErrorCode, isAbridgeError } from "./model/errors.js";
+export type { AbridgeErrorOptions } from "./model/errors.js";
 export { createLogger, SecretSet, silentLogger } from "./log/logger.js";
 export type { Logger, LogLevel, LoggerOptions } from "./log/logger.js";
 
@@ -13,9 +13,9 @@ export type { Config, ConfigFile, Mode, ServerConfig, SummaryConfig } from "./co
 
 export { UpstreamPool } from "./upstream/upstreamPool.js";
 export type { UpstreamPoolOptions } from "./upstream/upstreamPool.js";
-export { assignNames, parseToolUri, toolUri } from "./upstream/naming.js";
+export { assignNames, parseToolUri, toolUri } from "./model/names.js";
 export { normalizeTool } from "./upstream/normalizeTool.js";
-export type { CallToolResult, ExposedTool, RawTool, ServerStatus } from "./upstream/types.js";
+export type { CallToolResult, ExposedTool, RawTool, ServerStatus } from "./model/types.js";
 
 export { JsonlStore } from "./cache/jsonlStore.js";
 export { clearCache, compactCache, verifyCache } from "./cache/cacheMaintenance.js";
@@ -52,11 +52,11 @@ export type { McpFrontend, McpFrontendOptions } from "./serve/mcpFrontend.js";
 export { serveStdio } from "./serve/serveStdio.js";
 export { startHttpServer } from "./serve/httpServer.js";
 export type { HttpFrontend, HttpServerOptions } from "./serve/httpServer.js";
-export { VERSION } from "./version.js";
+export { VERSION } from "./model/version.js";
 
 export { DaemonClient, isMcpPath } from "./client/daemonClient.js";
 export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, HostTool } from "./client/daemonClient.js";
 export { ensureDaemon, pingDaemon } from "./client/ensureDaemon.js";
 export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js";
-export type { DaemonTool } from "./daemon/protocol.js";
-export type { LockInfo } from "./daemon/daemonLock.js";
+export type { DaemonTool } from "./wire/protocol.js";
+export type { LockInfo } from "./wire/lockfile.js";

@@ -1,6 +1,6 @@
 import { open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { parseCacheLine } from "./parseCacheLine.js";
 import { MAX_LINE_BYTES, readLines } from "./readLines.js";

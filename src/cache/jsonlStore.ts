@@ -2,7 +2,7 @@ import { mkdir, open, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { z } from "zod";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import type { CacheEntry, cacheEntrySchema } from "./cacheEntry.js";

@@ -1,6 +1,6 @@
 import { isAscii } from "node:buffer";
 import type { FileHandle } from "node:fs/promises";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /** Longest line the cache reader accepts; a summary line is a few hundred bytes. */
 export const MAX_LINE_BYTES = 1024 * 1024;

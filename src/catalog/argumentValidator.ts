@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { compileLinearPattern, type PatternTester } from "./linearRegExp.js";
 import type { CatalogTool } from "./types.js";
+import { isObject } from "../model/json.js";
 
 /** Most errors listed in one result: past this the model learns nothing more from the list. */
 const MAX_ERRORS = 8;
@@ -34,9 +35,6 @@ type Compiled = { validate: ValidateFunction; unchecked?: string[] } | { skipped
 // object, whose `default` is the plugin.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AnyAjv) => unknown;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** `/labels/0` -> `labels[0]`; `/a b` -> `["a b"]`; `` -> `(root)`. */
 function readablePath(pointer: string, child?: string): string {

@@ -4,6 +4,7 @@
  * huge enums) to the few facts a model needs to call the tool (names, kinds, required, short enums).
  */
 import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
+import { isObject } from "../model/json.js";
 
 /** A JSON object as it came off the wire. */
 type JsonObject = Record<string, unknown>;
@@ -39,9 +40,6 @@ export interface PropertyShape {
   shape: SchemaShape;
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * Resolves a local JSON pointer `$ref` (`#/$defs/x`, `#/definitions/x`, `#`) against `root`.

@@ -7,6 +7,7 @@ import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
+import { compareStrings, isObject } from "../model/json.js";
 
 /** Options of {@link renderTools}. */
 export interface RenderOptions {
@@ -104,14 +105,7 @@ const PROSE_ONLY_KEYWORDS = new Set(["examples", "$comment"]);
 
 type JsonObject = Record<string, unknown>;
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
-/** Code-unit order: locale-independent, so every process sorts the same way. */
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /**
  * Copies a schema node with every `description` shortened (or replaced by `params[name]` for the

@@ -7,7 +7,7 @@ import { guardSummary } from "../summarize/guard.js";
 import type { SummarizeInput } from "../summarize/types.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
 import { schemaTooDeep } from "../upstream/schemaDepth.js";
-import type { ExposedTool } from "../upstream/types.js";
+import type { ExposedTool } from "../model/types.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
 import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
 import { SearchIndex, type SearchResult } from "./searchIndex.js";

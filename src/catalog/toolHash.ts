@@ -1,9 +1,9 @@
 import xxhash from "xxhash-wasm";
 import { cacheKey } from "../cache/cacheEntry.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { normalizeTool } from "../upstream/normalizeTool.js";
 import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 
 /**
  * The members of a tool that reach the model. Only these feed the hash: `_meta`, `execution` and

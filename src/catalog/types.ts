@@ -1,6 +1,6 @@
 import type { Mode } from "../config/schema.js";
 import type { ToolSummary } from "../summarize/types.js";
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 
 export type { Mode };
 

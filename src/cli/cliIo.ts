@@ -1,5 +1,5 @@
 import type { Readable, Writable } from "node:stream";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { stripControl } from "../util/stripControl.js";
 
 /**

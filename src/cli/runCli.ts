@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/loadConfig.js";
-import { AbridgeError, ErrorCode, toAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import { LOG_LEVELS, SecretSet, type LogLevel } from "../log/logger.js";
 import { createAdjustableLogger, recordingLogger } from "./adjustableLogger.js";
-import { VERSION } from "../version.js";
+import { VERSION } from "../model/version.js";
 import { outputClosed, writeLine, type CliIo } from "./cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "./command.js";
 import { COMMANDS } from "./commands/index.js";

@@ -1,8 +1,8 @@
 import { connect, type Socket } from "node:net";
 import { z } from "zod";
-import { MAX_LINE_BYTES, type DaemonAddress } from "../daemon/protocol.js";
-import { LineSplitter } from "../daemon/lineSplitter.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { MAX_LINE_BYTES, type DaemonAddress } from "../wire/protocol.js";
+import { LineSplitter } from "../wire/lineSplitter.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /** Responses may be larger than requests (a big tool list); still bounded. */
 const MAX_RESPONSE_BYTES = 4 * MAX_LINE_BYTES;

@@ -1,12 +1,12 @@
 import type { SchemaResult } from "../catalog/metaTools.js";
 import type { Mode } from "../config/schema.js";
-import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
-import { isPidAlive } from "../daemon/processInfo.js";
-import { parseAddress, type DaemonTool } from "../daemon/protocol.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
+import { isPidAlive } from "../wire/processInfo.js";
+import { parseAddress, type DaemonTool } from "../wire/protocol.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import type { CallToolResult, JsonObject } from "../upstream/types.js";
-import { parseToolUri } from "../upstream/naming.js";
+import type { CallToolResult, JsonObject } from "../model/types.js";
+import { parseToolUri } from "../model/names.js";
 import { ClientConnection, ConnectionLostError, type ClientResponse } from "./clientConnection.js";
 import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
 

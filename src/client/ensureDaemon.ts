@@ -1,13 +1,13 @@
 import { mkdir, open, readFile, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.js";
-import { configIdentity, configMismatch } from "../daemon/configIdentity.js";
-import { isLockStale, lockFilePath, readLock, type LockInfo } from "../daemon/daemonLock.js";
-import { currentPid, isPidAlive } from "../daemon/processInfo.js";
-import { parseAddress } from "../daemon/protocol.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { configIdentity, configMismatch } from "../wire/configIdentity.js";
+import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
+import { currentPid, isPidAlive } from "../wire/processInfo.js";
+import { parseAddress } from "../wire/protocol.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import { delay } from "../daemon/delay.js";
+import { delay } from "../model/timers.js";
 import { ClientConnection } from "./clientConnection.js";
 import { spawnDaemon, type SpawnedDaemon } from "./spawnDaemon.js";
 

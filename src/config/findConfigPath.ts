@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { EnvMap } from "./expandVars.js";
 
 /** Options of {@link findConfigPath}. */

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { EnvMap } from "./expandVars.js";

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { SecretSet, silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { expandVars, hasVarSyntax } from "./expandVars.js";

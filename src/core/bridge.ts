@@ -8,7 +8,7 @@ import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../cata
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
 import { extraMetaTools } from "../policy/readOutputTool.js";
@@ -17,12 +17,12 @@ import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
 import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
-import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../upstream/naming.js";
+import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../model/names.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
-import type { CallToolResult, JsonObject, ServerStatus } from "../upstream/types.js";
+import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { closestNames } from "../util/suggest.js";
-import { VERSION } from "../version.js";
+import { VERSION } from "../model/version.js";
 
 /**
  * How much longer than a server's `connect_timeout_ms` a request waits for that server to be

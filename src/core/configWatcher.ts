@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/schema.js";
-import { toAbridgeError } from "../errors.js";
+import { toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { Bridge } from "./bridge.js";
 

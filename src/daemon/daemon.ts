@@ -4,17 +4,17 @@ import { tokenReport } from "../catalog/renderTools.js";
 import type { Mode } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import { toolUri } from "../upstream/naming.js";
-import { VERSION } from "../version.js";
-import { configIdentity, type ConfigIdentity } from "./configIdentity.js";
-import { RateLimitedLog } from "./rateLimitedLog.js";
-import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock, releaseLock, type LockInfo } from "./daemonLock.js";
+import { toolUri } from "../model/names.js";
+import { VERSION } from "../model/version.js";
+import { configIdentity, type ConfigIdentity } from "../wire/configIdentity.js";
+import { RateLimitedLog } from "../log/rateLimitedLog.js";
+import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
-import { currentPid } from "./processInfo.js";
-import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest } from "./protocol.js";
+import { currentPid } from "../wire/processInfo.js";
+import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest } from "../wire/protocol.js";
 
 /** Default heartbeat of the lockfile. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;

@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
-import { AbridgeError, ErrorCode, toAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
-import { LineSplitter } from "./lineSplitter.js";
-import { daemonRequestSchema, requestIdOf, type DaemonRequest, type RequestId } from "./protocol.js";
+import { LineSplitter } from "../wire/lineSplitter.js";
+import { daemonRequestSchema, requestIdOf, type DaemonRequest, type RequestId } from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;

@@ -1,7 +1,7 @@
 import { compactDescription } from "../catalog/renderTools.js";
 import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
-import type { DaemonTool } from "./protocol.js";
+import type { DaemonTool } from "../wire/protocol.js";
 
 /**
  * The `list_tools` answer: every catalog tool in `mode`'s rendering, with the server, the

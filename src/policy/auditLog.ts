@@ -3,7 +3,7 @@ import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { canonicalJson } from "../catalog/toolHash.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 

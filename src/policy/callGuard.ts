@@ -1,10 +1,10 @@
 import path from "node:path";
 import { resolveStateDir } from "../cache/cachePaths.js";
 import type { Config } from "../config/schema.js";
-import { isAbridgeError } from "../errors.js";
+import { isAbridgeError } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import type { CallToolResult, ExposedTool, JsonObject, RawTool } from "../upstream/types.js";
+import type { CallToolResult, ExposedTool, JsonObject, RawTool } from "../model/types.js";
 import { AuditLog } from "./auditLog.js";
 import type { AuditOutcome } from "./auditLog.js";
 import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";

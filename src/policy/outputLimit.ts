@@ -1,4 +1,5 @@
-import type { CallToolResult, JsonObject } from "../upstream/types.js";
+import type { CallToolResult, JsonObject } from "../model/types.js";
+import { isObject } from "../model/json.js";
 
 /** `_meta` key that marks a result as third-party output, not abridge's own words. */
 export const TRUST_META_KEY = "abridge/trust";
@@ -9,9 +10,6 @@ export const SPILL_META_KEY = "abridge/output-handle";
 /** The value of {@link TRUST_META_KEY} on every forwarded tool result. */
 export const UNTRUSTED_TOOL_OUTPUT = "untrusted-tool-output";
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 const encoder = new TextEncoder();
 

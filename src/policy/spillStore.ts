@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import type { CallToolResult } from "../upstream/types.js";
+import type { CallToolResult } from "../model/types.js";
 import { utf8Bytes } from "./outputLimit.js";
 
 /** Options of {@link SpillStore}. */

@@ -1,6 +1,6 @@
 import type { ServerConfig } from "../config/schema.js";
 import { globToRegExp } from "../upstream/toolFilter.js";
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 
 /** Whether a call may go through, and if not, which setting refused it. */
 export type PolicyDecision = { allowed: true } | { allowed: false; rule: string; reason: string };

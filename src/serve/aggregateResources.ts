@@ -1,6 +1,6 @@
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
-import type { JsonObject, ServerStatus } from "../upstream/types.js";
-import { compareStrings } from "../upstream/naming.js";
+import type { JsonObject, ServerStatus } from "../model/types.js";
+import { compareStrings } from "../model/json.js";
 
 /** What the aggregator needs of the config in force: looked up on every use, so a hot reload applies. */
 export interface AggregatorNaming {

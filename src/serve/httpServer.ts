@@ -5,7 +5,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";

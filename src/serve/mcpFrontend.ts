@@ -24,12 +24,13 @@ import {
 import { z } from "zod";
 import type { ListedTool, Mode } from "../catalog/types.js";
 import type { Bridge } from "../core/bridge.js";
-import { ErrorCode, toAbridgeError } from "../errors.js";
+import { ErrorCode, toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import type { JsonObject, ServerStatus } from "../upstream/types.js";
+import type { JsonObject, ServerStatus } from "../model/types.js";
 import type { CallRelay, UpstreamNotification } from "../upstream/upstreamConnection.js";
-import { VERSION } from "../version.js";
+import { VERSION } from "../model/version.js";
 import { ResourceAggregator } from "./aggregateResources.js";
+import { isObject } from "../model/json.js";
 
 /** Options of {@link createMcpFrontend}. */
 export interface McpFrontendOptions {
@@ -202,9 +203,6 @@ function severity(level: unknown): number {
   return LoggingLevelSchema.options.indexOf(level as LoggingLevel);
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** MCP requires `inputSchema.type === "object"`; some servers omit it (gitlab's), which makes SDK clients reject the whole list. */
 function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool: T): T {

@@ -1,11 +1,9 @@
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { countJsonTokens } from "../tokens/countTokens.js";
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 import type { SummarizeInput, ToolSummary } from "./types.js";
+import { isObject } from "../model/json.js";
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * The input schema with top-level property descriptions replaced by `params` (a property without

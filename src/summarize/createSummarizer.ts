@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SummaryConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
 import { ExtractiveSummarizer } from "./extractiveSummarizer.js";

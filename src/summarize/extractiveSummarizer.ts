@@ -1,4 +1,4 @@
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 import { guardSummary } from "./guard.js";
 import { plainTextBlocks } from "./plainTextBlocks.js";
 import type { TextBlock } from "./plainTextBlocks.js";

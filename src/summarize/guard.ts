@@ -1,5 +1,6 @@
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 import type { ToolSummary } from "./types.js";
+import { isObject } from "../model/json.js";
 
 /** Verdict of {@link guardSummary}. */
 export type GuardResult = { ok: true } | { ok: false; reasons: string[] };
@@ -41,9 +42,6 @@ const SNAKE = /\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b/g;
 const CAMEL = /\b[a-z]+[A-Z][A-Za-z0-9]*\b/g;
 const BACKTICKED = /`([^`\n]+)`/g;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Collects every property name (any depth, `$defs` included) and every text of a schema. */
 function walkSchema(node: unknown, names: Set<string>, texts: string[], depth = 0): void {

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /** A prompt file: its instructions and the id recorded in every cache entry it produced. */
 export interface PromptTemplate {

@@ -1,11 +1,12 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { z } from "zod";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 import type { PromptTemplate } from "./loadPrompt.js";
 import type { SummarizeInput, SummarizeOutcome, Summarizer } from "./types.js";
+import { isObject } from "../model/json.js";
 
 /** Options of {@link OpenAiSummarizer}. */
 export interface OpenAiSummarizerOptions {
@@ -42,9 +43,6 @@ const replySchema = z.object({
 /** Longest property description sent to the model. */
 const MAX_PARAM_DESCRIPTION_CHARS = 1_000;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** A property's type as one short string: `string`, `array<string>`, `string|null`, `object`. */
 function typeOf(schema: Record<string, unknown>, depth = 0): string | undefined {

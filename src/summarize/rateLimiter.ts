@@ -1,4 +1,4 @@
-import { sleep } from "./sleep.js";
+import { delay } from "../model/timers.js";
 
 /**
  * Spaces request starts evenly: at most `requestsPerMinute` per minute, one every
@@ -27,7 +27,7 @@ export class RateLimiter {
   /** Waits for the next free slot; rejects with `CANCELLED` when `signal` aborts. */
   async acquire(signal?: AbortSignal): Promise<void> {
     const waitMs = this.reserve();
-    if (waitMs > 0) await sleep(waitMs, signal);
+    if (waitMs > 0) await delay(waitMs, signal);
     else signal?.throwIfAborted();
   }
 }

@@ -1,7 +1,7 @@
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheEntrySchema, cacheKey } from "../cache/cacheEntry.js";
 import type { SummaryConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError, toAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
 import { buildCacheEntry } from "./buildCacheEntry.js";
@@ -10,7 +10,7 @@ import { ExtractiveSummarizer, summaryFromName } from "./extractiveSummarizer.js
 import { stripControl } from "../util/stripControl.js";
 import { guardSummary } from "./guard.js";
 import { RateLimiter } from "./rateLimiter.js";
-import { sleep } from "./sleep.js";
+import { delay } from "../model/timers.js";
 import type { SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
 
 /** Where finished entries go: the JSONL store, or anything with the same `append`. */
@@ -432,7 +432,7 @@ export class SummarizeQueue {
         tools: remaining.length,
       });
       try {
-        await sleep(delayMs, this.waitAbort.signal);
+        await delay(delayMs, this.waitAbort.signal);
       } catch (err) {
         if (isAbridgeError(err, ErrorCode.CANCELLED)) return; // closed while sleeping: dropped
         throw err;

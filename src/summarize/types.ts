@@ -1,4 +1,4 @@
-import type { RawTool } from "../upstream/types.js";
+import type { RawTool } from "../model/types.js";
 
 /** One tool to summarize. */
 export interface SummarizeInput {

@@ -6,6 +6,7 @@ import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from 
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
 import { isPidAlive } from "../util/pidAlive.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
+import { delay } from "../model/timers.js";
 
 /** How often a pid is probed while waiting for a child to go away. */
 const REAP_POLL_MS = 25;
@@ -14,21 +15,12 @@ const REKILL_AFTER_MS = 2_000;
 
 export { isPidAlive };
 
-/**
- * Sleeps on a ref'd timer. Closing a child is bounded (stdin end, SIGTERM and SIGKILL each after
- * a short grace), and it must keep the event loop alive: with unref'd timers a process whose only
- * remaining work was ending a child that ignores SIGTERM ran dry and exited first, leaving that
- * child behind with ppid 1.
- */
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** Resolves once `pid` is gone, re-sending SIGKILL now and then in case the first was missed. */
 export async function waitForPidExit(pid: number): Promise<void> {
   let waitedMs = 0;
   while (isPidAlive(pid)) {
-    await sleep(REAP_POLL_MS);
+    await delay(REAP_POLL_MS);
     waitedMs += REAP_POLL_MS;
     if (waitedMs >= REKILL_AFTER_MS) {
       waitedMs = 0;
@@ -285,7 +277,7 @@ export class ChildStdioTransport implements Transport {
       // Re-reads the grace as it waits: a close() with a shorter grace may come meanwhile.
       const within = async (step: keyof CloseGrace): Promise<void> => {
         const started = Date.now();
-        while (!this.exited && Date.now() - started < this.grace[step]) await sleep(REAP_POLL_MS);
+        while (!this.exited && Date.now() - started < this.grace[step]) await delay(REAP_POLL_MS);
       };
       try {
         child.stdin?.end();

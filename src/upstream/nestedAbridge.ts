@@ -1,6 +1,6 @@
 import { realpathSync } from "node:fs";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /**
  * Environment variable every stdio server abridge starts is given: a JSON array of the config

@@ -1,5 +1,6 @@
 import { MAX_SCHEMA_DEPTH } from "./schemaDepth.js";
-import type { JsonObject, RawTool } from "./types.js";
+import type { JsonObject, RawTool } from "../model/types.js";
+import { isObject } from "../model/json.js";
 
 /**
  * Schema keywords whose value is a map of name -> subschema, one subschema, or a list of
@@ -24,9 +25,6 @@ const SCHEMA_LISTS = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
 /** Keywords whose value is data, where `null` is a value like any other (`"default": null`). */
 const DATA_KEYWORDS = new Set(["default", "const", "enum", "examples"]);
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** `object` without its null members, or `object` itself when it has none. */
 function withoutNulls(object: JsonObject): JsonObject {

@@ -1,7 +1,7 @@
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
-import type { RawTool } from "./types.js";
+import type { RawTool } from "../model/types.js";
 
 /** A recorded `tools/list` answer: the tools and, when the file names it, the server. */
 export interface RecordedList {

@@ -1,12 +1,12 @@
 import { readFile } from "node:fs/promises";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { parseRecordedList } from "./recordedList.js";
 import { createToolFilter } from "./toolFilter.js";
 import type { ToolFilter } from "./toolFilter.js";
-import type { CallToolResult, JsonObject, RawTool, ServerState, ServerStatus } from "./types.js";
+import type { CallToolResult, JsonObject, RawTool, ServerState, ServerStatus } from "../model/types.js";
 
 /** Options of a {@link RecordedUpstream}: the pool's callbacks, as an `UpstreamConnection` gets them. */
 export interface RecordedUpstreamOptions {

@@ -1,7 +1,7 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /** A command line ready for spawning. */
 export interface SandboxedCommand {

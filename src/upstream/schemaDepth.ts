@@ -1,4 +1,4 @@
-import type { JsonObject } from "./types.js";
+import type { JsonObject } from "../model/types.js";
 
 /**
  * How deep a tool may nest, counted in JSON levels (an object or array inside another is one level

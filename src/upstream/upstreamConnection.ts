@@ -17,7 +17,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { urlSecrets } from "../config/urlSecrets.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
 import { SecretSet, silentLogger } from "../log/logger.js";
@@ -27,7 +27,6 @@ import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
 import { boundedFetch } from "./boundedFetch.js";
 import { collectPages } from "./collectPages.js";
-import { compareStrings } from "./naming.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
@@ -35,7 +34,9 @@ import { sandboxCommand } from "./sandbox.js";
 import { createToolFilter } from "./toolFilter.js";
 import { forEachBoundedLine } from "../util/boundedLines.js";
 import type { ToolFilter } from "./toolFilter.js";
-import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate, RawTool, ServerState, ServerStatus } from "./types.js";
+import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate, RawTool, ServerState, ServerStatus } from "../model/types.js";
+import { compareStrings, isObject } from "../model/json.js";
+import { delay } from "../model/timers.js";
 
 /** Name and version abridge introduces itself with in `initialize`. */
 export interface ClientInfo {
@@ -126,33 +127,11 @@ const LIST_CAPABILITY: Record<string, string> = {
   "tools/list": "tools",
 };
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Resolves after `ms` unless `signal` aborts first (then rejects with its reason). */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason as Error);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    timer.unref();
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /**
  * One upstream MCP server: its SDK client and transport, its tool list, and its lifecycle
@@ -712,7 +691,7 @@ export class UpstreamConnection {
       const waitMs = backoffDelayMs(this.attempt, this.backoff, this.random);
       this.attempt++;
       try {
-        await delay(waitMs, this.lifetime.signal);
+        await delay(waitMs, this.lifetime.signal, { unref: true });
       } catch {
         return;
       }

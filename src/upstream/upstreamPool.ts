@@ -1,16 +1,17 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { EventEmitter } from "node:events";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import { assignNames, compareStrings } from "./naming.js";
+import { compareStrings } from "../model/json.js";
+import { assignNames } from "../model/names.js";
 import { ChildWatchdog } from "./childWatchdog.js";
-import type { AssignedName } from "./naming.js";
+import type { AssignedName } from "../model/names.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { CallRelay, UpstreamConnectionOptions, UpstreamNotification } from "./upstreamConnection.js";
-import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "./types.js";
+import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "../model/types.js";
 
 /** One server of the pool: a live connection, or a recorded tool list standing in for one. */
 type Upstream = UpstreamConnection | RecordedUpstream;

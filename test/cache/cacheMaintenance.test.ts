@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { clearCache, compactCache, verifyCache } from "../../src/cache/cacheMaintenance.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
-import { isAbridgeError } from "../../src/errors.js";
+import { isAbridgeError } from "../../src/model/errors.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
 
 let dir: string;

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { compactCache } from "../../src/cache/cacheMaintenance.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { MAX_LINE_BYTES } from "../../src/cache/readLines.js";
-import { AbridgeError, isAbridgeError } from "../../src/errors.js";
+import { AbridgeError, isAbridgeError } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
 import { spawnAppendWorker } from "../helpers/spawnAppendWorker.js";

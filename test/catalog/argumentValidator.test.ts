@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator } from "../../src/catalog/argumentValidator.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { catalogTool, corpusTool, loadCorpus } from "./corpusTools.js";
 
 const servers = loadCorpus();

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CatalogTool } from "../../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 /** The corpus vendored in the repository, `bench/corpus`. */

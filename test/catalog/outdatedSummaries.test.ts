@@ -6,7 +6,7 @@ import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
-import type { ExposedTool } from "../../src/upstream/types.js";
+import type { ExposedTool } from "../../src/model/types.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
 

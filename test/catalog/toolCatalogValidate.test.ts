@@ -4,7 +4,7 @@ import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
 import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { createLogger } from "../../src/log/logger.js";
-import type { ExposedTool } from "../../src/upstream/types.js";
+import type { ExposedTool } from "../../src/model/types.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 describe("ToolCatalog.validate", () => {

@@ -6,8 +6,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { cacheKey } from "../../src/cache/cacheEntry.js";
 import { canonicalJson, createToolHasher, HASHED_TOOL_FIELDS, toolKey } from "../../src/catalog/toolHash.js";
 import type { ToolHasher } from "../../src/catalog/toolHash.js";
-import { isAbridgeError } from "../../src/errors.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import { isAbridgeError } from "../../src/model/errors.js";
+import type { RawTool } from "../../src/model/types.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CORPUS_DIR = resolve(REPO_ROOT, "bench/corpus/servers");

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ExitCode } from "../../src/cli/command.js";
-import { isAbridgeError } from "../../src/errors.js";
+import { isAbridgeError } from "../../src/model/errors.js";
 import { assertNotNested, childMarkerEnv, PARENT_CONFIGS_ENV } from "../../src/upstream/nestedAbridge.js";
 import { abridgeCommand, abridgeServerToml } from "../helpers/abridgeCommand.js";
 import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";

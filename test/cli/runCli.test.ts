@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runAbridge } from "../helpers/cliHarness.js";
-import { VERSION } from "../../src/version.js";
+import { VERSION } from "../../src/model/version.js";
 
 describe("runCli shell", () => {
   it("prints the version", async () => {

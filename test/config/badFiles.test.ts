@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 
 interface BadCase {
   name: string;

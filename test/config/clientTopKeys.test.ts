@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
 
 /** A `claude_desktop_config.json` as Claude Desktop leaves it: servers plus the app's own settings. */

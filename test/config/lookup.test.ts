@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { findConfigPath } from "../../src/config/findConfigPath.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
 
 let root: string;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient, isMcpPath } from "../../src/client/daemonClient.js";
-import { AbridgeError } from "../../src/errors.js";
+import { AbridgeError } from "../../src/model/errors.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 
 const clients: DaemonClient[] = [];

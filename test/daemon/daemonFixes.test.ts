@@ -9,10 +9,10 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
 import { ensureDaemon } from "../../src/client/ensureDaemon.js";
-import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
+import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
 import { MAX_BUFFERED_ANSWER_BYTES } from "../../src/daemon/daemonSession.js";
-import { parseAddress } from "../../src/daemon/protocol.js";
-import { isAbridgeError } from "../../src/errors.js";
+import { parseAddress } from "../../src/wire/protocol.js";
+import { isAbridgeError } from "../../src/model/errors.js";
 import { fixtureServerToml } from "../helpers/cliHarness.js";
 import { memoryLogger, RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 

@@ -8,7 +8,7 @@ import { afterEach, expect } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import type { Config } from "../../src/config/schema.js";
 import { Daemon, type DaemonOptions } from "../../src/daemon/daemon.js";
-import { parseAddress } from "../../src/daemon/protocol.js";
+import { parseAddress } from "../../src/wire/protocol.js";
 import { createLogger, type Logger } from "../../src/log/logger.js";
 import { fixtureServerToml, tempDir, TEST_STARTUP_GRACE } from "../helpers/cliHarness.js";
 import { alivePids, killAll } from "../helpers/processes.js";

@@ -11,7 +11,7 @@ import {
   refreshLock,
   releaseLock,
   type LockInfo,
-} from "../../src/daemon/daemonLock.js";
+} from "../../src/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];

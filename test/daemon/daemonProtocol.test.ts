@@ -1,8 +1,8 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLock } from "../../src/daemon/daemonLock.js";
-import { MAX_LINE_BYTES } from "../../src/daemon/protocol.js";
+import { readLock } from "../../src/wire/lockfile.js";
+import { MAX_LINE_BYTES } from "../../src/wire/protocol.js";
 import { memoryLogger, RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 describe("daemon protocol", () => {

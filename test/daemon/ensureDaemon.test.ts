@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
 import { ensureDaemon, type EnsureDaemonOptions } from "../../src/client/ensureDaemon.js";
 import { spawnDaemon } from "../../src/client/spawnDaemon.js";
-import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
+import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge } from "../helpers/cliHarness.js";
 import { isAlive, killAll } from "../helpers/processes.js";
 import { testSetup } from "./daemonHarness.js";
@@ -209,7 +209,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
   it("daemon stop ends a hung daemon (stale heartbeat, live pid) with SIGTERM then SIGKILL, children included", async () => {
     const setup = await e2eSetup();
     const { mkdir } = await import("node:fs/promises");
-    const { isLockStale } = await import("../../src/daemon/daemonLock.js");
+    const { isLockStale } = await import("../../src/wire/lockfile.js");
     await mkdir(setup.stateDir, { recursive: true });
     const daemon = spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {}, extraArgs: ["--heartbeat-ms", "100"] });
     // Wait until this daemon holds the lock: an ensureDaemon call before that would spawn a second

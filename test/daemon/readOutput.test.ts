@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
-import type { CallToolResult } from "../../src/upstream/types.js";
+import type { CallToolResult } from "../../src/model/types.js";
 import { fixtureServerToml } from "../helpers/cliHarness.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 

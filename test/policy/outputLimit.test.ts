@@ -4,7 +4,7 @@ import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { CallGuard } from "../../src/policy/callGuard.js";
 import { base64DecodedBytes, blockBytes, limitOutput, markUntrusted, resultBytes } from "../../src/policy/outputLimit.js";
 import { SpillStore, spillOffsetOf, spillText } from "../../src/policy/spillStore.js";
-import type { CallToolResult } from "../../src/upstream/types.js";
+import type { CallToolResult } from "../../src/model/types.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isDestructiveTool, ToolPolicy } from "../../src/policy/toolPolicy.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { serverConfig } from "../helpers/processes.js";
 
 function tool(name: string, annotations?: RawTool["annotations"]): RawTool {

@@ -10,7 +10,7 @@ import { once } from "node:events";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
-import { lockFilePath, readLock } from "../../src/daemon/daemonLock.js";
+import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
 import { killAll } from "../helpers/processes.js";

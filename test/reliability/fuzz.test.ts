@@ -13,9 +13,9 @@ import { parseCacheLine } from "../../src/cache/parseCacheLine.js";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { DaemonSession } from "../../src/daemon/daemonSession.js";
 import type { SessionHost } from "../../src/daemon/daemonSession.js";
-import { LineSplitter } from "../../src/daemon/lineSplitter.js";
-import { daemonRequestSchema, requestIdOf } from "../../src/daemon/protocol.js";
-import { AbridgeError } from "../../src/errors.js";
+import { LineSplitter } from "../../src/wire/lineSplitter.js";
+import { daemonRequestSchema, requestIdOf } from "../../src/wire/protocol.js";
+import { AbridgeError } from "../../src/model/errors.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
 

@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
 import { ensureDaemon } from "../../src/client/ensureDaemon.js";
-import { lockFilePath, newToken, readLock, type LockInfo } from "../../src/daemon/daemonLock.js";
+import { lockFilePath, newToken, readLock, type LockInfo } from "../../src/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { clientPrefixedMatches } from "../../src/upstream/naming.js";
+import { clientPrefixedMatches } from "../../src/model/names.js";
 import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 /** The corpus vendored in the repository, `bench/corpus`. */

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { summarySchema } from "../../src/config/schema.js";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { createSummarizer, PLACEHOLDER_API_KEY } from "../../src/summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import { parsePrompt } from "../../src/summarize/loadPrompt.js";

@@ -7,7 +7,7 @@ import {
 import { guardSummary } from "../../src/summarize/guard.js";
 import { EMOJI_PATTERN } from "../../src/summarize/plainTextBlocks.js";
 import { splitSentences } from "../../src/summarize/splitSentences.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { corpusTool, loadCorpusTools } from "./corpus.js";
 
 const budget = { wordBudget: 24 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { guardSummary, isDestructiveTool } from "../../src/summarize/guard.js";
-import type { RawTool } from "../../src/upstream/types.js";
+import type { RawTool } from "../../src/model/types.js";
 import { corpusTool, loadCorpusTools } from "./corpus.js";
 
 const corpus = loadCorpusTools();

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { compactInputView, OpenAiSummarizer, parseRetryAfter } from "../../src/summarize/openAiSummarizer.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
 import { startFakeOpenAi } from "../helpers/fakeOpenAi.js";

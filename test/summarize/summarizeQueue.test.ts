@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
 import { cacheEntrySchema } from "../../src/cache/cacheEntry.js";
 import { summarySchema } from "../../src/config/schema.js";
-import { AbridgeError, ErrorCode } from "../../src/errors.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import { OpenAiSummarizer } from "../../src/summarize/openAiSummarizer.js";
 import { RateLimiter } from "../../src/summarize/rateLimiter.js";

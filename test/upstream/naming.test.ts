@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { assignNames, parseToolUri, sanitizeName, toolUri } from "../../src/upstream/naming.js";
-import type { NameRequest } from "../../src/upstream/naming.js";
+import { assignNames, parseToolUri, sanitizeName, toolUri } from "../../src/model/names.js";
+import type { NameRequest } from "../../src/model/names.js";
 
 const VALID = /^[A-Za-z0-9_-]+$/;
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { normalizeTool } from "../../src/upstream/normalizeTool.js";
-import type { JsonObject, RawTool } from "../../src/upstream/types.js";
+import type { JsonObject, RawTool } from "../../src/model/types.js";
 
 const recorded = JSON.parse(readFileSync(new URL("../fixtures/nullTools.json", import.meta.url), "utf8")) as { tools: JsonObject[] };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ProgressUpdate } from "../../src/upstream/types.js";
+import type { ProgressUpdate } from "../../src/model/types.js";
 import { fixtureServer } from "../helpers/processes.js";
 import { makePool, memoryLogger, waitFor } from "./harness.js";
 

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isAbridgeError } from "../../src/errors.js";
+import { isAbridgeError } from "../../src/model/errors.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { serverConfig } from "../helpers/processes.js";

@@ -1,5 +1,5 @@
 import { clearCache, compactCache, verifyCache } from "../../cache/cacheMaintenance.js";
-import { AbridgeError, ErrorCode } from "../../errors.js";
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { guardCachedEntry } from "../../summarize/guard.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";

@@ -1,5 +1,5 @@
-import { AbridgeError, ErrorCode } from "../../errors.js";
-import type { JsonObject } from "../../upstream/types.js";
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import type { JsonObject } from "../../model/types.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, selectServers, withBridge } from "../openBridge.js";

@@ -1,7 +1,7 @@
-import { AbridgeError, ErrorCode } from "../../errors.js";
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { childMarkerEnv } from "../../upstream/nestedAbridge.js";
 import { UpstreamPool } from "../../upstream/upstreamPool.js";
-import { VERSION } from "../../version.js";
+import { VERSION } from "../../model/version.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { selectServers } from "../openBridge.js";

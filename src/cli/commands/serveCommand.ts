@@ -4,7 +4,7 @@ import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { usageError } from "../usageError.js";
-import { ErrorCode, isAbridgeError } from "../../errors.js";
+import { ErrorCode, isAbridgeError } from "../../model/errors.js";
 import { parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
 import { serveStdio } from "../../serve/serveStdio.js";

@@ -2,7 +2,7 @@ import type { CacheEntry } from "../../cache/cacheEntry.js";
 import { tokenReport } from "../../catalog/renderTools.js";
 import type { Config } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
-import { isAbridgeError, ErrorCode } from "../../errors.js";
+import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount, formatShare, formatTable } from "../formatTable.js";

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "./errors.js";
+import { compareStrings } from "./json.js";
 
 /** Longest exposed name: the limit most model APIs enforce on function names. */
 export const MAX_TOOL_NAME_LENGTH = 64;
@@ -152,10 +153,6 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
   }
 }
 
-/** Code-unit order, independent of the locale (unlike `localeCompare`). */
-export function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 const URI_PREFIX = "mcp://";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MODES } from "../config/schema.js";
-import type { ErrorCode } from "../errors.js";
+import type { ErrorCode } from "../model/errors.js";
 
 /**
  * The daemon's wire protocol (see DESIGN.md "Daemon protocol"): one JSON object per line in each

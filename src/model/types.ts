@@ -1,4 +1,4 @@
-import type { ErrorCode } from "../errors.js";
+import type { ErrorCode } from "./errors.js";
 
 /** A JSON object as it came off the wire. */
 export type JsonObject = { [key: string]: unknown };

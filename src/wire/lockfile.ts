@@ -3,8 +3,8 @@ import { constants, type Stats } from "node:fs";
 import { link, lstat, open, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { AbridgeError, ErrorCode } from "../errors.js";
-import { delay } from "./delay.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { delay } from "../model/timers.js";
 import { currentUid, isPidAlive } from "./processInfo.js";
 
 /** Name of the lockfile inside the state directory. */

@@ -1,4 +1,4 @@
-import { AbridgeError, ErrorCode } from "../errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { BoundedLineReader } from "../util/boundedLineReader.js";
 
 /**
