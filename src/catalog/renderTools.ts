@@ -378,9 +378,10 @@ function summaryForm(tool: RenderedTool): ListedTool {
 /**
  * o200k tokens (OpenAI function form) of one tool as `full` lists it and as `summary` lists it with
  * `summary` as its cached summary: the `tokensBefore` and `tokensAfter` of its cache entry. Both
- * come from the renderers that serve the lists, so the cached figure is what summary mode costs
- * (a schema walk of its own had drifted: it kept `examples`, unused `$defs` and nested prose that
- * summary mode drops). The name is the exposed one when the input carries it.
+ * come from the renderers that serve the lists, so the cached figure is what summary mode costs: a
+ * second schema walk for the figure drifts from the served one (over the corpus such a walk kept
+ * `examples`, unused `$defs` and nested prose that summary mode drops, and overstated the summary
+ * lists by a quarter). The name is the exposed one when the input carries it.
  */
 export function summaryTokens(input: SummarizeInput, summary: ToolSummary): EntryTokens {
   const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: input.tool, summary };
