@@ -3,15 +3,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { JsonlStore } from "../src/cache/jsonlStore.js";
-import { createToolHasher } from "../src/catalog/toolHash.js";
-import { ToolCatalog } from "../src/catalog/toolCatalog.js";
 import type { SearchResult } from "../src/catalog/searchIndex.js";
 import type { CatalogTool } from "../src/catalog/types.js";
 import { AbridgeError, ErrorCode } from "../src/model/errors.js";
-import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
-import { SummarizeQueue } from "../src/summarize/summarizeQueue.js";
-import type { Summarizer } from "../src/summarize/types.js";
+import { openSummaryPipeline, type Summarizer } from "../src/core/summaryPipeline.js";
 import { assignNames } from "../src/model/names.js";
 import type { ExposedTool, RawTool } from "../src/model/types.js";
 
@@ -87,9 +82,9 @@ export function exposeCorpus(servers: readonly CorpusServer[], separator = "_"):
 }
 
 /**
- * The corpus as a catalog serves it after `summarize warm` with `summarizer`: the real pipeline
- * (hash, store lookup, summarize queue with guard and extractive fallback, catalog), against a
- * cache file in a temp dir that is removed afterwards.
+ * The corpus as a catalog serves it after `summarize warm` with `summarizer`: the bridge's own
+ * summary pipeline (hash, store lookup, summarize queue with guard and extractive fallback,
+ * catalog), against a cache file in a temp dir that is removed afterwards.
  */
 export async function summarizedCatalog(
   servers: readonly CorpusServer[],
@@ -104,15 +99,12 @@ export async function summarizedCatalog(
 }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-"));
   try {
-    const [store, hasher] = await Promise.all([JsonlStore.open({ file: path.join(dir, "summaries.jsonl") }), createToolHasher()]);
-    const queue = new SummarizeQueue({
+    const { catalog, queue, close } = await openSummaryPipeline({
+      cacheFile: path.join(dir, "summaries.jsonl"),
+      env: {},
       summarizer,
-      fallback: new ExtractiveSummarizer(),
-      sink: store,
       concurrency: options.concurrency ?? 4,
     });
-    const catalog = new ToolCatalog({ store, hasher, jobs: queue });
-    queue.onEntry((entry) => catalog.applyEntry(entry));
     try {
       catalog.setTools(exposeCorpus(servers));
       await queue.drain(options.signal);
@@ -124,9 +116,7 @@ export async function summarizedCatalog(
         search: (query, limit) => catalog.search(query, limit),
       };
     } finally {
-      catalog.close();
-      await queue.close({ abortRunning: true });
-      await store.close();
+      await close();
     }
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,12 +1,10 @@
 import { readFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { JsonlStore } from "../src/cache/jsonlStore.js";
-import { createToolHasher } from "../src/catalog/toolHash.js";
 import { ToolCatalog } from "../src/catalog/toolCatalog.js";
 import { Bridge } from "../src/core/bridge.js";
+import { openSummaryPipeline } from "../src/core/summaryPipeline.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
-import { SummarizeQueue } from "../src/summarize/summarizeQueue.js";
 import { benchConfig, configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
 import { exposeCorpus, type CorpusServer } from "./corpus.js";
 import { median, nowMs, sleep } from "./measure.js";
@@ -130,13 +128,13 @@ async function startupRow(upstreams: number, dir: string, serveOk: boolean, sign
 async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: boolean, serveWhy: string | undefined, signal?: AbortSignal): Promise<StartupResult["listing"]> {
   const copies = [0, 1, 2].flatMap((k) => corpus.map((s) => ({ ...s, server: `${s.server}-${k}` })));
   const exposed = exposeCorpus(copies).slice(0, 1_000);
-  const store = await JsonlStore.open({ file: path.join(dir, "listing.jsonl") });
-  const hasher = await createToolHasher();
-  const queue = new SummarizeQueue({ summarizer: new ExtractiveSummarizer(), sink: store });
-  const warmer = new ToolCatalog({ store, hasher, jobs: queue });
-  warmer.setTools(exposed);
-  await queue.drain(signal);
-  await queue.close();
+  // Warmed by the summary pipeline the bridge uses; each round then discovers into a catalog of
+  // its own over the same store (as a restarted bridge does), queueing nothing.
+  const pipeline = await openSummaryPipeline({ cacheFile: path.join(dir, "listing.jsonl"), env: {}, summarizer: new ExtractiveSummarizer() });
+  const { store, hasher } = pipeline;
+  pipeline.catalog.setTools(exposed);
+  await pipeline.queue.drain(signal);
+  await pipeline.queue.close();
   const render: number[] = [];
   const cached: number[] = [];
   for (let i = 0; i < 21; i++) {
@@ -153,7 +151,7 @@ async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: bo
     }
     catalog.close();
   }
-  await store.close();
+  await pipeline.close();
   const out: StartupResult["listing"] = { tools: exposed.length, discoverAndRenderMsMedian: median(render), cachedListMsMedian: median(cached) };
   if (!serveOk) return { ...out, notAvailable: serveWhy ?? "abridge serve is not available" };
   const configFile = path.join(dir, "listing.toml");

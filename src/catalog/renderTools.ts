@@ -8,6 +8,7 @@ import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
 import { compareStrings, isObject } from "../model/json.js";
+import type { EntryTokens, SummarizeInput, ToolSummary } from "../summarize/types.js";
 
 /** Options of {@link renderTools}. */
 export interface RenderOptions {
@@ -233,17 +234,20 @@ function pruneUnusedDefinitions(schema: JsonObject): JsonObject {
 }
 
 /** The description a tool shows in summary-like modes: the cached summary, else `fallback`. */
-function summaryText(tool: CatalogTool, fallback: (description: string | undefined) => string | undefined): string | undefined {
+function summaryText(tool: RenderedTool, fallback: (description: string | undefined) => string | undefined): string | undefined {
   return tool.summary?.summary ?? fallback(tool.tool.description);
 }
 
-function renderFull(tool: CatalogTool): ListedTool {
+/** What rendering one tool in `full` or `summary` reads of it. */
+type RenderedTool = Pick<CatalogTool, "name" | "tool" | "summary">;
+
+function renderFull(tool: RenderedTool): ListedTool {
   // Spread keeps every key (title, annotations, outputSchema, _meta, execution, ...) and its
   // position; only the value of `name` changes.
   return { ...tool.tool, name: tool.name };
 }
 
-function renderSummary(tool: CatalogTool): ListedTool {
+function renderSummary(tool: RenderedTool): ListedTool {
   const raw = tool.tool;
   const out: ListedTool = { ...raw, name: tool.name, inputSchema: summaryInputSchema(raw.inputSchema, tool.summary?.params) };
   const description = summaryText(tool, (d) => d);
@@ -363,12 +367,25 @@ function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
  * description with a tiny schema gains nothing from summarizing, and `type: "object"` added to a
  * root that lacks it could make it larger).
  */
-function summaryForm(tool: CatalogTool): ListedTool {
+function summaryForm(tool: RenderedTool): ListedTool {
   const summary = renderSummary(tool);
   // A schema past the depth bound cannot be serialized to compare (the walk would overflow the
   // stack); the summary form cuts it at the bound, so it is the smaller one anyway.
   if (schemaTooDeep(tool.tool) !== undefined) return summary;
   return noLarger(summary, renderFull(tool));
+}
+
+/**
+ * o200k tokens (OpenAI function form) of one tool as `full` lists it and as `summary` lists it with
+ * `summary` as its cached summary: the `tokensBefore` and `tokensAfter` of its cache entry. Both
+ * come from the renderers that serve the lists, so the cached figure is what summary mode costs: a
+ * second schema walk for the figure drifts from the served one (over the corpus such a walk kept
+ * `examples`, unused `$defs` and nested prose that summary mode drops, and overstated the summary
+ * lists by a quarter). The name is the exposed one when the input carries it.
+ */
+export function summaryTokens(input: SummarizeInput, summary: ToolSummary): EntryTokens {
+  const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: input.tool, summary };
+  return { tokensBefore: listedToolTokens(renderFull(tool)), tokensAfter: listedToolTokens(summaryForm(tool)) };
 }
 
 /**

@@ -164,7 +164,7 @@ export class ToolCatalog {
       const redo = rejected && !this.resummarized.has(key);
       if (redo) this.resummarized.add(key);
       if (((!entry && !rejected) || redo || stale || options.force) && this.jobs && options.queue !== false) {
-        this.jobs.enqueue({ key, server: exposed.server, tool: exposed.tool }, { force: Boolean(options.force || stale || redo) });
+        this.jobs.enqueue({ key, server: exposed.server, tool: exposed.tool, name: exposed.name }, { force: Boolean(options.force || stale || redo) });
         count.queued += 1;
       }
     }

@@ -1,8 +1,8 @@
 import type { Mode } from "../config/schema.js";
 import type { ToolSummary } from "../summarize/types.js";
-import type { RawTool } from "../model/types.js";
+import type { ListedTool, RawTool } from "../model/types.js";
 
-export type { Mode };
+export type { ListedTool, Mode };
 
 /** A discovered tool with everything the views need. */
 export interface CatalogTool {
@@ -17,15 +17,4 @@ export interface CatalogTool {
   tool: RawTool;
   /** The cached summary, when there is one (a miss serves the original description). */
   summary?: ToolSummary;
-}
-
-/** A tool as an MCP client receives it in `tools/list`. */
-export interface ListedTool {
-  name: string;
-  title?: string;
-  description?: string;
-  inputSchema: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
-  annotations?: Record<string, unknown>;
-  [key: string]: unknown;
 }

@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.js";
-import { RECURSION_EXIT_CODE } from "../upstream/nestedAbridge.js";
+import { RECURSION_EXIT_CODE } from "../model/exitCodes.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { CliIo } from "./cliIo.js";
 

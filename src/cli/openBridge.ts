@@ -1,9 +1,7 @@
-import path from "node:path";
-import { resolveCacheFile, resolveStateDir } from "../cache/cachePaths.js";
 import type { Config } from "../config/schema.js";
 import { Bridge } from "../core/bridge.js";
-import type { DiscoverOptions } from "../catalog/toolCatalog.js";
-import type { Summarizer } from "../summarize/types.js";
+import { stateDir, summaryCacheFile } from "../core/cacheAdmin.js";
+import type { DiscoverOptions, Summarizer } from "../core/summaryPipeline.js";
 import type { CommandContext, OptionSpec } from "./command.js";
 import { usageError } from "./usageError.js";
 import { didYouMean } from "../util/suggest.js";
@@ -20,22 +18,20 @@ export const STATE_DIR_OPTION: Record<string, OptionSpec> = {
 
 /** The state dir a command uses: `--state-dir`, `$ABRIDGE_STATE_DIR`, config `state_dir`, default. */
 export function stateDirFor(ctx: CommandContext, config: Config | undefined): string {
-  const configDir = config?.state_dir;
-  return resolveStateDir({
+  return stateDir({
     ...(typeof ctx.values["state-dir"] === "string" ? { flag: ctx.values["state-dir"] } : {}),
     env: ctx.io.env,
-    ...(configDir !== undefined && config ? { configStateDir: path.resolve(path.dirname(config.source), configDir) } : {}),
+    ...(config !== undefined ? { config } : {}),
     cwd: ctx.io.cwd,
   });
 }
 
 /** The cache file a command uses: `--cache-dir`, `$ABRIDGE_CACHE_DIR`, config `cache_dir`, default. */
 export function cacheFileFor(ctx: CommandContext, config?: Config): string {
-  const configDir = config?.cache_dir;
-  return resolveCacheFile({
+  return summaryCacheFile({
     ...(typeof ctx.values["cache-dir"] === "string" ? { flag: ctx.values["cache-dir"] } : {}),
     env: ctx.io.env,
-    ...(configDir !== undefined ? { configCacheDir: path.resolve(path.dirname(config!.source), configDir) } : {}),
+    ...(config !== undefined ? { config } : {}),
     cwd: ctx.io.cwd,
   });
 }

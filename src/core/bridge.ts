@@ -1,9 +1,7 @@
 import path from "node:path";
-import { CallCounts, callCountsFileFor } from "../cache/callCounts.js";
-import type { CacheEntry } from "../cache/cacheEntry.js";
-import { JsonlStore } from "../cache/jsonlStore.js";
+import type { CallCounts } from "../cache/callCounts.js";
+import type { JsonlStore } from "../cache/jsonlStore.js";
 import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searchResultText } from "../catalog/metaTools.js";
-import { createToolHasher } from "../catalog/toolHash.js";
 import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../catalog/toolCatalog.js";
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
@@ -12,15 +10,14 @@ import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
 import { extraMetaTools } from "../policy/readOutputTool.js";
-import { createSummarizer } from "../summarize/createSummarizer.js";
-import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
-import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
+import type { SummarizeQueue, SummarizeQueueStats } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
 import type { BackoffOptions } from "../upstream/backoff.js";
 import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../model/names.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
+import { openSummaryPipeline } from "./summaryPipeline.js";
 import { closestNames } from "../util/suggest.js";
 import { VERSION } from "../model/version.js";
 
@@ -164,34 +161,18 @@ export class Bridge {
     // stop at once, so that its parent hears of it at once and not after a timeout.
     assertNotNested(options.config.source, options.env);
     const logger = options.logger ?? silentLogger;
-    const summary = options.config.summary;
-    const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
-    const [store, hasher] = await Promise.all([
-      JsonlStore.open({ file: options.cacheFile, logger }),
-      createToolHasher(),
-    ]);
-    const fallback = new ExtractiveSummarizer({ wordBudget: summary.word_budget });
-    const queue = new SummarizeQueue({
-      summarizer,
-      fallback,
-      sink: store,
+    const { store, catalog, queue, summarizer, callCounts } = await openSummaryPipeline({
+      cacheFile: options.cacheFile,
+      summary: options.config.summary,
+      env: options.env,
       logger,
-      ...queueLimitsFromConfig(summary),
-      ...(options.summaryBackoffMs !== undefined ? { baseBackoffMs: options.summaryBackoffMs } : {}),
-    });
-    const catalog = new ToolCatalog({
-      store,
-      hasher,
-      jobs: queue,
       separator: options.config.separator,
-      logger,
       compactSchema: options.config.compact_schema,
       auto: { tokenBudget: options.config.token_budget, pins: options.config.pin },
-      summarizerIds: [summarizer.id, fallback.id],
+      ...(options.summarizer !== undefined ? { summarizer: options.summarizer } : {}),
+      ...(options.summaryBackoffMs !== undefined ? { summaryBackoffMs: options.summaryBackoffMs } : {}),
       ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
     });
-    const callCounts = await CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger });
-    queue.onEntry((entry: CacheEntry) => catalog.applyEntry(entry));
     let bridge: Bridge | undefined;
     // Follows the config in force, so a reloaded config's gates apply from the next call on.
     const guard = await CallGuard.open({

@@ -24,6 +24,17 @@ export interface RawTool {
   [key: string]: unknown;
 }
 
+/** A tool as an MCP client receives it in `tools/list` (what every serving mode renders). */
+export interface ListedTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
 /** A tool together with the server it came from. */
 export interface DiscoveredTool {
   server: string;

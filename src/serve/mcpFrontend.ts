@@ -22,7 +22,8 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { ListedTool, Mode } from "../catalog/types.js";
+import type { Mode } from "../config/schema.js";
+import type { ListedTool } from "../model/types.js";
 import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";

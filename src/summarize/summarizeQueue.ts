@@ -11,7 +11,7 @@ import { stripControl } from "../util/stripControl.js";
 import { guardSummary } from "./guard.js";
 import { RateLimiter } from "./rateLimiter.js";
 import { delay } from "../model/timers.js";
-import type { SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
+import type { MeasureSummary, SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
 
 /** Where finished entries go: the JSONL store, or anything with the same `append`. */
 export interface SummarySink {
@@ -27,6 +27,11 @@ export interface SummarizeQueueOptions {
   /** Writes the entry when the summarizer fails or is rejected (default: extractive). */
   fallback?: Summarizer;
   sink: SummarySink;
+  /**
+   * The token counts of each entry: the catalog's `summaryTokens`, so that an entry's `tokensAfter`
+   * is what summary mode serves for its tool.
+   */
+  measure: MeasureSummary;
   /** Batches in flight at once (config `max_concurrency`; default 4). */
   concurrency?: number;
   /** Summarizer requests per minute (config `requests_per_minute`). */
@@ -118,6 +123,7 @@ export class SummarizeQueue {
   private readonly summarizer: Summarizer;
   private readonly fallback: Summarizer;
   private readonly sink: SummarySink;
+  private readonly measure: MeasureSummary;
   private readonly concurrency: number;
   private readonly maxRequests: number | undefined;
   private readonly maxRetries: number;
@@ -162,6 +168,7 @@ export class SummarizeQueue {
     this.summarizer = options.summarizer;
     this.fallback = options.fallback ?? new ExtractiveSummarizer();
     this.sink = options.sink;
+    this.measure = options.measure;
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 4));
     this.maxRequests = options.maxRequests;
     this.maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 4));
@@ -500,7 +507,7 @@ export class SummarizeQueue {
 
   private async store(input: SummarizeInput, given: ToolSummary, origin: EntryOrigin): Promise<void> {
     const value = withoutControl(given);
-    const entry = buildCacheEntry(input, value, origin, this.now());
+    const entry = buildCacheEntry(input, value, origin, this.measure(input, value), this.now());
     const checked = cacheEntrySchema.safeParse(entry);
     if (!checked.success) {
       // Keys are checked on enqueue, so this means a summarizer returned a malformed value.

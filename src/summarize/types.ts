@@ -6,7 +6,18 @@ export interface SummarizeInput {
   key: string;
   server: string;
   tool: RawTool;
+  /** The name the tool is listed under (`github_create_issue`); the entry's token counts use it. */
+  name?: string;
 }
+
+/** o200k token counts a cache entry records: the tool as listed in full, and as summary mode lists it. */
+export interface EntryTokens {
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+/** Measures one summarized tool for its cache entry (the catalog's renderers do it: `summaryTokens`). */
+export type MeasureSummary = (input: SummarizeInput, summary: ToolSummary) => EntryTokens;
 
 /** What a summarizer writes for one tool. */
 export interface ToolSummary {

@@ -10,13 +10,7 @@ import { AbridgeError, ErrorCode } from "../model/errors.js";
  */
 export const PARENT_CONFIGS_ENV = "ABRIDGE_PARENT_CONFIGS";
 
-/**
- * Exit code of an abridge that refused to start because an abridge above it serves its config.
- * The parent sees its child exit with it and reports that server as `CONFIG_RECURSION` at once
- * (no timeout, no retries). Uncommon on purpose: a server that happens to exit with it at
- * start-up would be reported as this refusal.
- */
-export const RECURSION_EXIT_CODE = 86;
+export { RECURSION_EXIT_CODE } from "../model/exitCodes.js";
 
 /** A config file's identity across processes: its real path (symlinks resolved), or the resolved path. */
 export function configPathIdentity(file: string): string {

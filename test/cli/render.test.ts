@@ -2,6 +2,8 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listedToolTokens } from "../../src/catalog/renderTools.js";
+import { assignNames } from "../../src/model/names.js";
 import { runAbridge, tempDir } from "../helpers/cliHarness.js";
 import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
@@ -98,4 +100,38 @@ describe("abridge render", () => {
       await done();
     }
   }, 60_000);
+  it("caches for each tool the tokens summary mode serves it at, and full mode before", async () => {
+    const { dir: own, cleanup: done } = await tempDir();
+    try {
+      // notion ships unused $defs and firecrawl nested prose and examples: summary mode drops them.
+      for (const file of ["github.json", "notion.json", "firecrawl.json", "everything.json"]) {
+        const input = path.join(CORPUS, file);
+        const recorded = JSON.parse(readFileSync(input, "utf8")) as { server: string; tools: { name: string }[] };
+        const listedIn = async (mode: string): Promise<Map<string, object>> => {
+          const r = await runAbridge(["render", "--input", input, "--mode", mode, "--json", "--cache-dir", own], { cwd: own });
+          expect(r.code, r.stderr).toBe(0);
+          const tools = (JSON.parse(r.stdout) as { tools: { name: string }[] }).tools;
+          return new Map(tools.map((t) => [t.name, t]));
+        };
+        const summary = await listedIn("summary");
+        const full = await listedIn("full");
+        const entries = readFileSync(path.join(own, "summaries.jsonl"), "utf8")
+          .split("\n")
+          .filter((line) => line !== "")
+          .map((line) => JSON.parse(line) as { server: string; tool: string; tokensBefore: number; tokensAfter: number })
+          .filter((e) => e.server === recorded.server);
+        expect(entries).toHaveLength(recorded.tools.length);
+        const names = assignNames(recorded.tools.map((t) => ({ server: recorded.server, tool: t.name, prefix: true })), "_");
+        for (const entry of entries) {
+          const name = names.find((n) => n.tool === entry.tool)!.name;
+          const served = summary.get(name);
+          expect(served, `${file}: ${name} listed`).toBeDefined();
+          expect({ tool: name, tokensAfter: entry.tokensAfter }).toEqual({ tool: name, tokensAfter: listedToolTokens(served as never) });
+          expect({ tool: name, tokensBefore: entry.tokensBefore }).toEqual({ tool: name, tokensBefore: listedToolTokens(full.get(name) as never) });
+        }
+      }
+    } finally {
+      await done();
+    }
+  }, 120_000);
 });

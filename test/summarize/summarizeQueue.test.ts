@@ -12,7 +12,7 @@ import { RateLimiter } from "../../src/summarize/rateLimiter.js";
 import { SummarizeQueue, queueLimitsFromConfig } from "../../src/summarize/summarizeQueue.js";
 import type { SummarizeQueueOptions } from "../../src/summarize/summarizeQueue.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
-import { countJsonTokens } from "../../src/tokens/countTokens.js";
+import { listedToolTokens, summaryTokens } from "../../src/catalog/renderTools.js";
 import { startFakeOpenAi } from "../helpers/fakeOpenAi.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { loadCorpusTools } from "./corpus.js";
@@ -54,6 +54,7 @@ function summarizer(options: { batchSize?: number; timeoutMs?: number } = {}): O
 function makeQueue(options: Partial<SummarizeQueueOptions> & { sink: SummarizeQueueOptions["sink"] }): SummarizeQueue {
   const queue = new SummarizeQueue({
     summarizer: summarizer(),
+    measure: summaryTokens,
     concurrency: 2,
     maxRetries: 3,
     baseBackoffMs: 5,
@@ -103,9 +104,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
       expect(entry.createdAt).toBe("2026-11-21T10:00:00.000Z");
       const input = inputs.find((i) => i.key === entry.key);
       const tool = input?.tool;
-      expect(entry.tokensBefore).toBe(
-        countJsonTokens({ name: tool?.name, description: tool?.description ?? "", inputSchema: tool?.inputSchema }),
-      );
+      expect(entry.tokensBefore).toBe(listedToolTokens(tool!));
       expect(entry.tokensAfter).toBeLessThan(entry.tokensBefore);
     }
     expect(queue.stats()).toMatchObject({ queued: 0, running: 0, done: 3, generated: 3, fallbacks: 0, requests: 1, retries: 0 });

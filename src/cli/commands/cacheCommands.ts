@@ -1,6 +1,5 @@
-import { clearCache, compactCache, verifyCache } from "../../cache/cacheMaintenance.js";
+import { clearSummaryCache, compactSummaryCache, verifySummaryCache } from "../../core/cacheAdmin.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
-import { guardCachedEntry } from "../../summarize/guard.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount } from "../formatTable.js";
@@ -32,12 +31,7 @@ export const cacheVerifyCommand: CommandSpec = {
   options: { json: { type: "boolean", description: "Print the report as JSON" }, ...CACHE_DIR_OPTION },
   async run(ctx) {
     const file = await cacheFile(ctx);
-    // The guard's checks that need no tool; loading applies the rest once the tool is known.
-    const check = (entry: { summary: string; params: Record<string, string> }): string[] => {
-      const verdict = guardCachedEntry(entry);
-      return verdict.ok ? [] : verdict.reasons;
-    };
-    const report = await verifyCache(file, { signal: ctx.io.signal, check });
+    const report = await verifySummaryCache(file, { signal: ctx.io.signal });
     if (ctx.values.json) {
       writeLine(ctx.io.stdout, JSON.stringify({ file, ...report }, null, 2));
     } else {
@@ -61,7 +55,7 @@ export const cacheCompactCommand: CommandSpec = {
   options: { ...CACHE_DIR_OPTION },
   async run(ctx) {
     const file = await cacheFile(ctx);
-    const report = await compactCache(file, { signal: ctx.io.signal });
+    const report = await compactSummaryCache(file, { signal: ctx.io.signal });
     writeLine(ctx.io.stdout, `${file}: ${formatCount(report.before)} lines -> ${formatCount(report.after)}`);
     return ExitCode.OK;
   },
@@ -75,7 +69,7 @@ export const cacheClearCommand: CommandSpec = {
   async run(ctx) {
     const file = await cacheFile(ctx);
     const server = ctx.values.server as string | undefined;
-    const report = await clearCache(file, { ...(server !== undefined ? { server } : {}), signal: ctx.io.signal });
+    const report = await clearSummaryCache(file, { ...(server !== undefined ? { server } : {}), signal: ctx.io.signal });
     writeLine(ctx.io.stdout, `${file}: removed ${formatCount(report.removed)} lines${server !== undefined ? ` of server ${server}` : ""}`);
     return ExitCode.OK;
   },

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { resolveStateDir } from "../../cache/cachePaths.js";
 import { DaemonClient } from "../../client/daemonClient.js";
 import { ensureDaemon } from "../../client/ensureDaemon.js";
 import type { Config } from "../../config/schema.js";

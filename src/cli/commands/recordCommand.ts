@@ -1,7 +1,4 @@
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
-import { childMarkerEnv } from "../../upstream/nestedAbridge.js";
-import { UpstreamPool } from "../../upstream/upstreamPool.js";
-import { VERSION } from "../../model/version.js";
+import { recordServer } from "../../core/recordServer.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { selectServers } from "../openBridge.js";
@@ -25,37 +22,20 @@ export const recordCommand: CommandSpec = {
     const [server] = ctx.positionals as [string];
     const loaded = await ctx.loadConfig();
     const config = selectServers(loaded, [server], "positional");
-    const entry = config.servers[0]!;
-    if (!entry.enabled) {
-      throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `server ${server} is disabled (enabled = false in ${config.source})`);
-    }
-    const pool = new UpstreamPool({
-      servers: config.servers,
-      separator: config.separator,
+    const { tools, serverInfo } = await recordServer(config, server, {
+      env: ctx.io.env,
       logger: ctx.logger,
-      // Lets an abridge among the servers see that it would serve this config again.
-      childEnv: childMarkerEnv(config.source, ctx.io.env),
-      clientInfo: { name: "abridge", version: VERSION },
+      signal: ctx.io.signal,
     });
-    try {
-      await pool.start(ctx.io.signal);
-      const status = pool.status(server);
-      if (status?.state !== "ready") {
-        throw new AbridgeError(status?.error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${server} failed to start: ${status?.error?.message ?? status?.state ?? "unknown"}`);
-      }
-      const tools = await pool.recordTools(server, { signal: ctx.io.signal });
-      const packageSpec = ctx.values.package as string | undefined;
-      const answer = {
-        server,
-        ...(packageSpec !== undefined ? { package: packageSpec } : {}),
-        ...(status.serverInfo !== undefined ? { serverInfo: status.serverInfo } : {}),
-        tools,
-      };
-      writeLine(ctx.io.stdout, JSON.stringify(answer, null, 2));
-      ctx.logger.info("recorded", { server, tools: tools.length });
-      return ExitCode.OK;
-    } finally {
-      await pool.close();
-    }
+    const packageSpec = ctx.values.package as string | undefined;
+    const answer = {
+      server,
+      ...(packageSpec !== undefined ? { package: packageSpec } : {}),
+      ...(serverInfo !== undefined ? { serverInfo } : {}),
+      tools,
+    };
+    writeLine(ctx.io.stdout, JSON.stringify(answer, null, 2));
+    ctx.logger.info("recorded", { server, tools: tools.length });
+    return ExitCode.OK;
   },
 };

@@ -1,20 +1,10 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { text as readStream } from "node:stream/consumers";
-import { JsonlStore } from "../../cache/jsonlStore.js";
 import { MODES } from "../../config/schema.js";
-import { CallCounts, callCountsFileFor } from "../../cache/callCounts.js";
-import { autoChoice, tokenReport } from "../../catalog/renderTools.js";
-import { createToolHasher } from "../../catalog/toolHash.js";
-import { ToolCatalog } from "../../catalog/toolCatalog.js";
 import { configFileSchema, type Config } from "../../config/schema.js";
+import { renderRecorded } from "../../core/renderRecorded.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
-import { createSummarizer } from "../../summarize/createSummarizer.js";
-import { ExtractiveSummarizer } from "../../summarize/extractiveSummarizer.js";
-import { queueLimitsFromConfig, SummarizeQueue } from "../../summarize/summarizeQueue.js";
-import { assignNames } from "../../model/names.js";
-import { parseRecordedList } from "../../upstream/recordedList.js";
-import type { ExposedTool } from "../../model/types.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount, formatShare, formatTable } from "../formatTable.js";
@@ -65,87 +55,55 @@ export const renderCommand: CommandSpec = {
     const budget = budgetText === undefined ? config.token_budget : Number(budgetText);
     if (!Number.isInteger(budget) || budget <= 0) throw usageError(`--budget: expected a positive integer, got "${budgetText}"`);
     const { text, source } = await readInput(ctx);
-    const recorded = parseRecordedList(text, source);
     const input = ctx.values.input as string | undefined;
-    const server =
-      (ctx.values.server as string | undefined) ??
-      recorded.server ??
-      (input !== undefined && input !== "-" ? path.basename(input).replace(/\.json$/i, "") : undefined);
-    if (server === undefined) throw usageError("render: reading stdin, the server name cannot be guessed: pass --server NAME");
-
-    const names = assignNames(recorded.tools.map((t) => ({ server, tool: t.name, prefix: true })), config.separator);
-    const byTool = new Map(names.map((n) => [n.tool, n]));
-    const exposed: ExposedTool[] = recorded.tools.map((tool) => {
-      const assigned = byTool.get(tool.name)!;
-      return { server, tool, name: assigned.name, uri: assigned.uri };
-    });
-
-    const summarizer = createSummarizer(config.summary, { env: ctx.io.env, logger: ctx.logger });
-    const cacheFile = cacheFileFor(ctx, config.source === "<built-in>" ? undefined : config);
-    const [store, hasher, callCounts] = await Promise.all([
-      JsonlStore.open({ file: cacheFile, logger: ctx.logger }),
-      createToolHasher(),
-      // The counts a bridge on this cache has kept: auto lists the most called tools first.
-      CallCounts.open({ file: callCountsFileFor(cacheFile), logger: ctx.logger }),
-    ]);
-    const fallback = new ExtractiveSummarizer({ wordBudget: config.summary.word_budget });
-    const queue = new SummarizeQueue({
-      summarizer,
-      fallback,
-      sink: store,
+    const rendered = await renderRecorded({
+      text,
+      source,
+      server: (recorded) => {
+        const server =
+          (ctx.values.server as string | undefined) ??
+          recorded ??
+          (input !== undefined && input !== "-" ? path.basename(input).replace(/\.json$/i, "") : undefined);
+        if (server === undefined) throw usageError("render: reading stdin, the server name cannot be guessed: pass --server NAME");
+        return server;
+      },
+      config,
+      mode,
+      tokenBudget: budget,
+      cacheFile: cacheFileFor(ctx, config.source === "<built-in>" ? undefined : config),
+      env: ctx.io.env,
       logger: ctx.logger,
-      ...queueLimitsFromConfig(config.summary),
-    });
-    const catalog = new ToolCatalog({
-      store,
-      hasher,
-      jobs: queue,
-      separator: config.separator,
-      logger: ctx.logger,
-      compactSchema: config.compact_schema,
-      auto: { tokenBudget: budget, pins: config.pin },
-      summarizerIds: [summarizer.id, fallback.id],
-    });
-    catalog.setCallCounts(callCounts.snapshot());
-    queue.onEntry((entry) => catalog.applyEntry(entry));
-    try {
-      catalog.setTools(exposed);
-      await queue.drain(ctx.io.signal);
-      const listed = catalog.list(mode);
+      signal: ctx.io.signal,
       // With --json, stdout is the list alone and stderr stays quiet unless --tokens asks for figures.
-      if (mode === "auto" && (!ctx.values.json || ctx.values.tokens)) {
-        const choice = autoChoice(catalog.tools(), catalog.renderOptions());
-        const extra = choice.extra.length > 0 ? ` + ${choice.extra.length} tool${choice.extra.length === 1 ? "" : "s"}` : "";
-        const note = `auto: ${choice.view}${extra}, ${formatCount(choice.tokens)} of ${formatCount(budget)} tokens`;
-        writeLine(ctx.values.json ? ctx.io.stderr : ctx.io.stdout, note);
-      }
-      if (ctx.values.json) {
-        writeLine(ctx.io.stdout, JSON.stringify({ tools: listed }));
-      } else {
-        for (const tool of listed) {
-          writeLine(ctx.io.stdout, tool.name);
-          if (tool.description) writeLine(ctx.io.stdout, tool.description.replace(/^/gm, "    "));
-          writeLine(ctx.io.stdout, `    schema: ${JSON.stringify(tool.inputSchema)}`);
-        }
-      }
-      if (ctx.values.tokens) {
-        const report = tokenReport(catalog.tools(), catalog.renderOptions());
-        const out = ctx.values.json ? ctx.io.stderr : ctx.io.stdout;
-        writeLine(
-          out,
-          formatTable(
-            ["mode", "tools listed", "o200k tokens", "share of full"],
-            MODES.map((m) => [m + (m === mode ? " *" : ""), String(report[m].listed), formatCount(report[m].openAiTokens), formatShare(report[m].ratioOfFull)]),
-            ["left", "right", "right", "right"],
-          ),
-        );
-        writeLine(out, `tokens before -> after (${mode}): ${formatCount(report.full.openAiTokens)} -> ${formatCount(report[mode].openAiTokens)}`);
-      }
-      return ExitCode.OK;
-    } finally {
-      catalog.close();
-      await queue.close({ abortRunning: true });
-      await store.close();
+      measure: { auto: !ctx.values.json || ctx.values.tokens === true, tokens: ctx.values.tokens === true },
+    });
+    const { listed, auto, tokens: report } = rendered;
+    if (auto !== undefined) {
+      const extra = auto.extra.length > 0 ? ` + ${auto.extra.length} tool${auto.extra.length === 1 ? "" : "s"}` : "";
+      const note = `auto: ${auto.view}${extra}, ${formatCount(auto.tokens)} of ${formatCount(budget)} tokens`;
+      writeLine(ctx.values.json ? ctx.io.stderr : ctx.io.stdout, note);
     }
+    if (ctx.values.json) {
+      writeLine(ctx.io.stdout, JSON.stringify({ tools: listed }));
+    } else {
+      for (const tool of listed) {
+        writeLine(ctx.io.stdout, tool.name);
+        if (tool.description) writeLine(ctx.io.stdout, tool.description.replace(/^/gm, "    "));
+        writeLine(ctx.io.stdout, `    schema: ${JSON.stringify(tool.inputSchema)}`);
+      }
+    }
+    if (report !== undefined) {
+      const out = ctx.values.json ? ctx.io.stderr : ctx.io.stdout;
+      writeLine(
+        out,
+        formatTable(
+          ["mode", "tools listed", "o200k tokens", "share of full"],
+          MODES.map((m) => [m + (m === mode ? " *" : ""), String(report[m].listed), formatCount(report[m].openAiTokens), formatShare(report[m].ratioOfFull)]),
+          ["left", "right", "right", "right"],
+        ),
+      );
+      writeLine(out, `tokens before -> after (${mode}): ${formatCount(report.full.openAiTokens)} -> ${formatCount(report[mode].openAiTokens)}`);
+    }
+    return ExitCode.OK;
   },
 };

@@ -1,4 +1,5 @@
-import { MAX_SEARCH_LIMIT } from "../../catalog/searchIndex.js";
+import { parseSearchLimit, SEARCH_LIMIT_RANGE } from "../../core/toolSearch.js";
+import { ErrorCode } from "../../model/errors.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatTable } from "../formatTable.js";
@@ -7,15 +8,6 @@ import { usageError } from "../usageError.js";
 
 /** Longest summary shown in a table row: a table line should fit a wide terminal. */
 const SUMMARY_WIDTH = 80;
-
-function parseLimit(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  const limit = Number(value);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) {
-    throw usageError(`--limit: expected an integer from 1 to ${MAX_SEARCH_LIMIT}, got "${String(value)}"`);
-  }
-  return limit;
-}
 
 function clip(text: string, width: number): string {
   const line = text.replace(/\s+/g, " ").trim();
@@ -30,14 +22,14 @@ export const searchCommand: CommandSpec = {
   positionals: { min: 1, max: 1 },
   details: "Uses the summaries already cached (it writes none). Exit 1 when a server did not start (its tools are missing from the ranking).",
   options: {
-    limit: { type: "string", value: "N", description: `Number of results, 1-${MAX_SEARCH_LIMIT} (default: as search_tools)` },
+    limit: { type: "string", value: "N", description: `Number of results, ${SEARCH_LIMIT_RANGE} (default: as search_tools)` },
     json: { type: "boolean", description: "Print the results as a JSON array (name, server, tool, score, summary, signature)" },
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
     const [query] = ctx.positionals as [string];
     if (query.trim() === "") throw usageError("search: expected a query, got an empty string");
-    const limit = parseLimit(ctx.values.limit);
+    const limit = parseSearchLimit(ctx.values.limit, "--limit", ErrorCode.USAGE);
     return withBridge(
       ctx,
       async (bridge) => {
