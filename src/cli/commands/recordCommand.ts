@@ -33,6 +33,8 @@ export const recordCommand: CommandSpec = {
       servers: config.servers,
       separator: config.separator,
       logger: ctx.logger,
+      // The recording is the server's whole answer: allow/deny does not apply to it.
+      exposes: () => true,
       // Lets an abridge among the servers see that it would serve this config again.
       childEnv: childMarkerEnv(config.source, ctx.io.env),
       clientInfo: { name: "abridge", version: VERSION },
