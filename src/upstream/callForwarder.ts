@@ -3,10 +3,11 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
-import type { SecretSet } from "../log/logger.js";
+import type { Logger, SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
-import type { CallRelay, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
+import type { CallRelay, CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
+import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { callError, neverSent } from "./upstreamErrors.js";
 
@@ -20,8 +21,34 @@ export const callToolResult = z.looseObject({ content: z.array(z.unknown()).opti
 /** Any other result: an object, untouched. */
 export const anyResult = z.looseObject({});
 
+/** Capability that must be advertised before a list method is worth asking. */
+const LIST_CAPABILITY: Record<string, string> = {
+  "resources/list": "resources",
+  "resources/templates/list": "resources",
+  "prompts/list": "prompts",
+  "tools/list": "tools",
+};
+
+/** What a {@link CallForwarder} needs of the connection it forwards for. */
+export interface ForwardTarget {
+  /** Throws why the server takes no request now (disabled, failed, restarting); a per_call server needs no standing client. */
+  assertAvailable(): void;
+  /** Runs `use` with the client to send over: the standing one, or a fresh per_call process. */
+  withClient<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T>;
+  /** True when the exposure decision lets `tool` through. */
+  isExposed(tool: string): boolean;
+  /** True when `tool` is among the exposed tools the server listed. */
+  isListed(tool: string): boolean;
+  /** True when the server advertised `capability` in `initialize`. */
+  advertises(capability: string): boolean;
+}
+
 /** Options of a {@link CallForwarder}. */
 export interface CallForwarderOptions {
+  /** The connection requests are forwarded for. */
+  target: ForwardTarget;
+  /** The server's logger. */
+  logger: Logger;
   /** The server's config entry in force: its name and `timeout_ms` are read at every request. */
   config: () => ServerConfig;
   /** The server's secrets, redacted from error messages. */
@@ -42,6 +69,8 @@ export interface CallForwarderOptions {
  * one use). Results go through loose schemas, so an upstream's answer reaches the model as sent.
  */
 export class CallForwarder {
+  private readonly target: ForwardTarget;
+  private readonly logger: Logger;
   private readonly config: () => ServerConfig;
   private readonly secrets: SecretSet;
   private readonly relay: RequestRelay;
@@ -52,11 +81,84 @@ export class CallForwarder {
   private readonly progressHandlers = new Map<string, (update: ProgressUpdate) => void>();
 
   constructor(options: CallForwarderOptions) {
+    this.target = options.target;
+    this.logger = options.logger;
     this.config = options.config;
     this.secrets = options.secrets;
     this.relay = options.relay;
     this.currentRelay = options.currentRelay;
     this.onUnreachable = options.onUnreachable;
+  }
+
+  /**
+   * Forwards `tools/call`. A tool hidden by the exposure decision is refused with
+   * `TOOL_FILTERED` before anything is sent, even when the caller guessed its name; a tool the
+   * server did not list is `TOOL_NOT_FOUND`. An upstream tool error (`isError: true`) is a
+   * result, not an exception.
+   */
+  async callTool(tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
+    if (!this.target.isExposed(tool)) {
+      throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.config().name}: tool "${tool}" is not allowed by allow/deny`);
+    }
+    // Fail fast with the reason (disabled, failed, restarting).
+    this.target.assertAvailable();
+    if (!this.target.isListed(tool)) {
+      throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config().name}: no tool "${tool}"`);
+    }
+    const params: JsonObject = { name: tool, arguments: args ?? {} };
+    return this.target.withClient(options.signal, async (client) => (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
+  }
+
+  /**
+   * Forwards any other request (`resources/read`, `prompts/get`, ...) and returns the result
+   * object as sent. `tools/call` goes through {@link callTool} so the exposure cannot be bypassed.
+   */
+  async request(method: string, params: JsonObject | undefined, options: ForwardOptions = {}): Promise<JsonObject> {
+    if (method === "tools/call") {
+      const name = params?.name;
+      if (typeof name !== "string") throw new AbridgeError(ErrorCode.INVALID_ARGUMENTS, "tools/call needs a tool name");
+      const args = isObject(params?.arguments) ? params.arguments : undefined;
+      return this.callTool(name, args, options);
+    }
+    return this.target.withClient(options.signal, (client) => this.forward(client, method, params ?? {}, anyResult, options));
+  }
+
+  /**
+   * Every item of a paginated list method (`resources/list` -> `resources`, ...). A server that
+   * does not advertise the capability gets no request and yields `[]`.
+   */
+  async listAll(method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
+    this.target.assertAvailable();
+    const capability = LIST_CAPABILITY[method];
+    if (capability !== undefined && !this.target.advertises(capability)) return [];
+    const items = await this.pages(method, anyResult, options, (result) => {
+      const page = result[key];
+      return { items: Array.isArray(page) ? page : [], nextCursor: typeof result.nextCursor === "string" ? result.nextCursor : undefined };
+    });
+    return items.filter(isObject);
+  }
+
+  /**
+   * The server's own `tools/list` answer, every page joined, exactly as sent: nothing dropped,
+   * normalized or filtered (`abridge record`). Listed afresh, not from the start-up list, which
+   * has already been cleaned.
+   */
+  async recordTools(options: ForwardOptions = {}): Promise<JsonObject[]> {
+    this.target.assertAvailable();
+    const items = await this.pages("tools/list", listToolsResult, options, (result) => ({ items: result.tools, nextCursor: result.nextCursor }));
+    return items as JsonObject[];
+  }
+
+  /** Every page of `method`, cursors followed, over one client. */
+  private pages<T extends JsonObject>(
+    method: string,
+    schema: z.ZodType<T>,
+    options: ForwardOptions,
+    read: (result: T) => { items: unknown[]; nextCursor: string | undefined },
+  ): Promise<unknown[]> {
+    return this.target.withClient(options.signal, (client) =>
+      collectPages(async (cursor) => read(await this.forward(client, method, cursor === undefined ? {} : { cursor }, schema, options)), this.logger, method, options.signal),
+    );
   }
 
   /** A progress notification of the upstream: to the call that carries `token`, if it still runs. */

@@ -8,10 +8,10 @@ import type { SecretSet } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
-import { anyResult, CallForwarder, callToolResult, listToolsResult } from "./callForwarder.js";
-import { collectPages } from "./collectPages.js";
+import { CallForwarder } from "./callForwarder.js";
 import { listTools } from "./listTools.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
+import { RelistScheduler } from "./relistScheduler.js";
 import { RequestRelay } from "./requestRelay.js";
 import { serverSecrets } from "./serverSecrets.js";
 import { StderrTail } from "./stderrTail.js";
@@ -20,7 +20,7 @@ import { UpstreamBase } from "./upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo } from "./upstreamClient.js";
-import { messageOf, startError } from "./upstreamErrors.js";
+import { messageOf, notReadyError, startError } from "./upstreamErrors.js";
 import type { CallRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
 import { delay } from "../model/timers.js";
@@ -56,14 +56,6 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   onNotification?: (notification: UpstreamNotification) => void;
 }
 
-/** Capability that must be advertised before a list method is worth asking. */
-const LIST_CAPABILITY: Record<string, string> = {
-  "resources/list": "resources",
-  "resources/templates/list": "resources",
-  "prompts/list": "prompts",
-  "tools/list": "tools",
-};
-
 /**
  * One upstream MCP server and its lifecycle: the state machine of start, restart with backoff
  * and close, each attempt's transport and client, and the tool list with its debounced re-lists.
@@ -74,7 +66,6 @@ export class UpstreamConnection extends UpstreamBase {
   private readonly clientInfo: ClientInfo;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;
-  private readonly listChangedDebounceMs: number;
   private readonly sandboxHide: readonly string[];
   private readonly childEnv: Record<string, string>;
   private readonly watchdog: ProcessGroupWatch | undefined;
@@ -104,16 +95,13 @@ export class UpstreamConnection extends UpstreamBase {
   private startPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
   private restartTask: Promise<void> | undefined;
-  private relistTimer: NodeJS.Timeout | undefined;
-  private relisting: Promise<void> | undefined;
-  private relistAgain = false;
+  private readonly relists: RelistScheduler;
 
   constructor(config: ServerConfig, options: UpstreamConnectionOptions) {
     super(config, options);
     this.clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.random = options.random ?? Math.random;
-    this.listChangedDebounceMs = options.listChangedDebounceMs ?? 50;
     this.sandboxHide = options.sandboxHide ?? [];
     this.childEnv = options.childEnv ?? {};
     this.watchdog = options.watchdog;
@@ -121,7 +109,18 @@ export class UpstreamConnection extends UpstreamBase {
     this.secrets = serverSecrets(config);
     this.stderr = new StderrTail({ logger: this.logger, secrets: this.secrets, level: options.stderrLogLevel ?? "debug" });
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
+    this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());
     this.calls = new CallForwarder({
+      target: {
+        assertAvailable: () => {
+          if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
+        },
+        withClient: (signal, use) => this.withClient(signal, use),
+        isExposed: (tool) => this.isExposed(tool),
+        isListed: (tool) => this.toolList.some((t) => t.name === tool),
+        advertises: (capability) => isObject(this.capabilities?.[capability]),
+      },
+      logger: this.logger,
       config: () => this.config,
       secrets: this.secrets,
       relay: this.relay,
@@ -202,7 +201,7 @@ export class UpstreamConnection extends UpstreamBase {
     };
     client.onclose = () => this.handleClosed(generation, transport);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      if (generation === this.generation) this.scheduleRelist();
+      if (generation === this.generation) this.relists.schedule();
     });
 
     const timeoutMs = this.config.connect_timeout_ms;
@@ -307,37 +306,12 @@ export class UpstreamConnection extends UpstreamBase {
     return wasDiscovered && JSON.stringify(this.toolList) !== before;
   }
 
-  /** `tools/list_changed`: wait for the burst to settle, then re-list once. */
-  private scheduleRelist(): void {
-    if (this.closePromise) return;
-    if (this.relisting) {
-      this.relistAgain = true;
-      return;
-    }
-    if (this.relistTimer) clearTimeout(this.relistTimer);
-    this.relistTimer = setTimeout(() => {
-      this.relistTimer = undefined;
-      this.relisting = this.relist().finally(() => {
-        this.relisting = undefined;
-        if (this.relistAgain) {
-          this.relistAgain = false;
-          this.scheduleRelist();
-        }
-      });
-    }, this.listChangedDebounceMs);
-    this.relistTimer.unref();
-  }
-
   /**
    * Re-lists the tools now (the daemon's `refresh`, `abridge` after a config change). Resolves
    * when the new list is in; a server that is not ready is left as it is.
    */
-  async refresh(): Promise<void> {
-    if (this.relisting) await this.relisting;
-    this.relisting = this.relist().finally(() => {
-      this.relisting = undefined;
-    });
-    await this.relisting;
+  refresh(): Promise<void> {
+    return this.relists.now();
   }
 
   private async relist(): Promise<void> {
@@ -421,39 +395,28 @@ export class UpstreamConnection extends UpstreamBase {
   /** The ready client, or the reason there is none. */
   private readyClient(): Client {
     if (this.state === "ready" && this.client) return this.client;
-    const name = this.config.name;
-    switch (this.state) {
-      case "disabled":
-        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is disabled`);
-      case "closed":
-        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is closed`);
-      case "failed":
-        // Retried in the background (see start), so a later call may well succeed.
-        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} failed to start: ${this.error?.message ?? "unknown"}`, {
-          retryable: true,
-          details: { server: name, state: this.state, ...(this.error ? { error: { ...this.error } } : {}) },
-        });
-      default:
-        throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${name} is ${this.state}; try again shortly`, { retryable: true });
-    }
+    throw notReadyError(this.config.name, this.state, this.error);
   }
 
-  /**
-   * Forwards `tools/call`. A tool hidden by allow/deny is refused with `TOOL_FILTERED` before
-   * anything is sent, even when the caller guessed its name; a tool the server did not list is
-   * `TOOL_NOT_FOUND`. An upstream tool error (`isError: true`) is a result, not an exception.
-   */
-  async callTool(tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
-    if (!this.isExposed(tool)) {
-      throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.config.name}: tool "${tool}" is not allowed by allow/deny`);
-    }
-    // Fail fast with the reason (disabled, failed, restarting); per_call has no standing client.
-    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
-    if (!this.toolList.some((t) => t.name === tool)) {
-      throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config.name}: no tool "${tool}"`);
-    }
-    const params: JsonObject = { name: tool, arguments: args ?? {} };
-    return this.withClient(options.signal, async (client) => (await this.calls.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
+  /** Forwards `tools/call` (see {@link CallForwarder.callTool}). */
+  callTool(tool: string, args: JsonObject | undefined, options: ForwardOptions = {}): Promise<CallToolResult> {
+    return this.calls.callTool(tool, args, options);
+  }
+
+  /** Forwards any other request and returns the result object as sent (see {@link CallForwarder.request}). */
+  request(method: string, params: JsonObject | undefined, options: ForwardOptions = {}): Promise<JsonObject> {
+    return this.calls.request(method, params, options);
+  }
+
+  /** Every item of a paginated list method; `tools/list` gives the exposed tools (see {@link CallForwarder.listAll}). */
+  async listAll(method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
+    if (method === "tools/list") return this.tools();
+    return this.calls.listAll(method, key, options);
+  }
+
+  /** The server's own `tools/list` answer, as sent (see {@link CallForwarder.recordTools}). */
+  recordTools(options: ForwardOptions = {}): Promise<JsonObject[]> {
+    return this.calls.recordTools(options);
   }
 
   /**
@@ -468,62 +431,6 @@ export class UpstreamConnection extends UpstreamBase {
     const client = this.newClient();
     client.onerror = (err) => this.logger.debug("per-call transport error", { error: this.secrets.redact(messageOf(err)) });
     return this.calls.withFreshClient(transport, client, (t, c) => this.retire(t, c), this.lifetime.signal, signal, use);
-  }
-
-  /**
-   * Forwards any other request (`resources/read`, `prompts/get`, ...) and returns the result
-   * object as sent. `tools/call` goes through {@link callTool} so the filter cannot be bypassed.
-   */
-  async request(method: string, params: JsonObject | undefined, options: ForwardOptions = {}): Promise<JsonObject> {
-    if (method === "tools/call") {
-      const name = params?.name;
-      if (typeof name !== "string") throw new AbridgeError(ErrorCode.INVALID_ARGUMENTS, "tools/call needs a tool name");
-      const args = isObject(params?.arguments) ? params.arguments : undefined;
-      return this.callTool(name, args, options);
-    }
-    return this.withClient(options.signal, (client) => this.calls.forward(client, method, params ?? {}, anyResult, options));
-  }
-
-  /**
-   * Every item of a paginated list method (`resources/list` -> `resources`, ...). A server that
-   * does not advertise the capability gets no request and yields `[]`.
-   */
-  async listAll(method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
-    if (method === "tools/list") return this.tools();
-    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
-    const capability = LIST_CAPABILITY[method];
-    if (capability !== undefined && !isObject(this.capabilities?.[capability])) return [];
-    const items = await this.withClient(options.signal, (client) => collectPages(
-      async (cursor) => {
-        const result = await this.calls.forward(client, method, cursor === undefined ? {} : { cursor }, anyResult, options);
-        const page = result[key];
-        const nextCursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
-        return { items: Array.isArray(page) ? page : [], nextCursor };
-      },
-      this.logger,
-      method,
-      options.signal,
-    ));
-    return items.filter(isObject);
-  }
-
-  /**
-   * The server's own `tools/list` answer, every page joined, exactly as sent: nothing dropped,
-   * normalized or filtered by allow/deny (`abridge record`). Listed afresh, not from the start-up
-   * list, which has already been cleaned.
-   */
-  async recordTools(options: ForwardOptions = {}): Promise<JsonObject[]> {
-    if (this.config.lifecycle !== "per_call" || this.state !== "ready") this.readyClient();
-    const items = await this.withClient(options.signal, (client) => collectPages(
-      async (cursor) => {
-        const result = await this.calls.forward(client, "tools/list", cursor === undefined ? {} : { cursor }, listToolsResult, options);
-        return { items: result.tools, nextCursor: result.nextCursor };
-      },
-      this.logger,
-      "tools/list",
-      options.signal,
-    ));
-    return items as JsonObject[];
   }
 
   /**
@@ -548,7 +455,7 @@ export class UpstreamConnection extends UpstreamBase {
 
   private async doClose(): Promise<void> {
     this.lifetime.abort(new AbridgeError(ErrorCode.CANCELLED, `${this.config.name} is closing`));
-    if (this.relistTimer) clearTimeout(this.relistTimer);
+    this.relists.stop();
     const wasState = this.state;
     this.generation++;
     const client = this.client;

@@ -2,6 +2,7 @@ import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/t
 import { z } from "zod";
 import type { SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
+import type { ServerState } from "../model/types.js";
 
 /** The message of a caught value. */
 export function messageOf(err: unknown): string {
@@ -80,4 +81,25 @@ export function startError(err: unknown, server: string, stderr: readonly string
     retryable: true,
     details: { stderr: [...stderr] },
   });
+}
+
+/**
+ * Why a server that is not ready takes no request: `UPSTREAM_UNAVAILABLE`, retryable unless the
+ * server is disabled or closed; a failed server carries its start error (it is retried in the
+ * background, so a later call may well succeed).
+ */
+export function notReadyError(server: string, state: ServerState, error: { code: ErrorCode; message: string } | undefined): AbridgeError {
+  switch (state) {
+    case "disabled":
+      return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${server} is disabled`);
+    case "closed":
+      return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${server} is closed`);
+    case "failed":
+      return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${server} failed to start: ${error?.message ?? "unknown"}`, {
+        retryable: true,
+        details: { server, state, ...(error ? { error: { ...error } } : {}) },
+      });
+    default:
+      return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${server} is ${state}; try again shortly`, { retryable: true });
+  }
 }
