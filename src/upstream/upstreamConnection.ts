@@ -1,21 +1,22 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode as RpcErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
 import type { SecretSet } from "../log/logger.js";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
 import { CallForwarder } from "./callForwarder.js";
+import { connectAndList } from "./connectAttempt.js";
 import { listTools } from "./listTools.js";
-import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { RelistScheduler } from "./relistScheduler.js";
 import { RequestRelay } from "./requestRelay.js";
 import { serverSecrets } from "./serverSecrets.js";
 import { StderrTail } from "./stderrTail.js";
 import { createTransport } from "./transportFactory.js";
+import type { TransportContext } from "./transportFactory.js";
 import { UpstreamBase } from "./upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
@@ -66,9 +67,8 @@ export class UpstreamConnection extends UpstreamBase {
   private readonly clientInfo: ClientInfo;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;
-  private readonly sandboxHide: readonly string[];
-  private readonly childEnv: Record<string, string>;
-  private readonly watchdog: ProcessGroupWatch | undefined;
+  /** What each attempt's transport is made with (see transportFactory.ts). */
+  private readonly transportContext: TransportContext;
   private readonly onNotification: ((notification: UpstreamNotification) => void) | undefined;
 
   private restarts = 0;
@@ -102,12 +102,16 @@ export class UpstreamConnection extends UpstreamBase {
     this.clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.random = options.random ?? Math.random;
-    this.sandboxHide = options.sandboxHide ?? [];
-    this.childEnv = options.childEnv ?? {};
-    this.watchdog = options.watchdog;
     this.onNotification = options.onNotification;
     this.secrets = serverSecrets(config);
     this.stderr = new StderrTail({ logger: this.logger, secrets: this.secrets, level: options.stderrLogLevel ?? "debug" });
+    this.transportContext = {
+      logger: this.logger,
+      stderr: this.stderr,
+      childEnv: options.childEnv ?? {},
+      sandboxHide: options.sandboxHide ?? [],
+      watchdog: options.watchdog,
+    };
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
     this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());
     this.calls = new CallForwarder({
@@ -204,33 +208,18 @@ export class UpstreamConnection extends UpstreamBase {
       if (generation === this.generation) this.relists.schedule();
     });
 
-    const timeoutMs = this.config.connect_timeout_ms;
-    const timeout = new AbortController();
-    const timer = setTimeout(() => {
-      timeout.abort(
-        new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${this.config.name}: not ready within ${timeoutMs} ms (start-up, initialize and tools/list)`, {
-          retryable: true,
-        }),
-      );
-    }, timeoutMs);
-    timer.unref();
-    const signals = [timeout.signal, this.lifetime.signal];
-    if (signal) signals.push(signal);
-    const connectSignal = AbortSignal.any(signals);
     try {
-      // Raced against the signal as well: the SDK only watches it once `initialize` is sent,
-      // not while the transport starts.
-      await Promise.race([
-        client.connect(transport, { signal: connectSignal, timeout: timeoutMs }),
-        new Promise<never>((_resolve, reject) => {
-          const onAbort = (): void => reject(connectSignal.reason as Error);
-          if (connectSignal.aborted) onAbort();
-          else connectSignal.addEventListener("abort", onAbort, { once: true });
-        }),
-      ]);
-      this.client = client;
-      const tools = await listTools(client, this.logger, this.config.timeout_ms, connectSignal);
-      clearTimeout(timer);
+      const tools = await connectAndList(client, transport, {
+        server: this.config.name,
+        timeoutMs: this.config.connect_timeout_ms,
+        pageTimeoutMs: this.config.timeout_ms,
+        logger: this.logger,
+        lifetime: this.lifetime.signal,
+        signal,
+        onInitialized: () => {
+          this.client = client;
+        },
+      });
       if (generation !== this.generation || this.closePromise) throw new Error("connection closed while starting");
 
       this.serverInfo = client.getServerVersion() ? { ...client.getServerVersion()! } : undefined;
@@ -253,20 +242,10 @@ export class UpstreamConnection extends UpstreamBase {
       // is up, and a server that comes up late must reach their lists (one list_changed).
       if (changed || firstList) this.onToolsChanged?.();
     } catch (err) {
-      clearTimeout(timer);
       if (this.client === client) this.client = undefined;
       // Not awaited: ending a hung child takes the SDK's grace periods, and a failed start must
       // not wait for that. close() still waits, through the transports set.
       this.retire(transport, client);
-      // A nested abridge that found its own config above it exits at once with this code: the
-      // entry would start abridge again and again, which no retry or timeout can mend.
-      if (transport instanceof ChildStdioTransport && transport.exitCode === RECURSION_EXIT_CODE) {
-        throw recursionRefused(this.config.name);
-      }
-      if (timeout.signal.aborted && isAbridgeError(timeout.signal.reason)) throw timeout.signal.reason;
-      if (err instanceof McpError && err.code === (RpcErrorCode.RequestTimeout as number) && !this.lifetime.signal.aborted && !signal?.aborted) {
-        throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${this.config.name}: ${err.message}`, { cause: err, retryable: true });
-      }
       throw err;
     }
   }
@@ -282,13 +261,7 @@ export class UpstreamConnection extends UpstreamBase {
 
   /** A transport for a new attempt (or a per-call process), kept until it has closed. */
   private newTransport(): Transport {
-    const transport = createTransport(this.config, {
-      logger: this.logger,
-      stderr: this.stderr,
-      childEnv: this.childEnv,
-      sandboxHide: this.sandboxHide,
-      watchdog: this.watchdog,
-    });
+    const transport = createTransport(this.config, this.transportContext);
     this.transports.add(transport);
     return transport;
   }
