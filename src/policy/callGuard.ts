@@ -10,7 +10,7 @@ import type { AuditOutcome } from "./auditLog.js";
 import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";
 import { READ_OUTPUT } from "./readOutputTool.js";
 import { SpillStore, spillOffsetOf } from "./spillStore.js";
-import { exposesTool } from "./toolFilter.js";
+import { exposesTool } from "./allowDeny.js";
 import { ToolPolicy } from "./toolPolicy.js";
 import type { PolicyDecision } from "./toolPolicy.js";
 

@@ -1,6 +1,6 @@
 import type { ServerConfig } from "../config/schema.js";
-import { allowDenyOf } from "./toolFilter.js";
-import type { AllowDeny } from "./toolFilter.js";
+import { allowDenyOf } from "./allowDeny.js";
+import type { AllowDeny } from "./allowDeny.js";
 import type { RawTool } from "../model/types.js";
 
 /** Whether a call may go through, and if not, which setting refused it. */

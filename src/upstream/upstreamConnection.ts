@@ -26,10 +26,9 @@ import type { CallRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, Se
 import { isObject } from "../model/json.js";
 import { delay } from "../model/timers.js";
 
+/** The relay types live in the model; importers of this module's older exports still find them. */
 export type { CallRelay, UpstreamNotification } from "../model/types.js";
 export type { ClientInfo } from "./upstreamClient.js";
-export { DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
-export { MAX_STDERR_LINE_BYTES } from "./stderrTail.js";
 
 /** Options of an {@link UpstreamConnection}. */
 export interface UpstreamConnectionOptions extends UpstreamBaseOptions {

@@ -5,7 +5,7 @@
 import { afterEach, expect } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { Logger } from "../../src/log/logger.js";
-import { exposesTool } from "../../src/policy/toolFilter.js";
+import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import type { UpstreamPoolOptions } from "../../src/upstream/upstreamPool.js";
 import { alivePids, killAll } from "../helpers/processes.js";

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../src/model/errors.js";
-import { exposesTool } from "../../src/policy/toolFilter.js";
+import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { serverConfig } from "../helpers/processes.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { globToRegExp } from "../../src/model/glob.js";
-import { allowDenyOf, AllowDeny, createToolFilter, exposesTool } from "../../src/policy/toolFilter.js";
+import { allowDenyOf, AllowDeny, exposesTool } from "../../src/policy/allowDeny.js";
 import { ToolPolicy } from "../../src/policy/toolPolicy.js";
 import type { RawTool } from "../../src/model/types.js";
 import { serverConfig } from "../helpers/processes.js";
@@ -20,14 +20,14 @@ describe("globs", () => {
   });
 
   it("deny wins over allow; no allow means everything", () => {
-    const filter = createToolFilter(["read_*", "list_*"], ["read_secret*"]);
-    expect(filter("read_file")).toBe(true);
-    expect(filter("list_dir")).toBe(true);
-    expect(filter("write_file")).toBe(false);
-    expect(filter("read_secret_key")).toBe(false);
-    const denyOnly = createToolFilter(undefined, ["rm"]);
-    expect(denyOnly("anything")).toBe(true);
-    expect(denyOnly("rm")).toBe(false);
+    const lists = new AllowDeny(["read_*", "list_*"], ["read_secret*"]);
+    expect(lists.passes("read_file")).toBe(true);
+    expect(lists.passes("list_dir")).toBe(true);
+    expect(lists.passes("write_file")).toBe(false);
+    expect(lists.passes("read_secret_key")).toBe(false);
+    const denyOnly = new AllowDeny(undefined, ["rm"]);
+    expect(denyOnly.passes("anything")).toBe(true);
+    expect(denyOnly.passes("rm")).toBe(false);
   });
 });
 

@@ -1,9 +1,6 @@
 import type { ServerConfig } from "../config/schema.js";
 import { globToRegExp } from "../model/glob.js";
 
-/** Decides whether a tool of one server is exposed and may be called. */
-export type ToolFilter = (tool: string) => boolean;
-
 /** One glob of an `allow` or `deny` list with its compiled form. */
 interface CompiledGlob {
   glob: string;
@@ -12,7 +9,7 @@ interface CompiledGlob {
 
 /**
  * A server's `allow` and `deny` globs, compiled once. The one reading of those two settings:
- * the pool's listing (through {@link exposesTool}) and {@link ToolPolicy}'s verdicts both ask it.
+ * the pool's listing (through {@link exposesTool}) and `ToolPolicy`'s verdicts both ask it.
  */
 export class AllowDeny {
   private readonly allow: CompiledGlob[] | undefined;
@@ -38,19 +35,13 @@ export class AllowDeny {
     return this.allow === undefined || this.allow.some((a) => a.re.test(tool));
   }
 
-  /** True when `tool` passes both lists: no `deny` glob matches and `allow` lets it in. Deny wins. */
+  /**
+   * True when `tool` passes both lists: it matches some `allow` glob (or there is no `allow`
+   * list) and no `deny` glob. Deny wins over allow.
+   */
   passes(tool: string): boolean {
     return this.denyingGlob(tool) === undefined && this.allowed(tool);
   }
-}
-
-/**
- * Builds the filter of a server from its `allow` and `deny` globs: a tool passes when it matches
- * some `allow` glob (or `allow` is absent) and no `deny` glob. Deny wins over allow.
- */
-export function createToolFilter(allow: readonly string[] | undefined, deny: readonly string[]): ToolFilter {
-  const lists = new AllowDeny(allow, deny);
-  return (tool) => lists.passes(tool);
 }
 
 /** Compiled lists per config entry, with the arrays they were compiled from. */
