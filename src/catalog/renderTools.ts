@@ -1,7 +1,7 @@
 import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
-import { globToRegExp } from "../upstream/toolFilter.js";
+import { globToRegExp } from "../model/glob.js";
 import { MAX_SCHEMA_DEPTH, schemaTooDeep } from "../upstream/schemaDepth.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";

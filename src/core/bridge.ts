@@ -142,6 +142,8 @@ export class Bridge {
         ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
       ],
       logger: this.logger,
+      // The policy's allow/deny: a tool it hides is not listed, counted or forwarded by the pool.
+      exposes: (server, tool) => guard.exposes(server, tool),
       // Lets an abridge among the servers see that it would serve this config again.
       childEnv: childMarkerEnv(options.config.source, options.env),
       clientInfo: { name: "abridge", version: VERSION },

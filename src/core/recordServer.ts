@@ -41,6 +41,8 @@ export async function recordServer(config: Config, server: string, options: Reco
   const pool = new UpstreamPool({
     servers: [entry],
     separator: config.separator,
+    // The recording is the server's whole answer: allow/deny does not apply to it.
+    exposes: () => true,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
     // Lets an abridge among the servers see that it would serve this config again.
     childEnv: childMarkerEnv(config.source, options.env),

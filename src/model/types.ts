@@ -100,3 +100,23 @@ export interface ForwardOptions extends CallOptions {
   /** Hard ceiling when `resetTimeoutOnProgress` is set. */
   maxTotalTimeoutMs?: number;
 }
+
+/**
+ * The client a forwarded call came from, as far as the upstream needs it: where to send the
+ * requests (`sampling/createMessage`, `elicitation/create`) and log lines the upstream makes while
+ * the call runs. A front end sets one per call (see `UpstreamPool.withRelay`).
+ */
+export interface CallRelay {
+  /** Identifies the downstream client (one per session): calls of one client may share answers. */
+  client: string;
+  /** Sends a request to that client, related to the call, and resolves with its answer. */
+  request(method: string, params: JsonObject, signal: AbortSignal): Promise<JsonObject>;
+  /** Sends a notification to that client, related to the call. */
+  notify(method: string, params: JsonObject): void;
+}
+
+/** A notification from an upstream that no single call owns (resources/updated, list_changed, logs). */
+export interface UpstreamNotification {
+  method: string;
+  params: JsonObject;
+}

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { resolveStateDir } from "../cache/cachePaths.js";
-import type { Config } from "../config/schema.js";
+import type { Config, ServerConfig } from "../config/schema.js";
 import { isAbridgeError } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
@@ -10,6 +10,7 @@ import type { AuditOutcome } from "./auditLog.js";
 import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";
 import { READ_OUTPUT } from "./readOutputTool.js";
 import { SpillStore, spillOffsetOf } from "./spillStore.js";
+import { exposesTool } from "./allowDeny.js";
 import { ToolPolicy } from "./toolPolicy.js";
 import type { PolicyDecision } from "./toolPolicy.js";
 
@@ -115,6 +116,14 @@ export class CallGuard {
   /** True when `read_output` is served (some enabled server spills). */
   get spills(): boolean {
     return this.configOf().servers.some((s) => s.enabled && s.spill);
+  }
+
+  /**
+   * The `allow`/`deny` decision the upstream pool applies as it lists a server's tools (given to
+   * it as its `exposes` option): a tool that fails it is neither exposed, counted nor forwarded.
+   */
+  exposes(server: ServerConfig, tool: string): boolean {
+    return exposesTool(server, tool);
   }
 
   /** Remembers every tool's annotations and returns the ones the policy lets the model see. */

@@ -1,5 +1,6 @@
 import type { ServerConfig } from "../config/schema.js";
-import { globToRegExp } from "../upstream/toolFilter.js";
+import { allowDenyOf } from "./allowDeny.js";
+import type { AllowDeny } from "./allowDeny.js";
 import type { RawTool } from "../model/types.js";
 
 /** Whether a call may go through, and if not, which setting refused it. */
@@ -20,8 +21,7 @@ interface CompiledServer {
   name: string;
   readOnly: boolean;
   destructive: "allow" | "deny";
-  allow: { glob: string; re: RegExp }[] | undefined;
-  deny: { glob: string; re: RegExp }[];
+  lists: AllowDeny;
 }
 
 /**
@@ -64,8 +64,7 @@ export class ToolPolicy {
         name: server.name,
         readOnly: server.read_only,
         destructive: server.destructive,
-        allow: server.allow?.map((glob) => ({ glob, re: globToRegExp(glob) })),
-        deny: server.deny.map((glob) => ({ glob, re: globToRegExp(glob) })),
+        lists: allowDenyOf(server),
       });
     }
   }
@@ -90,16 +89,16 @@ export class ToolPolicy {
     const compiled = this.servers.get(server);
     if (!compiled && !this.forceReadOnly) return { allowed: true };
     const prefix = `servers.${server}`;
-    const denied = compiled?.deny.find((d) => d.re.test(name));
-    if (denied) {
-      return refuse(`${prefix}.deny[${JSON.stringify(denied.glob)}]`, `tool "${name}" matches the deny glob ${JSON.stringify(denied.glob)}`);
+    const denied = compiled?.lists.denyingGlob(name);
+    if (denied !== undefined) {
+      return refuse(`${prefix}.deny[${JSON.stringify(denied)}]`, `tool "${name}" matches the deny glob ${JSON.stringify(denied)}`);
     }
     if (this.forceReadOnly && !isReadOnlyTool(raw)) {
       return refuse(FORCE_READ_ONLY_RULE, `abridge runs with --read-only and tool "${name}" is not annotated readOnlyHint: true`);
     }
     if (!compiled) return { allowed: true };
-    if (compiled.allow !== undefined) {
-      if (compiled.allow.some((a) => a.re.test(name))) return { allowed: true };
+    if (compiled.lists.hasAllowList) {
+      if (compiled.lists.allowed(name)) return { allowed: true };
       return refuse(`${prefix}.allow`, `tool "${name}" matches no allow glob`);
     }
     if (compiled.readOnly && !isReadOnlyTool(raw)) {

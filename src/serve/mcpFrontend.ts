@@ -28,7 +28,7 @@ import type { Bridge } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { JsonObject, ServerStatus } from "../model/types.js";
-import type { CallRelay, UpstreamNotification } from "../upstream/upstreamConnection.js";
+import type { CallRelay, UpstreamNotification } from "../model/types.js";
 import { VERSION } from "../model/version.js";
 import { ResourceAggregator } from "./aggregateResources.js";
 import { isObject } from "../model/json.js";

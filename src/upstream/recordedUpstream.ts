@@ -1,21 +1,16 @@
 import { readFile } from "node:fs/promises";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
-import { silentLogger } from "../log/logger.js";
-import type { Logger } from "../log/logger.js";
 import { parseRecordedList } from "./recordedList.js";
-import { createToolFilter } from "./toolFilter.js";
-import type { ToolFilter } from "./toolFilter.js";
-import type { CallToolResult, JsonObject, RawTool, ServerState, ServerStatus } from "../model/types.js";
+import { UpstreamBase } from "./upstreamBase.js";
+import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
+import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 
-/** Options of a {@link RecordedUpstream}: the pool's callbacks, as an `UpstreamConnection` gets them. */
-export interface RecordedUpstreamOptions {
-  logger?: Logger;
-  /** Called whenever {@link RecordedUpstream.status} changes. */
-  onStatusChanged?: (status: ServerStatus) => void;
-  /** Called when the (filtered) tool list changed after the first load ({@link RecordedUpstream.refresh}). */
-  onToolsChanged?: () => void;
-}
+/**
+ * Options of a {@link RecordedUpstream}: the pool's callbacks and exposure decision, as an
+ * `UpstreamConnection` gets them (`onToolsChanged` fires from {@link RecordedUpstream.refresh}).
+ */
+export type RecordedUpstreamOptions = UpstreamBaseOptions;
 
 /**
  * A server whose tools come from a recorded `tools/list` answer (`recorded = "tools.json"`)
@@ -28,83 +23,32 @@ export interface RecordedUpstreamOptions {
  * `CONFIG_INVALID` naming the config field and the file's own problem; it is not retried, since
  * waiting does not mend a file (a later {@link refresh} reads it again).
  */
-export class RecordedUpstream {
-  private currentConfig: ServerConfig;
-  private readonly logger: Logger;
-  private readonly onStatusChanged: ((status: ServerStatus) => void) | undefined;
-  private readonly onToolsChanged: (() => void) | undefined;
-  private filter: ToolFilter;
-  private state: ServerState;
-  private error: { code: ErrorCode; message: string } | undefined;
-  private startedAt: string | undefined;
-  private serverInfo: { name: string; version: string } | undefined;
-  /** Every tool of the file, normalized as a live server's list is (nulls dropped). */
-  private listedTools: RawTool[] = [];
-  /** {@link listedTools} after allow/deny: what the pool exposes. */
-  private toolList: RawTool[] = [];
+export class RecordedUpstream extends UpstreamBase {
   private startPromise: Promise<void> | undefined;
   private closed = false;
 
-  constructor(config: ServerConfig, options: RecordedUpstreamOptions = {}) {
+  constructor(config: ServerConfig, options: RecordedUpstreamOptions) {
     if (config.recorded === undefined) {
       throw new AbridgeError(ErrorCode.INTERNAL, `server "${config.name}" has no recorded file`);
     }
-    this.currentConfig = config;
-    this.logger = (options.logger ?? silentLogger).child({ server: config.name });
-    this.onStatusChanged = options.onStatusChanged;
-    this.onToolsChanged = options.onToolsChanged;
-    this.filter = createToolFilter(config.allow, config.deny);
-    this.state = config.enabled ? "connecting" : "disabled";
+    super(config, options);
   }
 
-  /** The server's config entry (replaced by {@link updateConfig}). */
-  get config(): ServerConfig {
-    return this.currentConfig;
+  protected override get transportName(): ServerStatus["transport"] {
+    return "recorded";
   }
 
-  /** Server name. */
-  get name(): string {
-    return this.config.name;
+  protected override get restartCount(): number {
+    return 0;
+  }
+
+  protected override statusExtras(): StatusExtras {
+    return this.state === "ready" ? { capabilities: { tools: {} } } : {};
   }
 
   /** The file's absolute path (resolved against the config file's folder when loaded). */
   get file(): string {
     return this.config.recorded ?? "";
-  }
-
-  /** Takes new filters and settings in place; true when the exposed tool list changed. */
-  updateConfig(config: ServerConfig): boolean {
-    if (config.name !== this.currentConfig.name) {
-      throw new AbridgeError(ErrorCode.INTERNAL, `config of "${config.name}" given to the recorded server "${this.currentConfig.name}"`);
-    }
-    this.currentConfig = config;
-    this.filter = createToolFilter(config.allow, config.deny);
-    const before = JSON.stringify(this.toolList);
-    this.toolList = this.listedTools.filter((t) => this.filter(t.name));
-    const changed = JSON.stringify(this.toolList) !== before;
-    if (changed) this.onStatusChanged?.(this.status());
-    return changed;
-  }
-
-  /** Current status (a fresh object). */
-  status(): ServerStatus {
-    const status: ServerStatus = {
-      name: this.config.name,
-      transport: "recorded",
-      state: this.state,
-      toolCount: this.toolList.length,
-      restarts: 0,
-    };
-    if (this.startedAt !== undefined) status.startedAt = this.startedAt;
-    if (this.error !== undefined) status.error = { ...this.error };
-    if (this.serverInfo !== undefined) status.serverInfo = { ...this.serverInfo };
-    if (this.state === "ready") status.capabilities = { tools: {} };
-    return status;
-  }
-
-  /** Tools after allow/deny filtering, in the file's order. */
-  tools(): RawTool[] {
-    return [...this.toolList];
   }
 
   /** No process runs behind a recorded server. */
@@ -133,7 +77,7 @@ export class RecordedUpstream {
       const recorded = await readRecordedFile(this.config);
       if (this.closed) return;
       this.listedTools = recorded.tools;
-      this.toolList = recorded.tools.filter((t) => this.filter(t.name));
+      this.toolList = this.exposed(recorded.tools);
       this.serverInfo = recorded.serverInfo;
       this.error = undefined;
       this.startedAt = new Date().toISOString();
@@ -148,11 +92,6 @@ export class RecordedUpstream {
       this.logger.warn("recorded server failed to load", { code: error.code, error: error.message });
       this.setState("failed");
     }
-  }
-
-  private setState(state: ServerState): void {
-    this.state = state;
-    this.onStatusChanged?.(this.status());
   }
 
   /** Refused: a recorded server lists tools but has nothing that could run them. */

@@ -10,8 +10,8 @@ import { ChildWatchdog } from "./childWatchdog.js";
 import type { AssignedName } from "../model/names.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
-import type { CallRelay, UpstreamConnectionOptions, UpstreamNotification } from "./upstreamConnection.js";
-import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus } from "../model/types.js";
+import type { UpstreamConnectionOptions } from "./upstreamConnection.js";
+import type { CallRelay, CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
 
 /** One server of the pool: a live connection, or a recorded tool list standing in for one. */
 type Upstream = UpstreamConnection | RecordedUpstream;
@@ -28,7 +28,7 @@ export interface UpstreamPoolEvents {
 
 /**
  * Server settings a running connection does not depend on: they are re-read on every call
- * (timeouts), applied by the pool to the last listed tools (allow/deny, prefix), or enforced
+ * (timeouts), applied by the pool to the last listed tools (allow/deny through `exposes`, prefix), or enforced
  * above the pool (`CallGuard`: read_only, destructive, output limit, spill). Editing only these
  * must not restart the server and kill its calls in flight.
  */
@@ -57,7 +57,7 @@ export interface ReconfigureResult {
 export interface UpstreamPoolOptions
   extends Pick<
     UpstreamConnectionOptions,
-    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv"
+    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes"
   > {
   /** Every configured server, enabled or not. */
   servers: ServerConfig[];
@@ -113,6 +113,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     if (config.transport === "recorded") {
       return new RecordedUpstream(config, {
         logger: this.logger,
+        exposes: this.options.exposes,
         onStatusChanged: (status) => this.emit("statusChanged", status),
         onToolsChanged: () => this.handleToolsChanged(config.name),
       });
@@ -321,7 +322,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     return this.connections.get(server)?.status();
   }
 
-  /** Every exposed tool (allow/deny applied) with its exposed name and URI, sorted by server then tool. */
+  /** Every exposed tool (the `exposes` decision applied) with its exposed name and URI, sorted by server then tool. */
   tools(): ExposedTool[] {
     const out: ExposedTool[] = [];
     for (const connection of this.connections.values()) {

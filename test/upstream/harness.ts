@@ -5,6 +5,7 @@
 import { afterEach, expect } from "vitest";
 import { createLogger } from "../../src/log/logger.js";
 import type { Logger } from "../../src/log/logger.js";
+import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import type { UpstreamPoolOptions } from "../../src/upstream/upstreamPool.js";
 import { alivePids, killAll } from "../helpers/processes.js";
@@ -25,10 +26,11 @@ export function trackPids(pool: UpstreamPool): number[] {
   return pids;
 }
 
-/** A pool with a fast restart backoff, closed after the test. */
+/** A pool with a fast restart backoff and the policy's allow/deny (as the bridge builds it), closed after the test. */
 export function makePool(options: Partial<UpstreamPoolOptions> & Pick<UpstreamPoolOptions, "servers">): UpstreamPool {
   const pool = new UpstreamPool({
     separator: "_",
+    exposes: exposesTool,
     backoff: { baseMs: 50, factor: 2, capMs: 1_000, resetAfterMs: 30_000 },
     ...options,
   });

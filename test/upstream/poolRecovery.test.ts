@@ -6,7 +6,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { UpstreamNotification } from "../../src/upstream/upstreamConnection.js";
+import type { UpstreamNotification } from "../../src/model/types.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureServer, isAlive } from "../helpers/processes.js";
 import { makePool, memoryLogger, trackPids, waitFor, waitForStatus } from "./harness.js";

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ServerConfig } from "../../src/config/schema.js";
 import { fixtureServer, isAlive, serverConfig } from "../helpers/processes.js";
 import { makePool, memoryLogger, trackPids } from "./harness.js";
 
@@ -102,6 +103,35 @@ describe("UpstreamPool start and discovery", () => {
     await expect(pool.callTool("echo", "tool_009", {})).rejects.toMatchObject({ code: "TOOL_NOT_FOUND" });
     const ok = await pool.callTool("echo", "echo", { text: "allowed" });
     expect(ok.content).toEqual([{ type: "text", text: "allowed" }]);
+  });
+
+  it("exposes only what its exposes decision lets through, asked with the config entry in force", async () => {
+    const asked = new Set<ServerConfig>();
+    // Not allow/deny: the pool applies whatever decision it is given, and knows no rule of its own.
+    const pool = makePool({
+      servers: [fixtureServer("echo", "echoServer.ts")],
+      exposes: (server, tool) => {
+        asked.add(server);
+        return !tool.startsWith("tool_");
+      },
+    });
+    await pool.start();
+    expect(pool.tools().map((t) => t.tool.name)).toEqual(["add", "echo"]);
+    expect(pool.status("echo")?.toolCount).toBe(2);
+    expect(pool.resolve("echo_tool_001")).toBeUndefined();
+    // tool_001 exists upstream and would answer if forwarded.
+    await expect(pool.callTool("echo", "tool_001", {})).rejects.toMatchObject({ code: "TOOL_FILTERED" });
+    // A recording is the server's whole answer: the decision does not apply to it.
+    expect((await pool.recordTools("echo")).map((t) => t.name)).toContain("tool_001");
+    expect([...asked].map((s) => s.name)).toEqual(["echo"]);
+    // A reload that keeps the process hands the new entry to the next decision.
+    const [entry] = asked;
+    const edited = { ...entry!, timeout_ms: entry!.timeout_ms + 1 };
+    const result = await pool.reconfigure([edited]);
+    expect(result.updated).toEqual(["echo"]);
+    asked.clear();
+    await expect(pool.callTool("echo", "tool_002", {})).rejects.toMatchObject({ code: "TOOL_FILTERED" });
+    expect([...asked]).toEqual([edited]);
   });
 
   it("two prefix = false servers exposing the same tool both serve: the first in the config keeps the name", async () => {

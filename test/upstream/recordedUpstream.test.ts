@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../src/model/errors.js";
+import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { serverConfig } from "../helpers/processes.js";
@@ -26,7 +27,7 @@ describe("a recorded server in the upstream pool", () => {
 
   it("applies allow/deny, refuses calls and other requests with UPSTREAM_RECORDED, and has no resources", async () => {
     await writeFile(path.join(dir, "wiki.json"), JSON.stringify({ tools: TOOLS }));
-    pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json", { deny: ["write_*"] })], separator: "_" });
+    pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json", { deny: ["write_*"] })], separator: "_", exposes: exposesTool });
     await pool.start();
     expect(pool.tools().map((t) => t.name)).toEqual(["wiki_read_page"]);
     expect(pool.pids()).toEqual([]);
@@ -40,14 +41,14 @@ describe("a recorded server in the upstream pool", () => {
 
   it("a bad file fails the pool's start with CONFIG_INVALID; after a reload it only marks the server failed", async () => {
     await writeFile(path.join(dir, "bad.json"), JSON.stringify({ tools: [{ name: "" }] }));
-    pool = new UpstreamPool({ servers: [recorded("bad", "bad.json")], separator: "_" });
+    pool = new UpstreamPool({ servers: [recorded("bad", "bad.json")], separator: "_", exposes: exposesTool });
     const error = await pool.start().catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
     expect((error as Error).message).toContain(`servers.bad.recorded: ${path.join(dir, "bad.json")}: tools[0].name`);
     await pool.close();
 
     await writeFile(path.join(dir, "good.json"), JSON.stringify(TOOLS));
-    pool = new UpstreamPool({ servers: [recorded("good", "good.json")], separator: "_" });
+    pool = new UpstreamPool({ servers: [recorded("good", "good.json")], separator: "_", exposes: exposesTool });
     await pool.start();
     await pool.reconfigure([recorded("good", "good.json"), recorded("bad", "bad.json")]);
     expect(pool.status("bad")).toMatchObject({ state: "failed", error: { code: "CONFIG_INVALID" } });
@@ -57,7 +58,7 @@ describe("a recorded server in the upstream pool", () => {
   it("refresh reads the file again and reports a changed list", async () => {
     const file = path.join(dir, "wiki.json");
     await writeFile(file, JSON.stringify(TOOLS.slice(0, 1)));
-    pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json")], separator: "_" });
+    pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json")], separator: "_", exposes: exposesTool });
     await pool.start();
     const changed: string[] = [];
     pool.on("toolsChanged", (server) => changed.push(server));

@@ -1,0 +1,56 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Logger } from "../log/logger.js";
+import { compareStrings, isObject } from "../model/json.js";
+import type { RawTool } from "../model/types.js";
+import { listToolsResult } from "./callForwarder.js";
+import { collectPages } from "./collectPages.js";
+import { normalizeTool } from "./normalizeTool.js";
+import { schemaTooDeep } from "./schemaDepth.js";
+
+/**
+ * Every page of a server's `tools/list`, cleaned for every later walk: a tool nested too deep is
+ * quarantined, `null` members are dropped, a tool without a name or inputSchema and a second
+ * tool of the same name are skipped (each with a warning). Sorted by name; otherwise as sent.
+ * Every page is bounded by `timeoutMs` and by `signal`.
+ */
+export async function listTools(client: Client, logger: Logger, timeoutMs: number, signal?: AbortSignal): Promise<RawTool[]> {
+  const items = await collectPages(
+    async (cursor) => {
+      const result = await client.request(
+        { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+        listToolsResult,
+        { timeout: timeoutMs, ...(signal ? { signal } : {}) },
+      );
+      return { items: result.tools, nextCursor: result.nextCursor };
+    },
+    logger,
+    "tools/list",
+    signal,
+  );
+  const byName = new Map<string, RawTool>();
+  // A tool nested too deep would overflow the stack of every later walk (normalizing, hashing,
+  // rendering, validating): quarantined here, first, with a reason; its siblings are served.
+  const sane = items.filter((item) => {
+    const tooDeep = isObject(item) ? schemaTooDeep(item) : undefined;
+    if (tooDeep === undefined) return true;
+    const name = isObject(item) && typeof item.name === "string" ? item.name : undefined;
+    logger.warn("tool quarantined", { tool: name, reason: tooDeep });
+    return false;
+  });
+  // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
+  for (const item of sane.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
+    if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
+      logger.warn("skipping a malformed tool (no name or inputSchema)", {
+        tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,
+      });
+      continue;
+    }
+    const tool = item as RawTool;
+    if (byName.has(tool.name)) {
+      logger.warn("skipping a duplicate tool", { tool: tool.name });
+      continue;
+    }
+    byName.set(tool.name, tool);
+  }
+  return [...byName.values()].sort((a, b) => compareStrings(a.name, b.name));
+}
