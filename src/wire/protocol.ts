@@ -219,6 +219,17 @@ const okAnswerSchemas = {
   shutdown: okAnswerSchema(answerBodySchemas.shutdown),
 } satisfies Record<DaemonOp, z.ZodType>;
 
+/** Each op's whole answer: its successful answer or a failure, told apart by `ok`. */
+const answerSchemas = {
+  list_tools: z.discriminatedUnion("ok", [okAnswerSchemas.list_tools, errorAnswerSchema]),
+  call_tool: z.discriminatedUnion("ok", [okAnswerSchemas.call_tool, errorAnswerSchema]),
+  get_schema: z.discriminatedUnion("ok", [okAnswerSchemas.get_schema, errorAnswerSchema]),
+  read_output: z.discriminatedUnion("ok", [okAnswerSchemas.read_output, errorAnswerSchema]),
+  stats: z.discriminatedUnion("ok", [okAnswerSchemas.stats, errorAnswerSchema]),
+  refresh: z.discriminatedUnion("ok", [okAnswerSchemas.refresh, errorAnswerSchema]),
+  shutdown: z.discriminatedUnion("ok", [okAnswerSchemas.shutdown, errorAnswerSchema]),
+} satisfies Record<DaemonOp, z.ZodType>;
+
 /** A successful answer to `op`. */
 export type DaemonOkAnswer<Op extends DaemonOp = DaemonOp> = z.infer<(typeof okAnswerSchemas)[Op]>;
 
@@ -234,7 +245,7 @@ export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional
  * @throws AbridgeError DAEMON_BAD_RESPONSE naming the op and the first fields that were wrong.
  */
 export function parseAnswer<Op extends DaemonOp>(op: Op, value: unknown): DaemonResponse<Op> {
-  const parsed = z.discriminatedUnion("ok", [okAnswerSchemas[op], errorAnswerSchema]).safeParse(value);
+  const parsed = answerSchemas[op].safeParse(value);
   if (!parsed.success) {
     const detail = parsed.error.issues
       .slice(0, 5)
