@@ -6,7 +6,6 @@ import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 /** Responses may be larger than requests (a big tool list); still bounded. */
 const MAX_RESPONSE_BYTES = 4 * MAX_LINE_BYTES;
 
-
 /** Options of one request. */
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -23,8 +22,7 @@ export class ConnectionLostError extends AbridgeError {
 }
 
 interface Pending {
-  /** Which answer schema the answer is checked against. */
-  op: DaemonOp;
+  /** Takes the parsed line; checks it against the answer schema of the request's op. */
   resolve: (response: unknown) => void;
   reject: (err: Error) => void;
 }
@@ -128,7 +126,6 @@ export class ClientConnection {
       }
       options.signal?.addEventListener("abort", onAbort, { once: true });
       this.pending.set(id, {
-        op,
         resolve: (value) => {
           settle();
           let response: DaemonResponse<Op>;
