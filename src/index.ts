@@ -58,5 +58,5 @@ export { DaemonClient, isMcpPath } from "./client/daemonClient.js";
 export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, HostTool } from "./client/daemonClient.js";
 export { ensureDaemon, pingDaemon } from "./client/ensureDaemon.js";
 export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js";
-export type { DaemonTool } from "./wire/protocol.js";
+export type { DaemonDiscovery, DaemonStats, DaemonTool, DaemonToolSchema } from "./wire/protocol.js";
 export type { LockInfo } from "./wire/lockfile.js";

@@ -1,21 +1,10 @@
 import { connect, type Socket } from "node:net";
-import { z } from "zod";
-import { MAX_LINE_BYTES, type DaemonAddress } from "../wire/protocol.js";
+import { answerEnvelopeSchema, errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, type DaemonAddress, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 
 /** Responses may be larger than requests (a big tool list); still bounded. */
 const MAX_RESPONSE_BYTES = 4 * MAX_LINE_BYTES;
-
-const errorSchema = z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() });
-const responseSchema = z.looseObject({
-  id: z.union([z.number(), z.string(), z.null()]).optional(),
-  ok: z.boolean(),
-  error: errorSchema.optional(),
-});
-
-/** A parsed answer line. */
-export type ClientResponse = z.infer<typeof responseSchema>;
 
 /** Options of one request. */
 export interface RequestOptions {
@@ -33,7 +22,8 @@ export class ConnectionLostError extends AbridgeError {
 }
 
 interface Pending {
-  resolve: (response: ClientResponse) => void;
+  /** Takes the parsed line; checks it against the answer schema of the request's op. */
+  resolve: (response: unknown) => void;
   reject: (err: Error) => void;
 }
 
@@ -105,15 +95,18 @@ export class ClientConnection {
   }
 
   /**
-   * Sends `body` (with a fresh `id`) and resolves with the daemon's answer, `ok: false` included.
+   * Sends `body` (with a fresh `id`) and resolves with the daemon's answer, `ok: false` included,
+   * checked against the protocol's answer schema for `body.op`.
    *
    * @throws ConnectionLostError when the connection ends first; AbridgeError DAEMON_UNAVAILABLE
-   * on `timeoutMs`; CANCELLED when `signal` aborts.
+   * on `timeoutMs`; CANCELLED when `signal` aborts; DAEMON_BAD_RESPONSE when the answer is not
+   * what the protocol says (the connection is closed: what else it carries cannot be trusted).
    */
-  request(body: Record<string, unknown>, options: RequestOptions): Promise<ClientResponse> {
+  request<Op extends DaemonOp>(body: ClientRequest & { op: Op }, options: RequestOptions): Promise<DaemonResponse<Op>> {
     if (this.ended) return Promise.reject(this.ended);
     const id = this.nextId++;
-    return new Promise<ClientResponse>((resolve, reject) => {
+    const op: Op = body.op;
+    return new Promise<DaemonResponse<Op>>((resolve, reject) => {
       const settle = (): void => {
         clearTimeout(timer);
         options.signal?.removeEventListener("abort", onAbort);
@@ -133,8 +126,17 @@ export class ClientConnection {
       }
       options.signal?.addEventListener("abort", onAbort, { once: true });
       this.pending.set(id, {
-        resolve: (response) => {
+        resolve: (value) => {
           settle();
+          let response: DaemonResponse<Op>;
+          try {
+            response = parseAnswer(op, value);
+          } catch (err) {
+            const error = toAbridgeError(err, ErrorCode.DAEMON_BAD_RESPONSE);
+            reject(error);
+            this.fail(error);
+            return;
+          }
           resolve(response);
         },
         reject: (err) => {
@@ -165,20 +167,28 @@ export class ClientConnection {
     const { lines, error } = this.splitter.push(chunk);
     for (const line of lines) {
       if (line.trim() === "") continue;
-      let parsed: ClientResponse;
+      let value: unknown;
+      let envelope;
       try {
-        parsed = responseSchema.parse(JSON.parse(line));
+        value = JSON.parse(line);
+        envelope = answerEnvelopeSchema.parse(value);
       } catch (err) {
-        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `unreadable answer from the daemon: ${(err as Error).message}`, { cause: err }));
+        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `unreadable answer from the daemon: ${(err as Error).message}`, { cause: err }));
         return;
       }
-      const id = parsed.id;
+      const id = envelope.id;
       const waiting = typeof id === "number" ? this.pending.get(id) : undefined;
       if (waiting) {
-        waiting.resolve(parsed);
-      } else if (id === null && parsed.error) {
+        waiting.resolve(value);
+        if (this.ended) return;
+      } else if (id === null && !envelope.ok) {
         // The daemon gave up on the whole connection (a line it could not frame).
-        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, parsed.error.message));
+        const failure = errorAnswerSchema.safeParse(value);
+        this.fail(
+          failure.success
+            ? new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, failure.data.error.message)
+            : new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `malformed error answer from the daemon: ${failure.error.message}`, { cause: failure.error }),
+        );
         return;
       }
       // Any other id belongs to a request whose caller gave up: dropped.

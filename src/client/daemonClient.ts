@@ -1,13 +1,12 @@
-import type { SchemaResult } from "../catalog/metaTools.js";
 import type { Mode } from "../config/schema.js";
 import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
-import { parseAddress, type DaemonTool } from "../wire/protocol.js";
+import { parseAddress, type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema, type WireError } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
 import { parseToolUri } from "../model/names.js";
-import { ClientConnection, ConnectionLostError, type ClientResponse } from "./clientConnection.js";
+import { ClientConnection, ConnectionLostError } from "./clientConnection.js";
 import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
 
 /** Options of a {@link DaemonClient}. */
@@ -58,12 +57,13 @@ function knownCode(code: string): ErrorCode {
   return (Object.values(ErrorCode) as string[]).includes(code) ? (code as ErrorCode) : ErrorCode.INTERNAL;
 }
 
-/** Turns an `ok: false` answer into the typed error the daemon meant. */
-function daemonError(response: ClientResponse): AbridgeError {
-  const error = response.error;
-  if (!error) return new AbridgeError(ErrorCode.INTERNAL, "the daemon answered ok: false without an error");
+/** A request's fields but the token (which the client adds). */
+type RequestFields = ClientRequest extends infer R ? (R extends unknown ? Omit<R, "token"> : never) : never;
+
+/** Turns the error of an `ok: false` answer into the typed error the daemon meant. */
+function daemonError(error: WireError): AbridgeError {
   return new AbridgeError(knownCode(error.code), error.message, {
-    retryable: error.retryable === true,
+    retryable: error.retryable,
     ...(knownCode(error.code) !== error.code ? { details: { daemonCode: error.code } } : {}),
   });
 }
@@ -116,7 +116,7 @@ export class DaemonClient {
   /** The tool list (`mode` default: the daemon's config mode). */
   async listTools(options: DaemonRequestOptions & { mode?: Mode } = {}): Promise<DaemonTool[]> {
     const response = await this.send({ op: "list_tools", ...(options.mode ? { mode: options.mode } : {}) }, options.signal);
-    return response.tools as DaemonTool[];
+    return response.tools;
   }
 
   /**
@@ -125,7 +125,7 @@ export class DaemonClient {
    */
   async callTool(server: string, tool: string, args: JsonObject = {}, options: DaemonCallOptions = {}): Promise<CallToolResult> {
     const body = {
-      op: "call_tool",
+      op: "call_tool" as const,
       server,
       tool,
       args,
@@ -159,18 +159,18 @@ export class DaemonClient {
       this.calls.add(connection);
       let reusable = false;
       try {
-        const response = await connection.request({ token: info.token, ...body }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+        const response = await connection.request({ ...body, token: info.token }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
         // Answered, whatever the answer: the connection is in a clean state for the next call.
         reusable = true;
         if (!response.ok) {
           // A refused token means nothing ran: a new daemon now holds the address.
-          if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) {
+          if (attempt === 0 && response.error.code === ErrorCode.DAEMON_UNAUTHORIZED) {
             reusable = false;
             continue;
           }
-          throw daemonError(response);
+          throw daemonError(response.error);
         }
-        return response.result as CallToolResult;
+        return response.result;
       } finally {
         this.calls.delete(connection);
         // A call that was aborted or timed out closes its connection (that is how the daemon
@@ -186,9 +186,9 @@ export class DaemonClient {
   }
 
   /** The full, original schema and description of a tool. */
-  async getSchema(server: string, tool: string, options: DaemonRequestOptions = {}): Promise<SchemaResult> {
+  async getSchema(server: string, tool: string, options: DaemonRequestOptions = {}): Promise<DaemonToolSchema> {
     const response = await this.send({ op: "get_schema", server, tool }, options.signal);
-    return response.schema as SchemaResult;
+    return response.schema;
   }
 
   /**
@@ -198,21 +198,20 @@ export class DaemonClient {
    */
   async readOutput(handle: string, offset = 0, options: DaemonRequestOptions = {}): Promise<CallToolResult> {
     const response = await this.send({ op: "read_output", handle, offset }, options.signal);
-    return response.result as CallToolResult;
+    return response.result;
   }
 
   /** The daemon's counters: uptime, upstream states, cache hits and misses, queue depth, tokens saved. */
-  async stats(options: DaemonRequestOptions = {}): Promise<Record<string, unknown>> {
+  async stats(options: DaemonRequestOptions = {}): Promise<DaemonStats> {
     const response = await this.send({ op: "stats" }, options.signal);
-    const stats = response.stats as Record<string, unknown>;
-    this.learnTimeouts(stats);
-    return stats;
+    this.learnTimeouts(response.stats);
+    return response.stats;
   }
 
   /** Re-lists every upstream; returns per-server discovery counts. */
-  async refresh(options: DaemonRequestOptions = {}): Promise<unknown[]> {
+  async refresh(options: DaemonRequestOptions = {}): Promise<DaemonDiscovery[]> {
     const response = await this.send({ op: "refresh" }, options.signal);
-    return response.discovery as unknown[];
+    return response.discovery;
   }
 
   /** Asks the daemon to stop (it finishes calls in flight first). */
@@ -269,25 +268,25 @@ export class DaemonClient {
   }
 
   /** Sends a request on the shared connection, retrying once on a restarted daemon. */
-  private async send(body: Record<string, unknown>, signal: AbortSignal | undefined, retryLost = true): Promise<ClientResponse> {
+  private async send<Op extends DaemonOp>(body: RequestFields & { op: Op }, signal: AbortSignal | undefined, retryLost = true): Promise<DaemonOkAnswer<Op>> {
     // `list_tools`, `get_schema` and `refresh` may wait for the slowest server's start.
     const slowestStartMs = Math.max(DEFAULT_START_WAIT_MS, ...Object.values(this.connectTimeoutsMs));
     const timeoutMs = this.options.requestTimeoutMs ?? Math.max(60_000, slowestStartMs + (this.options.timeoutMarginMs ?? 5_000));
     for (let attempt = 0; ; attempt++) {
       const info = await this.locate(attempt > 0, signal);
-      let response: ClientResponse;
+      let response: DaemonResponse<Op>;
       try {
         if (!this.shared || this.shared.closed) this.shared = await this.open(info, signal);
         // The token first: the daemon reads at most 64 KiB of a connection before it has seen it.
-        response = await this.shared.request({ token: info.token, ...body }, { timeoutMs, ...(signal ? { signal } : {}) });
+        response = await this.shared.request<Op>({ token: info.token, ...body }, { timeoutMs, ...(signal ? { signal } : {}) });
       } catch (err) {
         // These requests only read (or, for refresh, re-read), so repeating one is harmless.
         if (attempt === 0 && retryLost && this.isRestartSign(err)) continue;
         throw err;
       }
       if (!response.ok) {
-        if (attempt === 0 && response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
-        throw daemonError(response);
+        if (attempt === 0 && response.error.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
+        throw daemonError(response.error);
       }
       return response;
     }
@@ -331,18 +330,13 @@ export class DaemonClient {
     return seen.lock;
   }
 
-  private learnTimeouts(stats: Record<string, unknown>): void {
-    const starts = stats.connectTimeoutsMs;
-    if (typeof starts === "object" && starts !== null) {
-      for (const [server, value] of Object.entries(starts)) {
-        if (typeof value === "number" && value > 0) this.connectTimeoutsMs[server] = value;
-      }
+  private learnTimeouts(stats: DaemonStats): void {
+    for (const [server, value] of Object.entries(stats.connectTimeoutsMs)) {
+      if (value > 0) this.connectTimeoutsMs[server] = value;
     }
-    const timeouts = stats.timeoutsMs;
-    if (typeof timeouts !== "object" || timeouts === null) return;
     this.timeoutsLearned = true;
-    for (const [server, value] of Object.entries(timeouts)) {
-      if (typeof value === "number" && value > 0) this.timeoutsMs[server] = value;
+    for (const [server, value] of Object.entries(stats.timeoutsMs)) {
+      if (value > 0) this.timeoutsMs[server] = value;
     }
   }
 }

@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.js";
 import { configIdentity, configMismatch } from "../wire/configIdentity.js";
 import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { currentPid, isPidAlive } from "../wire/processInfo.js";
-import { parseAddress } from "../wire/protocol.js";
+import { parseAddress, type DaemonStats } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { delay } from "../model/timers.js";
@@ -42,13 +42,13 @@ export interface DaemonHandle {
   /** The lockfile's content: pid, address, token, started, version, heartbeat. */
   info: LockInfo;
   /** Its `stats` answer to the ping. */
-  stats: Record<string, unknown>;
+  stats: DaemonStats;
   /** True when this call started it. */
   spawned: boolean;
 }
 
 /** Sends `stats` with the lock's token: proves the daemon is alive and that the token is its own. */
-export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Record<string, unknown>> {
+export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<DaemonStats> {
   const address = parseAddress(info.address);
   if (!address) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `lockfile has a malformed address "${info.address}"`);
   const timeoutMs = options.timeoutMs ?? 5_000;
@@ -56,11 +56,10 @@ export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal
   try {
     const response = await connection.request({ token: info.token, op: "stats" }, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
     if (!response.ok) {
-      const code = response.error?.code === ErrorCode.DAEMON_UNAUTHORIZED ? ErrorCode.DAEMON_UNAUTHORIZED : ErrorCode.DAEMON_UNAVAILABLE;
-      throw new AbridgeError(code, `daemon refused the ping: ${response.error?.message ?? "no reason"}`);
+      const code = response.error.code === ErrorCode.DAEMON_UNAUTHORIZED ? ErrorCode.DAEMON_UNAUTHORIZED : ErrorCode.DAEMON_UNAVAILABLE;
+      throw new AbridgeError(code, `daemon refused the ping: ${response.error.message}`);
     }
-    const stats = response.stats;
-    return typeof stats === "object" && stats !== null ? (stats as Record<string, unknown>) : {};
+    return response.stats;
   } finally {
     connection.close();
   }

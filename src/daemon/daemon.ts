@@ -14,7 +14,7 @@ import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
-import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest } from "../wire/protocol.js";
+import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest, type DaemonStats } from "../wire/protocol.js";
 
 /** Default heartbeat of the lockfile. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;
@@ -168,7 +168,7 @@ export class Daemon implements SessionHost {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private closePromise: Promise<void> | undefined;
   private resolveClosed!: (reason: DaemonCloseReason) => void;
-  private tokens: { key: unknown; value: Record<string, unknown> } | undefined;
+  private tokens: { key: unknown; value: DaemonStats["tokens"] } | undefined;
   private tokensDirty = true;
   private nextSession = 1;
 
@@ -382,10 +382,13 @@ export class Daemon implements SessionHost {
   }
 
   /** What the `stats` op answers. */
-  stats(): Record<string, unknown> {
+  stats(): DaemonStats {
     const bridge = this.bridge.stats();
     return {
       ...bridge,
+      // Copied into plain objects: the wire's open (loose) objects take those, not interfaces.
+      upstreams: bridge.upstreams.map((upstream) => ({ ...upstream })),
+      queue: { ...bridge.queue },
       pid: this.lock.pid,
       address: this.lock.address,
       started: this.lock.started,
@@ -415,7 +418,7 @@ export class Daemon implements SessionHost {
    * `saved` is not clamped: on a handful of tiny tools compact's `get_schema` costs more than it
    * saves, and stats should say so.
    */
-  private tokenStats(): Record<string, unknown> {
+  private tokenStats(): DaemonStats["tokens"] {
     const tools = this.bridge.catalog.tools();
     if (this.tokens && !this.tokensDirty && this.tokens.key === tools) return this.tokens.value;
     const mode: Mode = this.config.mode;

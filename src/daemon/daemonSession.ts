@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { daemonRequestSchema, requestIdOf, type DaemonRequest, type RequestId } from "../wire/protocol.js";
+import { answerLine, daemonRequestSchema, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -30,9 +30,9 @@ const TOKEN_MEMBER = /"token"\s*:\s*"((?:[^"\\]|\\.){0,1000})"/g;
 /** Longest text {@link TOKEN_MEMBER} can match (whitespace around the colon aside, kept short by real clients). */
 const TOKEN_MEMBER_MAX_CHARS = 2_100;
 
-/** What a handled request produced: the fields of an `ok` answer, and work to do once it is sent. */
+/** What a handled request produced: the body of an `ok` answer (one of the protocol's), and work to do once it is sent. */
 export interface HandlerResult {
-  body: Record<string, unknown>;
+  body: DaemonAnswerBody;
   afterWrite?: () => void;
 }
 
@@ -231,7 +231,7 @@ export class DaemonSession {
       this.socket.pause();
       const error = new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, "too many connections to the daemon; close some and retry", { retryable: true });
       this.logger.warn("connection refused: too many connections");
-      if (!this.socket.destroyed && this.socket.writable) this.socket.end(`${JSON.stringify({ ok: false, error: error.toJSON() })}\n`);
+      if (!this.socket.destroyed && this.socket.writable) this.socket.end(answerLine({ ok: false, error: error.toJSON() }));
       setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
       return false;
     }
@@ -304,7 +304,7 @@ export class DaemonSession {
     if (this.host.logRefusal) this.host.logRefusal(fields);
     else this.logger.warn("request refused: wrong or missing token", fields);
     const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, `wrong or missing token (read it from the lockfile)${reason !== undefined ? `: ${reason}` : ""}`);
-    const line = `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() })}\n`;
+    const line = answerLine({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() });
     this.tail = this.tail.then(() => {
       if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
       setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
@@ -312,7 +312,8 @@ export class DaemonSession {
   }
 
   private async handle(value: unknown, id: RequestId | undefined): Promise<{ line: string; afterWrite?: () => void }> {
-    const reply = (body: Record<string, unknown>): string => `${JSON.stringify({ ...(id !== undefined ? { id } : {}), ...body })}\n`;
+    // `id` first, then `ok`, then the body: the order the protocol has always written.
+    const reply = (answer: DaemonResponse): string => answerLine({ ...(id !== undefined ? { id } : {}), ...answer });
     const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
     this.host.count("request");
     const parsed = daemonRequestSchema.safeParse(value);
@@ -376,7 +377,7 @@ export class DaemonSession {
     this.host.count("badRequest");
     this.tail = this.tail.then(() => {
       if (!this.socket.destroyed && this.socket.writable) {
-        this.socket.end(`${JSON.stringify({ id, ok: false, error: error.toJSON() })}\n`);
+        this.socket.end(answerLine({ id, ok: false, error: error.toJSON() }));
       }
       setTimeout(() => this.socket.destroy(), 5_000).unref();
     });

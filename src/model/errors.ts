@@ -32,6 +32,8 @@ export const ErrorCode = {
   DAEMON_UNAVAILABLE: "DAEMON_UNAVAILABLE",
   DAEMON_UNAUTHORIZED: "DAEMON_UNAUTHORIZED",
   DAEMON_BAD_REQUEST: "DAEMON_BAD_REQUEST",
+  /** An answer from the daemon that is not what the protocol says (unparsable, or a body of the wrong shape). */
+  DAEMON_BAD_RESPONSE: "DAEMON_BAD_RESPONSE",
   DAEMON_LOCKED: "DAEMON_LOCKED",
   DAEMON_CONFIG_MISMATCH: "DAEMON_CONFIG_MISMATCH",
   /** The lockfile or its state directory could have been written by another user: not trusted. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MODES } from "../config/schema.js";
-import type { ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 
 /**
  * The daemon's wire protocol (see DESIGN.md "Daemon protocol"): one JSON object per line in each
@@ -55,33 +55,213 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
 
 /** A validated request. */
 export type DaemonRequest = z.infer<typeof daemonRequestSchema>;
+/** A request as a client writes it: `id` is the connection's to add. */
+export type ClientRequest = DaemonRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 /** The operation names. */
 export type DaemonOp = DaemonRequest["op"];
 
+/**
+ * Answers. Each op's `ok: true` answer has a body of its own (below); every failure has the same
+ * shape. The daemon builds its answers with these types and the client parses every answer with
+ * these schemas, so both sides agree on one definition. Objects a later version may grow (results,
+ * stats) are loose: fields a client does not know pass through untouched.
+ */
+
+const jsonObject = z.record(z.string(), z.unknown());
+
 /** One tool as `list_tools` returns it: what a host needs to show it and to route a call. */
-export interface DaemonTool {
-  server: string;
+export const daemonToolSchema = z.object({
+  server: z.string(),
   /** The upstream's own tool name (what `call_tool` and `get_schema` take). */
-  name: string;
+  name: z.string(),
   /** `mcp://<server>/<tool>`. */
-  uri: string;
+  uri: z.string(),
   /** The exposed name (`<server>_<tool>`), safe as a function name for model APIs. */
-  exposedName: string;
-  description: string;
+  exposedName: z.string(),
+  description: z.string(),
   /** The tool's input schema in the requested mode (a minimal one in `compact`). */
-  parameters: Record<string, unknown>;
-  annotations?: Record<string, unknown>;
+  parameters: jsonObject,
+  annotations: jsonObject.optional(),
+});
+/** One tool as `list_tools` returns it. */
+export type DaemonTool = z.infer<typeof daemonToolSchema>;
+
+/** A tool call's result as the upstream (or the output limits) made it: MCP's `CallToolResult`. */
+export const toolResultSchema = z.looseObject({
+  content: z.array(z.unknown()).optional(),
+  isError: z.boolean().optional(),
+});
+
+/** What `get_schema` answers: the tool's full, original schema and description. */
+export const toolSchemaSchema = z.object({
+  /** The exposed name. */
+  name: z.string(),
+  server: z.string(),
+  uri: z.string(),
+  /** The upstream's original description. */
+  description: z.string().optional(),
+  /** The upstream's original, full input schema. */
+  inputSchema: jsonObject,
+  outputSchema: jsonObject.optional(),
+  annotations: jsonObject.optional(),
+});
+/** The `schema` of a `get_schema` answer. */
+export type DaemonToolSchema = z.infer<typeof toolSchemaSchema>;
+
+/** One server's counts of a `refresh`. */
+export const discoverySchema = z.object({
+  server: z.string(),
+  tools: z.number(),
+  /** Tools whose summary came from the cache. */
+  hits: z.number(),
+  /** Tools without a usable summary: a summary job was queued. */
+  queued: z.number(),
+});
+/** One server's counts of a `refresh`. */
+export type DaemonDiscovery = z.infer<typeof discoverySchema>;
+
+const count = z.number().int().nonnegative();
+
+/** One upstream in `stats`: its state, tool count and the last error. */
+export const upstreamStatusSchema = z.looseObject({
+  name: z.string(),
+  transport: z.string(),
+  /** `connecting`, `ready`, `failed`, ... */
+  state: z.string(),
+  toolCount: count,
+  restarts: count,
+  startedAt: z.string().optional(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+});
+
+/** What `stats` answers: the bridge's counters and the daemon's own. */
+export const daemonStatsSchema = z.looseObject({
+  version: z.string(),
+  uptimeMs: z.number(),
+  upstreams: z.array(upstreamStatusSchema),
+  catalog: z.looseObject({ tools: count, summarized: count, hits: count, misses: count }),
+  queue: z.looseObject({ queued: count, running: count }),
+  cache: z.looseObject({ entries: count, invalidLines: count, writeErrors: count }),
+  calls: z.looseObject({ total: count, failed: count, invalidArguments: count, inFlight: count }),
+  pid: z.number().int(),
+  address: z.string(),
+  started: z.string(),
+  /** Summary jobs waiting or running. */
+  queueDepth: count,
+  /** Tokens of the configured mode's list against full mode's (`saved` may be negative). */
+  tokens: z.looseObject({ mode: z.enum(MODES), full: z.number(), current: z.number(), saved: z.number(), ratioOfFull: z.number() }),
+  /** The config file the daemon serves (absent when it could not be read at start). */
+  config: z.looseObject({ path: z.string(), hash: z.string() }).optional(),
+  daemon: z.looseObject({
+    connections: count,
+    requests: count,
+    refused: count,
+    badRequests: count,
+    evicted: count,
+    openConnections: count,
+    activeRequests: count,
+    idleTimeoutMs: z.number(),
+    bufferedBytes: count,
+    peakBufferedBytes: count,
+    pausedConnections: count,
+  }),
+  /** Per server, the call timeout the daemon applies. */
+  timeoutsMs: z.record(z.string(), z.number()),
+  /** Per server, how long a request may wait for it to start. */
+  connectTimeoutsMs: z.record(z.string(), z.number()),
+});
+/** The `stats` of a `stats` answer. */
+export type DaemonStats = z.infer<typeof daemonStatsSchema>;
+
+/** The body of each op's `ok: true` answer (besides `ok` and `id`). */
+export const answerBodySchemas = {
+  list_tools: z.object({
+    tools: z.array(daemonToolSchema),
+    /** Servers still starting when the list was taken (absent when none). */
+    starting: z.array(z.string()).optional(),
+  }),
+  call_tool: z.object({ result: toolResultSchema }),
+  get_schema: z.object({ schema: toolSchemaSchema }),
+  read_output: z.object({ result: toolResultSchema }),
+  stats: z.object({ stats: daemonStatsSchema }),
+  refresh: z.object({ discovery: z.array(discoverySchema) }),
+  shutdown: z.object({}),
+} satisfies Record<DaemonOp, z.ZodType>;
+
+/** The body of `op`'s `ok: true` answer. */
+export type DaemonAnswerBody<Op extends DaemonOp = DaemonOp> = z.infer<(typeof answerBodySchemas)[Op]>;
+
+/** The error part of a failed answer. A client takes codes it does not know too (a newer daemon's). */
+export const wireErrorSchema = z.object({ code: z.string().min(1), message: z.string(), retryable: z.boolean() });
+/** The error part of a failed answer. */
+export type WireError = z.infer<typeof wireErrorSchema>;
+
+/**
+ * A failed answer. `id` is the request's; `null` when the daemon gave up on the whole connection
+ * (a line it could not frame or parse), absent when the request had none.
+ */
+export const errorAnswerSchema = z.object({ id: requestIdSchema.optional(), ok: z.literal(false), error: wireErrorSchema });
+/** A failed answer. */
+export type DaemonErrorAnswer = z.infer<typeof errorAnswerSchema>;
+
+/** `op`'s successful answer: its body, `id` and `ok: true`. */
+function okAnswerSchema<Shape extends z.core.$ZodShape>(body: z.ZodObject<Shape>) {
+  return body.extend({ id: requestIdSchema.optional(), ok: z.literal(true) });
 }
 
-/** The error part of a failed response. */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-  retryable: boolean;
+const okAnswerSchemas = {
+  list_tools: okAnswerSchema(answerBodySchemas.list_tools),
+  call_tool: okAnswerSchema(answerBodySchemas.call_tool),
+  get_schema: okAnswerSchema(answerBodySchemas.get_schema),
+  read_output: okAnswerSchema(answerBodySchemas.read_output),
+  stats: okAnswerSchema(answerBodySchemas.stats),
+  refresh: okAnswerSchema(answerBodySchemas.refresh),
+  shutdown: okAnswerSchema(answerBodySchemas.shutdown),
+} satisfies Record<DaemonOp, z.ZodType>;
+
+/** Each op's whole answer: its successful answer or a failure, told apart by `ok`. */
+const answerSchemas = {
+  list_tools: z.discriminatedUnion("ok", [okAnswerSchemas.list_tools, errorAnswerSchema]),
+  call_tool: z.discriminatedUnion("ok", [okAnswerSchemas.call_tool, errorAnswerSchema]),
+  get_schema: z.discriminatedUnion("ok", [okAnswerSchemas.get_schema, errorAnswerSchema]),
+  read_output: z.discriminatedUnion("ok", [okAnswerSchemas.read_output, errorAnswerSchema]),
+  stats: z.discriminatedUnion("ok", [okAnswerSchemas.stats, errorAnswerSchema]),
+  refresh: z.discriminatedUnion("ok", [okAnswerSchemas.refresh, errorAnswerSchema]),
+  shutdown: z.discriminatedUnion("ok", [okAnswerSchemas.shutdown, errorAnswerSchema]),
+} satisfies Record<DaemonOp, z.ZodType>;
+
+/** A successful answer to `op`. */
+export type DaemonOkAnswer<Op extends DaemonOp = DaemonOp> = z.infer<(typeof okAnswerSchemas)[Op]>;
+
+/** An answer line to `op`: its successful answer, or a failure. */
+export type DaemonResponse<Op extends DaemonOp = DaemonOp> = DaemonOkAnswer<Op> | DaemonErrorAnswer;
+
+/** The first look at an answer line: enough to match it to its request. */
+export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional(), ok: z.boolean() });
+
+/**
+ * Checks a parsed answer line against `op`'s answer schema.
+ *
+ * @throws AbridgeError DAEMON_BAD_RESPONSE naming the op and the first fields that were wrong.
+ */
+export function parseAnswer<Op extends DaemonOp>(op: Op, value: unknown): DaemonResponse<Op> {
+  const parsed = answerSchemas[op].safeParse(value);
+  if (!parsed.success) {
+    const detail = parsed.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.length > 0 ? i.path.join(".") : "answer"}: ${i.message}`)
+      .join("; ");
+    throw new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `malformed answer from the daemon to ${op}: ${detail}`, { cause: parsed.error });
+  }
+  // Sound: the schema picked by `op` is the one `DaemonResponse<Op>` is inferred from (a generic
+  // index does not let the compiler follow that).
+  return parsed.data as DaemonResponse<Op>;
 }
 
-/** A response line. */
-export type DaemonResponse = ({ ok: true } & Record<string, unknown>) | { ok: false; error: WireError; id?: RequestId };
+/** One answer as the line the daemon writes (newline included). */
+export function answerLine(answer: DaemonResponse): string {
+  return `${JSON.stringify(answer)}\n`;
+}
 
 /** Reads the `id` of a parsed line before validation, so even a rejected request gets it back. */
 export function requestIdOf(value: unknown): RequestId | undefined {

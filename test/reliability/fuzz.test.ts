@@ -200,7 +200,7 @@ describe("fuzz: daemon framing and requests", () => {
         token: "fuzz-token",
         maxLineBytes: 4096,
         logger: silentLogger,
-        execute: async (request) => ({ body: { echoed: request.op } }),
+        execute: async (request) => ({ body: { result: { echoed: request.op } } }),
         begin: () => {},
         end: () => {},
         count: () => {},
@@ -245,7 +245,7 @@ describe("fuzz: daemon framing and requests", () => {
         if (typeof value === "object" && value !== null && !Array.isArray(value)) expect(answer.id).toBe(i);
         if (!answer.ok) expect(["DAEMON_UNAUTHORIZED", "DAEMON_BAD_REQUEST"]).toContain(answer.error?.code);
       }
-      for (let i = 0; i < answers.length; i += 10) expect(answers[i]).toEqual({ id: i, ok: true, echoed: "stats" });
+      for (let i = 0; i < answers.length; i += 10) expect(answers[i]).toEqual({ id: i, ok: true, result: { echoed: "stats" } });
       // A wrong token: one coded error, then the connection is closed.
       const refused = connect((server.address() as AddressInfo).port, "127.0.0.1");
       closers.push(async () => void refused.destroy());
@@ -264,7 +264,7 @@ describe("fuzz: daemon framing and requests", () => {
       await once(again, "connect");
       again.write(`${JSON.stringify({ op: "stats", token: "fuzz-token" })}\n`);
       const [chunk] = (await once(again, "data")) as [Buffer];
-      expect(JSON.parse(chunk.toString("utf8"))).toEqual({ ok: true, echoed: "stats" });
+      expect(JSON.parse(chunk.toString("utf8"))).toEqual({ ok: true, result: { echoed: "stats" } });
     });
   });
 });

@@ -8,7 +8,7 @@ import { isLockStale, lockFilePath, readLock, releaseLock, type LockInfo } from 
 import { isPidAlive, processCommandLine, processGroupOf, signalProcess } from "../../wire/processInfo.js";
 import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { delay } from "../../model/timers.js";
-import type { ServerStatus } from "../../model/types.js";
+import type { DaemonStats } from "../../wire/protocol.js";
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
@@ -256,7 +256,7 @@ export const daemonStatusCommand: CommandSpec = {
       return ExitCode.FAILURE;
     }
     const client = new DaemonClient({ stateDir, logger: ctx.logger });
-    let stats: Record<string, unknown>;
+    let stats: DaemonStats;
     try {
       stats = await client.stats({ signal: ctx.io.signal });
     } catch (err) {
@@ -272,17 +272,16 @@ export const daemonStatusCommand: CommandSpec = {
       writeLine(ctx.io.stdout, JSON.stringify(stats, null, 2));
       return ExitCode.OK;
     }
-    const catalog = stats.catalog as { tools: number; hits: number; misses: number } | undefined;
-    const tokens = stats.tokens as { mode: string; full: number; current: number; saved: number } | undefined;
+    const { catalog, tokens } = stats;
     const lines = [
       `pid       ${String(stats.pid)}`,
       `address   ${String(stats.address)}`,
       `version   ${String(stats.version)}`,
-      `uptime    ${formatUptime(Number(stats.uptimeMs ?? 0))}`,
-      `tools     ${catalog?.tools ?? 0} (cache hits ${catalog?.hits ?? 0}, misses ${catalog?.misses ?? 0}, queue ${String(stats.queueDepth ?? 0)})`,
-      ...(tokens ? [`tokens    ${tokens.current} in ${tokens.mode} mode vs ${tokens.full} full (${tokens.saved} saved)`] : []),
+      `uptime    ${formatUptime(stats.uptimeMs)}`,
+      `tools     ${catalog.tools} (cache hits ${catalog.hits}, misses ${catalog.misses}, queue ${stats.queueDepth})`,
+      `tokens    ${tokens.current} in ${tokens.mode} mode vs ${tokens.full} full (${tokens.saved} saved)`,
       "upstreams",
-      ...((stats.upstreams as ServerStatus[] | undefined) ?? []).map(
+      ...stats.upstreams.map(
         (s) => `  ${s.name.padEnd(20)} ${s.state.padEnd(10)} ${String(s.toolCount).padStart(4)} tools${s.error ? `  ${s.error.message}` : ""}`,
       ),
     ];
