@@ -179,7 +179,7 @@ describe("daemon review fixes", { timeout: 60_000 }, () => {
     try {
       expect(await client.callTool("echo", "echo", { text: "fast" })).toMatchObject({ content: [{ text: "fast" }] });
       // Answered before the hanging server's start has even timed out.
-      expect(daemon.bridge.pool.status("hang")?.state).toBe("connecting");
+      expect(daemon.bridge.status("hang")?.state).toBe("connecting");
       // The daemon waits up to hang's connect_timeout_ms (8 s); the client, told a 1 s call
       // timeout, must wait for that rather than give up at 1 s + margin with DAEMON_UNAVAILABLE.
       const error = await client.callTool("hang", "anything", {}, { timeoutMs: 1_000 }).catch((err: unknown) => err);
