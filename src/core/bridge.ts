@@ -8,14 +8,12 @@ import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../cata
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
-import { ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
 import { createSummarizer } from "../summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../summarize/extractiveSummarizer.js";
-import { queueLimitsFromConfig, SummarizeQueue, type SummarizeQueueStats } from "../summarize/summarizeQueue.js";
+import { queueLimitsFromConfig, SummarizeQueue } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
-import type { BackoffOptions } from "../upstream/backoff.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
@@ -25,44 +23,14 @@ import type { BridgeNotification } from "./clientRelay.js";
 import { reloadedConfig } from "./hotReload.js";
 import { ResourceAccess, type ResourceRequestOptions, type ResourceSubscription } from "./resourceAccess.js";
 import { ToolResolver } from "./toolResolver.js";
+import { UpstreamStart } from "./upstreamStart.js";
+import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 
 export { START_WAIT_SLACK_MS } from "./toolResolver.js";
+export type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 export type { BridgeCallOptions } from "./callPipeline.js";
 export type { BridgeNotification, ClientRelay } from "./clientRelay.js";
 export type { ResourceRequestOptions, ResourceSubscription } from "./resourceAccess.js";
-
-/** Options of {@link Bridge.open}. */
-export interface BridgeOptions {
-  config: Config;
-  /** Path of `summaries.jsonl`. */
-  cacheFile: string;
-  /** Environment for the summarizer's API key. */
-  env: Record<string, string | undefined>;
-  logger?: Logger;
-  /** Use this summarizer instead of the one `[summary]` names (tests, `--summarizer`). */
-  summarizer?: Summarizer;
-  /** Quiet time that turns a burst of new summaries into one list change (default 250 ms). */
-  changeDebounceMs?: number;
-  /** Restart backoff of the upstream pool (tests shorten it). */
-  backoff?: BackoffOptions;
-  /** Base backoff of summarizer retries (tests shorten it). */
-  summaryBackoffMs?: number;
-  /** `--read-only` on `serve`/`daemon`: only tools annotated readOnlyHint: true, everywhere. */
-  forceReadOnly?: boolean;
-  /** State dir for spilled outputs (default: `--state-dir`/config/XDG lookup from `env`). */
-  stateDir?: string;
-}
-
-/** What `stats` reports. */
-export interface BridgeStats {
-  version: string;
-  uptimeMs: number;
-  upstreams: ServerStatus[];
-  catalog: { tools: number; summarized: number; hits: number; misses: number };
-  queue: SummarizeQueueStats;
-  cache: { entries: number; invalidLines: number; writeErrors: number };
-  calls: { total: number; failed: number; invalidArguments: number; inFlight: number };
-}
 
 /**
  * The core every front end shares (`serve`, the daemon, the CLI): the upstream pool, the summary
@@ -88,12 +56,8 @@ export class Bridge {
   private readonly logger: Logger;
   private readonly startedAt = Date.now();
   private closePromise: Promise<void> | undefined;
-  private startPromise: Promise<DiscoveryCounts[]> | undefined;
-  private startedAtMs: number | undefined;
-  /** The start has settled (every server ready or failed once). */
-  private startSettled = false;
-  /** A front end serves while the start runs ({@link begin}): discover each server as it comes up. */
-  private serving = false;
+  /** The one start of the upstreams, and the grace lists give servers still starting. */
+  private readonly startup: UpstreamStart;
   private lastDiscovery: DiscoveryCounts[] = [];
   /** Calls per tool, kept beside the cache for `mode = "auto"`. */
   private readonly callCounts: CallCounts;
@@ -143,12 +107,10 @@ export class Bridge {
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
     });
-    // While a plain start() runs, its own discovery at the end counts every server once (what
-    // `summarize warm` and `tools` report); a front end that serves during the start (begin())
-    // needs each server's tools as soon as it is ready.
     this.pool.on("toolsChanged", () => {
-      if (this.startSettled || this.serving) this.discover();
+      if (this.startup.followsChanges) this.discover();
     });
+    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger);
     const config = (): Config => this.currentConfig;
     const waitReady = (graceMs: number, signal?: AbortSignal): Promise<boolean> => this.waitReady(graceMs, signal);
     this.resolver = new ToolResolver(catalog, this.pool, config);
@@ -210,12 +172,7 @@ export class Bridge {
    * {@link begin}). Idempotent.
    */
   start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
-    this.startedAtMs ??= Date.now();
-    this.startPromise ??= this.pool.start(signal).then(() => {
-      this.startSettled = true;
-      return this.discover(discover);
-    });
-    return this.startPromise;
+    return this.startup.start(signal, discover);
   }
 
   /**
@@ -224,25 +181,18 @@ export class Bridge {
    * false` servers, a cancelled start) is logged; servers that fail are in {@link servers}.
    */
   begin(signal?: AbortSignal): void {
-    this.serving = true;
-    this.start(signal).catch((err: unknown) => {
-      if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
-    });
+    this.startup.begin(signal);
   }
 
   /**
    * Waits until no upstream is still making its first connection, at most until `graceMs` after
-   * the start: a front end answering its first `tools/list` gives slow servers this long, then lists what is ready (the
-   * rest follow with a list change). Resolves true when every server settled.
+   * the start: a front end answering its first `tools/list` gives slow servers this long, then
+   * lists what is ready (the rest follow with a list change). Resolves true when every server settled.
    *
    * @throws AbridgeError CANCELLED when `signal` aborts first.
    */
   waitReady(graceMs: number, signal?: AbortSignal): Promise<boolean> {
-    // The grace counts from the start, not from each request: once it has passed, lists answer
-    // at once with what is ready, however many servers still hang.
-    const leftMs = (this.startedAtMs ?? Date.now()) + graceMs - Date.now();
-    if (leftMs <= 0) return Promise.resolve(this.pool.servers().every((s) => s.state !== "connecting"));
-    return this.pool.waitSettled(undefined, leftMs, signal);
+    return this.startup.waitReady(graceMs, signal);
   }
 
   /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
