@@ -1,7 +1,7 @@
 import { mkdir, unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
-import { tokenReport } from "../catalog/renderTools.js";
-import type { Mode } from "../catalog/types.js";
+import { tokenReport } from "../core/toolViews.js";
+import type { Mode } from "../core/toolViews.js";
 import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";

@@ -1,5 +1,5 @@
-import { compactDescription } from "../catalog/renderTools.js";
-import type { Mode } from "../catalog/types.js";
+import { compactDescription } from "../core/toolViews.js";
+import type { Mode } from "../core/toolViews.js";
 import type { Bridge } from "../core/bridge.js";
 import type { DaemonTool } from "../wire/protocol.js";
 

@@ -3,7 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { Mode } from "../catalog/types.js";
+import type { Mode } from "../core/toolViews.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";

@@ -22,7 +22,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { ListedTool, Mode } from "../catalog/types.js";
+import type { ListedTool, Mode } from "../core/toolViews.js";
 import type { Bridge, BridgeNotification, ClientRelay, ResourceSubscription } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from "node:stream";
-import type { Mode } from "../catalog/types.js";
+import type { Mode } from "../core/toolViews.js";
 import type { Bridge } from "../core/bridge.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { createMcpFrontend } from "./mcpFrontend.js";
