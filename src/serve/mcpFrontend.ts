@@ -377,15 +377,17 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       subscribed.delete(uri);
       throw wireError(err);
     }
-    // The client left while this was under way: nobody is there to release it later.
-    if (disposed) bridge.unsubscribe(subscription).catch(notDelivered("resources/unsubscribe"));
+    // The client left, or unsubscribed, while this was under way: nobody would release it later.
+    if (disposed || subscribed.get(uri) !== "pending") bridge.unsubscribe(subscription).catch(notDelivered("resources/unsubscribe"));
     else subscribed.set(uri, subscription);
     return {};
   });
   on(UnsubscribeRequestSchema, async (request, extra) => {
     const subscription = subscribed.get(request.params.uri);
-    if (subscription === undefined || subscription === "pending") return {};
+    if (subscription === undefined) return {};
     subscribed.delete(request.params.uri);
+    // Still subscribing: the subscribe handler releases it once it is done.
+    if (subscription === "pending") return {};
     await wire(() => bridge.unsubscribe(subscription, extra.signal));
     return {};
   });
