@@ -67,8 +67,9 @@ try {
   await client.connect(clientSide);
 
   const during = await pageAll(client);
-  const summarizing = bridge.queue.stats().queued > 0 || bridge.queue.stats().running > 0;
-  await bridge.queue.drain();
+  const queue = bridge.stats().queue;
+  const summarizing = queue.queued > 0 || queue.running > 0;
+  await bridge.drainSummaries();
   // The last list_changed comes one debounce after the queue went idle.
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const after = await pageAll(client);

@@ -86,7 +86,7 @@ async function firstList(configFile: string, cacheDir: string, useServe: boolean
     await bridge.start(signal);
     const tools = bridge.list().length;
     const ms = nowMs() - start;
-    await bridge.queue.drain(signal);
+    await bridge.drainSummaries(signal);
     return { ms, tools };
   } finally {
     await bridge.close();

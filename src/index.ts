@@ -45,6 +45,7 @@ export { limitOutput, markUntrusted } from "./policy/outputLimit.js";
 export { bwrapArgs, sandboxCommand } from "./upstream/sandbox.js";
 export { Bridge } from "./core/bridge.js";
 export type { BridgeOptions, BridgeCallOptions, BridgeStats } from "./core/bridge.js";
+export type { ResourceRequestOptions, ResourceSubscription } from "./core/bridge.js";
 export { ConfigWatcher } from "./core/configWatcher.js";
 
 export { createMcpFrontend } from "./serve/mcpFrontend.js";

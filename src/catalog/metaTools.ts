@@ -1,5 +1,15 @@
+import type { Config } from "../config/schema.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { CallToolResult, JsonObject } from "../model/types.js";
 import type { SearchResult } from "./searchIndex.js";
-import type { CatalogTool, ListedTool } from "./types.js";
+import type { CatalogTool, ListedTool, Mode } from "./types.js";
+
+/**
+ * abridge's own tools, definition and handler side by side: `get_schema`, `search_tools` and
+ * `call_tool` (compact, lazy and auto modes) and `read_output` (when a server spills). What a
+ * handler needs of the core comes in through {@link MetaToolHost}, so this layer stays below the
+ * policy and the core.
+ */
 
 /** Meta-tool: find tools by a task description (lazy mode). */
 export const SEARCH_TOOLS = "search_tools";
@@ -7,7 +17,9 @@ export const SEARCH_TOOLS = "search_tools";
 export const GET_SCHEMA = "get_schema";
 /** Meta-tool: call any tool by its exposed name (lazy mode). */
 export const CALL_TOOL = "call_tool";
-/** Every meta-tool name. */
+/** Meta-tool: page through a result that was cut and kept (`spill = true`). */
+export const READ_OUTPUT = "read_output";
+/** Every meta-tool name of the catalog's views (`read_output` is listed apart: {@link extraMetaTools}). */
 export const META_TOOL_NAMES: readonly string[] = [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL];
 
 /** True when `name` is one of abridge's own meta-tools rather than an upstream tool. */
@@ -162,4 +174,93 @@ export function getSchemaResult(tool: CatalogTool): SchemaResult {
     ...(raw.outputSchema !== undefined ? { outputSchema: raw.outputSchema } : {}),
     ...(raw.annotations !== undefined ? { annotations: raw.annotations } : {}),
   };
+}
+
+/** The `read_output` tool: `{handle, offset}`, as the marker of a cut result tells. */
+export function readOutputTool(): ListedTool {
+  return {
+    name: READ_OUTPUT,
+    description: "Read more of a cut tool output, from the handle and offset its marker gives.",
+    inputSchema: {
+      type: "object",
+      properties: { handle: { type: "string" }, offset: { type: "integer", minimum: 0 } },
+      required: ["handle"],
+    },
+    annotations: { readOnlyHint: true },
+  };
+}
+
+/**
+ * Meta-tools a front end lists besides the catalog's: `read_output` when any enabled server has
+ * `spill = true` (otherwise no result ever carries a handle, and the tool would be noise).
+ */
+export function extraMetaTools(config: Pick<Config, "servers">): ListedTool[] {
+  return config.servers.some((s) => s.enabled && s.spill) ? [readOutputTool()] : [];
+}
+
+/** What the meta-tool handlers need of the core. */
+export interface MetaToolHost {
+  /** `get_schema`: the full schema of a tool, waiting for a server still starting that owns the name. */
+  schema(tool: string, signal?: AbortSignal): Promise<SchemaResult>;
+  /** `search_tools`: the best tools for a query once upstreams still starting had their grace. */
+  search(query: string, limit: number | undefined, signal?: AbortSignal): Promise<SearchResult[]>;
+  /** `call_tool`: calls a tool by the name the client was shown (policy, validation and audit applied). */
+  call(tool: string, args: JsonObject | undefined): Promise<CallToolResult>;
+  /** `read_output`: one page of a spilled output. */
+  readOutput(args: JsonObject): Promise<CallToolResult>;
+}
+
+/**
+ * True when a call of `name` is one of abridge's own tools in `mode`: the catalog's meta-tools in
+ * compact, lazy and auto modes, `read_output` while a server spills; unless an upstream tool is
+ * listed under that very name (`listed`), which then wins, as it did in the list.
+ */
+export function servesMetaTool(name: string, mode: Mode, options: { spills: boolean; listed: boolean }): boolean {
+  if (options.listed) return false;
+  if (name === READ_OUTPUT) return options.spills;
+  return isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto");
+}
+
+/**
+ * Runs the meta-tool `name` (see {@link servesMetaTool}). Missing or mistyped arguments, and a
+ * wrong inner tool name, are the model's mistakes to correct: tool errors, not protocol errors.
+ */
+export async function callMetaTool(name: string, args: JsonObject, host: MetaToolHost, signal?: AbortSignal): Promise<CallToolResult> {
+  const text = (value: string, isError = false): CallToolResult => ({
+    content: [{ type: "text", text: value }],
+    ...(isError ? { isError: true } : {}),
+  });
+  const stringArg = (key: string): string | undefined => (typeof args[key] === "string" ? (args[key] as string) : undefined);
+  try {
+    switch (name) {
+      case GET_SCHEMA: {
+        const target = stringArg("tool");
+        if (target === undefined) return text('get_schema needs {"tool": "<tool name>"}', true);
+        return text(JSON.stringify(await host.schema(target, signal)));
+      }
+      case SEARCH_TOOLS: {
+        const query = stringArg("query");
+        if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
+        const limit = typeof args.limit === "number" ? args.limit : undefined;
+        const results = await host.search(query, limit, signal);
+        return text(results.length > 0 ? searchResultText(results) : `No tool matches "${query}".`);
+      }
+      case CALL_TOOL: {
+        const target = stringArg("tool");
+        if (target === undefined) return text('call_tool needs {"tool": "<tool name>", "arguments": {...}}', true);
+        const inner = args.arguments;
+        if (inner !== undefined && (typeof inner !== "object" || inner === null || Array.isArray(inner))) {
+          return text("call_tool: `arguments` must be an object", true);
+        }
+        return await host.call(target, inner as JsonObject | undefined);
+      }
+      case READ_OUTPUT:
+        return await host.readOutput(args);
+      default:
+        throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown meta-tool "${name}"`);
+    }
+  } catch (err) {
+    if (err instanceof AbridgeError && err.code === ErrorCode.TOOL_NOT_FOUND) return text(err.message, true);
+    throw err;
+  }
 }

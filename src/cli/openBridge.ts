@@ -84,7 +84,7 @@ export async function withBridge<T>(
     if (options.start !== false) {
       await bridge.start(ctx.io.signal, {
         ...options.discover,
-        ...(options.staleCheck ? { stale: { summarizer: bridge.summarizer.id, prompt: bridge.summarizer.promptId } } : {}),
+        ...(options.staleCheck ? { stale: bridge.summarizerIdentity() } : {}),
         ...(options.queueMisses === false ? { queue: false } : {}),
       });
     }

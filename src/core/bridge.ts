@@ -1,106 +1,63 @@
 import path from "node:path";
 import type { CallCounts } from "../cache/callCounts.js";
+import type { CacheEntry } from "../cache/cacheEntry.js";
 import type { JsonlStore } from "../cache/jsonlStore.js";
-import { CALL_TOOL, GET_SCHEMA, getSchemaResult, isMetaTool, SEARCH_TOOLS, searchResultText } from "../catalog/metaTools.js";
-import { ToolCatalog, type DiscoveryCounts, type DiscoverOptions } from "../catalog/toolCatalog.js";
+import { extraMetaTools, type SchemaResult } from "../catalog/metaTools.js";
+import type { ToolCatalog, DiscoveryCounts, DiscoverOptions } from "../catalog/toolCatalog.js";
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import { CallGuard, READ_OUTPUT } from "../policy/callGuard.js";
-import { extraMetaTools } from "../policy/readOutputTool.js";
-import type { SummarizeQueue, SummarizeQueueStats } from "../summarize/summarizeQueue.js";
+import { CallGuard } from "../policy/callGuard.js";
+import type { SummarizeQueue } from "../summarize/summarizeQueue.js";
 import type { Summarizer } from "../summarize/types.js";
-import type { BackoffOptions } from "../upstream/backoff.js";
-import { clientPrefixedMatches, isClientPrefix, parseToolUri, sanitizeName } from "../model/names.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
-import { openSummaryPipeline } from "./summaryPipeline.js";
-import { closestNames } from "../util/suggest.js";
 import { VERSION } from "../model/version.js";
+import { CallPipeline, type BridgeCallOptions } from "./callPipeline.js";
+import type { UpstreamNotification } from "../model/types.js";
+import { reloadedConfig } from "./hotReload.js";
+import { ResourceAccess, type ResourceRequestOptions, type ResourceSubscription } from "./resourceAccess.js";
+import { ToolResolver } from "./toolResolver.js";
+import { UpstreamStart } from "./upstreamStart.js";
+import { openSummaryPipeline } from "./summaryPipeline.js";
+import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 
-/**
- * How much longer than a server's `connect_timeout_ms` a request waits for that server to be
- * ready or failed: the connection's own timer fires first and its error is the better answer.
- */
-export const START_WAIT_SLACK_MS = 1_000;
-
-/** Options of {@link Bridge.open}. */
-export interface BridgeOptions {
-  config: Config;
-  /** Path of `summaries.jsonl`. */
-  cacheFile: string;
-  /** Environment for the summarizer's API key. */
-  env: Record<string, string | undefined>;
-  logger?: Logger;
-  /** Use this summarizer instead of the one `[summary]` names (tests, `--summarizer`). */
-  summarizer?: Summarizer;
-  /** Quiet time that turns a burst of new summaries into one list change (default 250 ms). */
-  changeDebounceMs?: number;
-  /** Restart backoff of the upstream pool (tests shorten it). */
-  backoff?: BackoffOptions;
-  /** Base backoff of summarizer retries (tests shorten it). */
-  summaryBackoffMs?: number;
-  /** `--read-only` on `serve`/`daemon`: only tools annotated readOnlyHint: true, everywhere. */
-  forceReadOnly?: boolean;
-  /** State dir for spilled outputs (default: `--state-dir`/config/XDG lookup from `env`). */
-  stateDir?: string;
-}
-
-/** Options of a call made through the bridge. */
-export interface BridgeCallOptions {
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  onProgress?: (update: { progress: number; total?: number; message?: string }) => void;
-  /**
-   * The mode the caller was shown. In `compact` and `lazy` the model saw no full schema, so
-   * arguments are validated against it before forwarding; in `full` and `summary` it did.
-   */
-  mode?: Mode;
-  /** Who is calling, for the audit log (`stdio`, `http`, `daemon`, `cli`). */
-  client?: string;
-}
-
-/** What `stats` reports. */
-export interface BridgeStats {
-  version: string;
-  uptimeMs: number;
-  upstreams: ServerStatus[];
-  catalog: { tools: number; summarized: number; hits: number; misses: number };
-  queue: SummarizeQueueStats;
-  cache: { entries: number; invalidLines: number; writeErrors: number };
-  calls: { total: number; failed: number; invalidArguments: number; inFlight: number };
-}
+export { START_WAIT_SLACK_MS } from "./toolResolver.js";
+export type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
+export type { BridgeCallOptions } from "./callPipeline.js";
+export type { ResourceRequestOptions, ResourceSubscription } from "./resourceAccess.js";
 
 /**
  * The core every front end shares (`serve`, the daemon, the CLI): the upstream pool, the summary
- * cache and its background queue, and the tool catalog with its views. A front end is a thin
- * translation of its protocol onto these methods.
+ * cache and its background queue, the tool catalog with its views, and the guard (policy, output
+ * limits, trust marking, audit). Its parts are its own: a front end is a thin translation of its
+ * protocol onto these methods, so every rule applies the same way to every front end.
  */
 export class Bridge {
   private currentConfig: Config;
-  readonly pool: UpstreamPool;
-  readonly store: JsonlStore;
-  readonly queue: SummarizeQueue;
-  readonly catalog: ToolCatalog;
-  readonly summarizer: Summarizer;
+  private readonly pool: UpstreamPool;
+  private readonly store: JsonlStore;
+  private readonly queue: SummarizeQueue;
+  private readonly catalog: ToolCatalog;
+  private readonly summarizer: Summarizer;
   /** Permission policy, output limits, trust marking and audit of every call. */
-  readonly guard: CallGuard;
+  private readonly guard: CallGuard;
+  /** Name resolution: what a name a client used means, and why it means nothing. */
+  private readonly resolver: ToolResolver;
+  /** Every tool call's way: meta-tools, resolution, validation, gate, call, limits, audit. */
+  private readonly pipeline: CallPipeline;
+  /** Resources, prompts, completion and subscriptions, with the guard applied. */
+  private readonly resources: ResourceAccess;
   private readonly logger: Logger;
   private readonly startedAt = Date.now();
-  private readonly calls = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
   private closePromise: Promise<void> | undefined;
-  private startPromise: Promise<DiscoveryCounts[]> | undefined;
-  private startedAtMs: number | undefined;
-  /** The start has settled (every server ready or failed once). */
-  private startSettled = false;
-  /** A front end serves while the start runs ({@link begin}): discover each server as it comes up. */
-  private serving = false;
+  /** The one start of the upstreams, and the grace lists give servers still starting. */
+  private readonly startup: UpstreamStart;
   private lastDiscovery: DiscoveryCounts[] = [];
   /** Calls per tool, kept beside the cache for `mode = "auto"`. */
-  readonly callCounts: CallCounts;
+  private readonly callCounts: CallCounts;
   /** Hands the call counts to the catalog every `auto_update_minutes` (auto mode only). */
   private readonly countsTimer: NodeJS.Timeout | undefined;
 
@@ -149,12 +106,15 @@ export class Bridge {
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
     });
-    // While a plain start() runs, its own discovery at the end counts every server once (what
-    // `summarize warm` and `tools` report); a front end that serves during the start (begin())
-    // needs each server's tools as soon as it is ready.
     this.pool.on("toolsChanged", () => {
-      if (this.startSettled || this.serving) this.discover();
+      if (this.startup.followsChanges) this.discover();
     });
+    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger);
+    const config = (): Config => this.currentConfig;
+    const waitReady = (graceMs: number, signal?: AbortSignal): Promise<boolean> => this.waitReady(graceMs, signal);
+    this.resolver = new ToolResolver(catalog, this.pool, config);
+    this.pipeline = new CallPipeline({ pool: this.pool, catalog, guard, callCounts, resolver: this.resolver, config, waitReady });
+    this.resources = new ResourceAccess({ pool: this.pool, guard, config, waitReady });
   }
 
   /** Opens the cache and builds every part; upstreams connect on {@link start}. */
@@ -195,12 +155,7 @@ export class Bridge {
    * {@link begin}). Idempotent.
    */
   start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
-    this.startedAtMs ??= Date.now();
-    this.startPromise ??= this.pool.start(signal).then(() => {
-      this.startSettled = true;
-      return this.discover(discover);
-    });
-    return this.startPromise;
+    return this.startup.start(signal, discover);
   }
 
   /**
@@ -209,29 +164,22 @@ export class Bridge {
    * false` servers, a cancelled start) is logged; servers that fail are in {@link servers}.
    */
   begin(signal?: AbortSignal): void {
-    this.serving = true;
-    this.start(signal).catch((err: unknown) => {
-      if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
-    });
+    this.startup.begin(signal);
   }
 
   /**
    * Waits until no upstream is still making its first connection, at most until `graceMs` after
-   * the start: a front end answering its first `tools/list` gives slow servers this long, then lists what is ready (the
-   * rest follow with a list change). Resolves true when every server settled.
+   * the start: a front end answering its first `tools/list` gives slow servers this long, then
+   * lists what is ready (the rest follow with a list change). Resolves true when every server settled.
    *
    * @throws AbridgeError CANCELLED when `signal` aborts first.
    */
-  waitForUpstreams(graceMs: number, signal?: AbortSignal): Promise<boolean> {
-    // The grace counts from the start, not from each request: once it has passed, lists answer
-    // at once with what is ready, however many servers still hang.
-    const leftMs = (this.startedAtMs ?? Date.now()) + graceMs - Date.now();
-    if (leftMs <= 0) return Promise.resolve(this.pool.servers().every((s) => s.state !== "connecting"));
-    return this.pool.waitSettled(undefined, leftMs, signal);
+  waitReady(graceMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.startup.waitReady(graceMs, signal);
   }
 
   /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
-  discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
+  private discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
     // Tools the permission policy hides never reach the catalog (nor search, get_schema, lists).
     this.lastDiscovery = this.catalog.setTools(this.guard.visibleTools(this.pool.tools()), options);
     return this.lastDiscovery;
@@ -245,48 +193,18 @@ export class Bridge {
   /**
    * Applies an edited config without a restart: servers added, removed or changed are connected,
    * closed or reconnected (calls in flight to unchanged servers go on), filters re-applied, and
-   * the catalog re-discovered, which tells clients once. `mode`, `separator` and `[summary]` keep
-   * their running values until a restart (front ends and cache keys depend on them); the returned
-   * list names what was kept. Servers where only filters, prefix, timeouts or policy settings
-   * changed are `updated` in place, without a reconnect.
+   * the catalog re-discovered, which tells clients once. Settings fixed at start (`mode`,
+   * `separator`, `[summary]`, the audit log, state and cache dirs, see {@link reloadedConfig})
+   * keep their running values until a restart; the returned list names what was kept. Servers
+   * where only filters, prefix, timeouts or policy settings changed are `updated` in place,
+   * without a reconnect.
    */
   async applyConfig(
     config: Config,
     signal?: AbortSignal,
   ): Promise<{ added: string[]; removed: string[]; changed: string[]; updated: string[]; needsRestart: string[] }> {
-    const needsRestart: string[] = [];
-    const running = this.currentConfig;
-    if (config.mode !== running.mode) needsRestart.push("mode");
-    if (config.separator !== running.separator) needsRestart.push("separator");
-    if (JSON.stringify(config.summary) !== JSON.stringify(running.summary)) needsRestart.push("summary");
-    // Opened once at start: the audit log (and whether it records argument values), the state dir
-    // (spilled outputs) and the cache. The config in force keeps their running values, so nothing
-    // claims a setting that is not applied (turning audit_arguments off must not look done).
-    const fixedAtStart = [
-      "audit_log",
-      "audit_arguments",
-      "state_dir",
-      "cache_dir",
-      "compact_schema",
-      "token_budget",
-      "auto_update_minutes",
-    ] as const;
-    for (const key of fixedAtStart) if (config[key] !== running[key]) needsRestart.push(key);
-    if (JSON.stringify(config.pin) !== JSON.stringify(running.pin)) needsRestart.push("pin");
-    this.currentConfig = {
-      ...config,
-      mode: running.mode,
-      separator: running.separator,
-      summary: running.summary,
-      audit_log: running.audit_log,
-      audit_arguments: running.audit_arguments,
-      state_dir: running.state_dir,
-      cache_dir: running.cache_dir,
-      compact_schema: running.compact_schema,
-      token_budget: running.token_budget,
-      auto_update_minutes: running.auto_update_minutes,
-      pin: running.pin,
-    };
+    const reloaded = reloadedConfig(this.currentConfig, config);
+    this.currentConfig = reloaded.config;
     // The guard follows `config` and so applies the new policy from now on; the list must follow
     // now as well, not once new servers have connected (up to connect_timeout_ms), or a tool just
     // made read-only stays listed and a tool just allowed stays hidden meanwhile. reconfigure
@@ -295,7 +213,7 @@ export class Bridge {
     this.discover();
     const result = await reconfigured;
     this.discover();
-    return { ...result, needsRestart };
+    return { ...result, needsRestart: reloaded.needsRestart };
   }
 
   /** Re-lists every upstream and re-discovers (the daemon's `refresh`). */
@@ -314,9 +232,42 @@ export class Bridge {
     return this.pool.servers();
   }
 
+  /** Status of one upstream, or `undefined` when no such server is configured. */
+  status(server: string): ServerStatus | undefined {
+    return this.pool.status(server);
+  }
+
+  /**
+   * Process ids of the upstream children running now (server processes and per-call sandboxed
+   * ones), for a supervisor that must see that none outlives the bridge.
+   */
+  childPids(): number[] {
+    return this.pool.pids();
+  }
+
+  /** Calls `listener` whenever a server's status changes (state, error, tool count). Returns the unsubscribe. */
+  onStatus(listener: (status: ServerStatus) => void): () => void {
+    this.pool.on("statusChanged", listener);
+    return () => void this.pool.off("statusChanged", listener);
+  }
+
+  /**
+   * Calls `listener` with every upstream notification no call took (`resources/updated`,
+   * resource and prompt list changes, log lines outside calls). Returns the unsubscribe.
+   */
+  onNotification(listener: (server: string, notification: UpstreamNotification) => void): () => void {
+    this.pool.on("notification", listener);
+    return () => void this.pool.off("notification", listener);
+  }
+
+  /** How many listeners of {@link onStatus} or {@link onNotification} are attached (a front end that closed must leave none). */
+  listenerCount(event: "status" | "notification"): number {
+    return this.pool.listenerCount(event === "status" ? "statusChanged" : "notification");
+  }
+
   /**
    * The tools that best fit a task description, best first, ranked as the `search_tools`
-   * meta-tool ranks them (it calls this); `limit` is clamped as there.
+   * meta-tool ranks them; `limit` is clamped as there.
    */
   search(query: string, limit?: number): SearchResult[] {
     return this.catalog.search(query, limit);
@@ -341,28 +292,13 @@ export class Bridge {
   }
 
   /**
-   * The tool a name refers to: an exposed name, `mcp://server/tool`, `server/tool`, or an exposed
-   * name behind the prefix a client added to it (`mcp__abridge__everything_echo`, see
-   * {@link clientPrefixedMatches}) when exactly one tool matches that way.
-   *
-   * @throws AbridgeError TOOL_NOT_FOUND with the closest names (or the several that matched) in the message.
+   * The catalog's tools (every server's, or `server`'s), with original schemas and summaries: what
+   * the daemon's `list_tools` and the CLI's token tables are made from. The array is the same
+   * object until the catalog changes.
    */
-  resolveTool(name: string): CatalogTool {
-    const direct = this.catalog.get(name);
-    if (direct) return direct;
-    const origin = parseToolUri(name) ?? splitServerTool(name);
-    const byOrigin = origin ? this.catalog.find(origin.server, origin.tool) : undefined;
-    if (byOrigin) return byOrigin;
-    const prefixed = clientPrefixedMatches(name, this.catalog.names());
-    const single = prefixed.length === 1 ? this.catalog.get(prefixed[0] as string) : undefined;
-    if (single) return single;
-    const near = prefixed.length > 1 ? prefixed : closestNames(name, this.catalog.names());
-    const hint = prefixed.length > 1 ? `; it ends with the names of several tools, use one of: ` : "; closest: ";
-    throw new AbridgeError(
-      ErrorCode.TOOL_NOT_FOUND,
-      `unknown tool "${name}"${near.length > 0 ? `${hint}${near.join(", ")}` : ""}`,
-      { details: { tool: name, suggestions: near } },
-    );
+  tools(server?: string): readonly CatalogTool[] {
+    const all = this.catalog.tools();
+    return server === undefined ? all : all.filter((t) => t.server === server);
   }
 
   /**
@@ -370,159 +306,101 @@ export class Bridge {
    * `compact`/`lazy` come back as a tool error carrying the full schema, so the model can correct
    * itself in one step; upstream tool errors stay tool results.
    */
-  async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
-    const mode = options.mode ?? this.config.mode;
-    if (isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto") && !this.catalog.get(name)) {
-      return this.callMetaTool(name, args ?? {}, options);
-    }
-    if (name === READ_OUTPUT && this.guard.spills && !this.catalog.get(name)) return this.guard.readOutput(args ?? {});
-    const resolved = await this.resolveOrRefuse(name, args, options);
-    if ("refused" in resolved) return resolved.refused;
-    return this.callResolved(resolved.tool, args, { ...options, mode });
-  }
-
-  /**
-   * {@link resolveTool}, except that a name the policy hides (the model guessed it, or kept it
-   * from before a reload) gets the refusal naming the rule, audited, instead of "unknown tool".
-   * Only tools the server really listed, or names a deny/allow glob covers, are refused; a typo
-   * stays TOOL_NOT_FOUND with suggestions.
-   */
-  private async resolveOrRefuse(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
-    try {
-      return { tool: await this.resolveWhenStarted(name, options.signal) };
-    } catch (err) {
-      if (!(err instanceof AbridgeError) || err.code !== ErrorCode.TOOL_NOT_FOUND) throw err;
-      const candidates: { server: string; tool: string }[] = [];
-      const exposed = this.pool.resolve(name);
-      if (exposed) candidates.push(exposed);
-      const origin = parseToolUri(name) ?? splitServerTool(name);
-      if (origin) candidates.push(origin);
-      for (const server of this.config.servers) {
-        const prefix = `${server.name}${this.config.separator}`;
-        if (!server.prefix) candidates.push({ server: server.name, tool: name });
-        else if (name.startsWith(prefix) && name.length > prefix.length) candidates.push({ server: server.name, tool: name.slice(prefix.length) });
-      }
-      for (const candidate of candidates) {
-        const decision = this.guard.check(candidate.server, candidate.tool);
-        if (decision.allowed) continue;
-        const byGlob = decision.rule.startsWith(`servers.${candidate.server}.deny[`) || decision.rule === `servers.${candidate.server}.allow`;
-        if (!byGlob && !this.guard.known(candidate.server, candidate.tool)) continue;
-        const refused = await this.guard.refuse(decision, {
-          ...(options.client !== undefined ? { client: options.client } : {}),
-          ...candidate,
-          args: args ?? {},
-          startedMs: Date.now(),
-        });
-        return { refused };
-      }
-      throw this.unavailableServerError(name) ?? err;
-    }
-  }
-
-  /**
-   * {@link resolveTool}, but a name that no listed tool has yet, while the server it points into
-   * is still making its first connection, waits for that server (at most its
-   * `connect_timeout_ms`, whose own timer fails it first): a client served before every upstream
-   * was up may call a tool it learned of elsewhere. A name that points into no server waits for
-   * the `prefix = false` servers still starting, which could own any name.
-   */
-  private async resolveWhenStarted(name: string, signal?: AbortSignal): Promise<CatalogTool> {
-    const exact = this.catalog.get(name);
-    if (exact) return exact;
-    // Any other form (a URI, a client's prefix, a typo) may also be claimed by a `prefix = false`
-    // server still starting: resolving it before that server is up could pick one tool where
-    // there will be two, so those servers are waited for too.
-    const owner = this.serverOfName(name);
-    const waitFor = this.config.servers.filter((s) => (s.name === owner || !s.prefix) && this.pool.isStarting(s.name));
-    if (waitFor.length > 0) {
-      const boundMs = Math.max(...waitFor.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
-      await this.pool.waitSettled(waitFor.map((s) => s.name), boundMs, signal);
-    }
-    return this.resolveTool(name);
-  }
-
-  /**
-   * The configured server a name points into: from `mcp://server/tool`, `server/tool`, or the
-   * longest `<server><separator>` prefix of the name (with servers `a` and `a_b`, `a_b_x` belongs
-   * to `a_b`), also behind a client's own prefix. Names of `prefix = false` servers carry no
-   * server: `undefined`.
-   */
-  private serverOfName(name: string): string | undefined {
-    const servers = this.config.servers;
-    const origin = parseToolUri(name) ?? splitServerTool(name);
-    let server = origin !== undefined && servers.some((s) => s.name === origin.server) ? origin.server : undefined;
-    if (server === undefined) {
-      for (const candidate of servers) {
-        if (!candidate.prefix) continue;
-        // Exposed names are sanitized, prefix included (`my.server` -> `my_server_`).
-        const prefix = sanitizeName(`${candidate.name}${this.config.separator}`);
-        // Our name as is, or behind a client's own prefix (`mcp__abridge__everything_echo`).
-        const at = name.startsWith(prefix) ? 0 : clientPrefixedStart(name, prefix);
-        if (at >= 0 && name.length > at + prefix.length && (server === undefined || candidate.name.length > server.length)) server = candidate.name;
-      }
-    }
-    return server;
-  }
-
-  /**
-   * For a name that no listed tool has but that points into a configured server which is not
-   * ready (failed at start, restarting, still connecting, disabled): the error naming that server
-   * and why, since its tools are missing only because it is down and "unknown tool" would send the
-   * model looking for another name (see {@link serverOfName}).
-   */
-  private unavailableServerError(name: string): AbridgeError | undefined {
-    const server = this.serverOfName(name);
-    if (server === undefined) return undefined;
-    const status = this.pool.status(server);
-    if (status === undefined || status.state === "ready") return undefined;
-    const why = status.error !== undefined ? `: ${status.error.message}` : "";
-    const retryable = status.state !== "disabled" && status.state !== "closed";
-    return new AbridgeError(
-      ErrorCode.UPSTREAM_UNAVAILABLE,
-      `server "${server}" is ${status.state}${why}; "${name}" cannot be called until it is ready${retryable ? " (abridge keeps trying to connect)" : ""}`,
-      { retryable, details: { server, tool: name, state: status.state, ...(status.error !== undefined ? { error: status.error } : {}) } },
-    );
+  callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    return this.pipeline.callTool(name, args, options);
   }
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
-  async callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
-    let found = this.catalog.find(server, tool);
-    if (!found) {
-      // Let the pool give the precise reason (unknown server, filtered tool, server down).
-      const config = this.config.servers.find((s) => s.name === server);
-      if (!config || !this.pool.status(server)) {
-        throw new AbridgeError(ErrorCode.SERVER_NOT_FOUND, `unknown server "${server}"`, { details: { server } });
-      }
-      // Still connecting: wait for it (its own connect timer ends the wait with the reason).
-      if (this.pool.isStarting(server)) await this.pool.waitSettled([server], config.connect_timeout_ms + START_WAIT_SLACK_MS, options.signal);
-      found = this.catalog.find(server, tool);
-      if (!found) return this.forward(server, tool, args, options);
-    }
-    return this.callResolved(found, args, options);
+  callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    return this.pipeline.callServerTool(server, tool, args, options);
+  }
+
+  /** One page of a spilled output (`read_output`): the same pages, markers and errors on every front end. */
+  readOutput(handle: string, offset = 0): Promise<CallToolResult> {
+    return this.pipeline.readOutput({ handle, offset });
+  }
+
+  /** The full original schema and description of a tool (`get_schema`). */
+  getSchema(name: string): SchemaResult {
+    return this.resolver.schema(name);
   }
 
   /**
    * {@link getSchema}, waiting first for a server that is still starting and owns the name (as a
    * call does).
    */
-  async schemaWhenStarted(name: string, signal?: AbortSignal): Promise<ReturnType<typeof getSchemaResult>> {
-    try {
-      return getSchemaResult(await this.resolveWhenStarted(name, signal));
-    } catch (err) {
-      if (isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw this.unavailableServerError(name) ?? err;
-      throw err;
-    }
+  schemaWhenStarted(name: string, signal?: AbortSignal): Promise<SchemaResult> {
+    return this.resolver.schemaWhenStarted(name, signal);
   }
 
-  /** The full original schema and description of a tool (`get_schema`). */
-  getSchema(name: string): ReturnType<typeof getSchemaResult> {
-    try {
-      return getSchemaResult(this.resolveTool(name));
-    } catch (err) {
-      // A tool of a server that is down is missing for that reason, not because the name is wrong.
-      if (isAbridgeError(err, ErrorCode.TOOL_NOT_FOUND)) throw this.unavailableServerError(name) ?? err;
-      throw err;
-    }
+  /** Every upstream's resources; names prefixed, URIs kept. */
+  listResources(signal?: AbortSignal): Promise<JsonObject[]> {
+    return this.resources.listResources(signal);
+  }
+
+  /** Every upstream's resource templates. */
+  listResourceTemplates(signal?: AbortSignal): Promise<JsonObject[]> {
+    return this.resources.listResourceTemplates(signal);
+  }
+
+  /** Reads a resource: audited, marked untrusted and held to its server's `max_output_bytes` like a tool result. */
+  readResource(params: JsonObject & { uri: string }, options: ResourceRequestOptions = {}): Promise<JsonObject> {
+    return this.resources.readResource(params, options);
+  }
+
+  /** Every upstream's prompts under exposed names. */
+  listPrompts(signal?: AbortSignal): Promise<JsonObject[]> {
+    return this.resources.listPrompts(signal);
+  }
+
+  /** Gets a prompt: audited, marked untrusted and held to its server's `max_output_bytes` like a tool result. */
+  getPrompt(params: JsonObject & { name: string }, options: ResourceRequestOptions = {}): Promise<JsonObject> {
+    return this.resources.getPrompt(params, options);
+  }
+
+  /** `completion/complete` for a prompt or a resource template, asked of its server. */
+  complete(params: JsonObject & { ref: { type: string; name?: string; uri?: string } }, signal?: AbortSignal): Promise<JsonObject> {
+    return this.resources.complete(params, signal);
+  }
+
+  /** Subscribes to updates of a resource at the server that owns it. Pair with {@link unsubscribe}. */
+  subscribe(uri: string, signal?: AbortSignal): Promise<ResourceSubscription> {
+    return this.resources.subscribe(uri, signal);
+  }
+
+  /** Ends a subscription of {@link subscribe}. */
+  unsubscribe(subscription: ResourceSubscription, signal?: AbortSignal): Promise<void> {
+    return this.resources.unsubscribe(subscription, signal);
+  }
+
+  /** The summarizer and prompt version new summaries are written with (`summarize status`, `--stale`). */
+  summarizerIdentity(): { summarizer: string; prompt: string } {
+    return { summarizer: this.summarizer.id, prompt: this.summarizer.promptId };
+  }
+
+  /** The cached summary of a catalog tool, when there is one (`summarize status`). */
+  cachedEntry(tool: CatalogTool): CacheEntry | undefined {
+    return this.store.get(tool.key);
+  }
+
+  /** Path of the summary cache (`summaries.jsonl`). */
+  get cacheFile(): string {
+    return this.store.file;
+  }
+
+  /** Calls `listener` with every summary the background queue writes. Returns the unsubscribe. */
+  onSummary(listener: (entry: CacheEntry) => void): () => void {
+    return this.queue.onEntry(listener);
+  }
+
+  /**
+   * Resolves once the summary queue is empty (every queued tool summarized and written, or given
+   * up on): what `summarize warm` waits for.
+   *
+   * @throws AbridgeError CANCELLED when `signal` aborts first (what was written stays).
+   */
+  drainSummaries(signal?: AbortSignal): Promise<void> {
+    return this.queue.drain(signal);
   }
 
   /** Counters and states for `stats`. */
@@ -535,7 +413,7 @@ export class Bridge {
       catalog: this.catalog.stats(),
       queue: this.queue.stats(),
       cache: { entries: store.liveKeys, invalidLines: store.invalidLines, writeErrors: store.writeErrors },
-      calls: { ...this.calls },
+      calls: this.pipeline.stats(),
     };
   }
 
@@ -557,127 +435,4 @@ export class Bridge {
     })();
     return this.closePromise;
   }
-
-  private async callResolved(tool: CatalogTool, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
-    const mode = options.mode ?? this.config.mode;
-    if (mode === "compact" || mode === "lazy" || mode === "auto") {
-      const result = this.catalog.validate(tool, args ?? {});
-      if (!result.ok) {
-        this.calls.invalidArguments += 1;
-        await this.guard.audit({
-          ...(options.client !== undefined ? { client: options.client } : {}),
-          server: tool.server,
-          tool: tool.tool.name,
-          args: args ?? {},
-          outcome: "invalid_arguments",
-          startedMs: Date.now(),
-        });
-        const schema = getSchemaResult(tool);
-        return {
-          isError: true,
-          content: [
-            {
-              type: "text",
-              text: `${result.text}\nThe call was not forwarded. Full schema of ${tool.name}:\n${JSON.stringify(schema.inputSchema)}`,
-            },
-          ],
-        };
-      }
-    }
-    return this.forward(tool.server, tool.tool.name, args, options);
-  }
-
-  /**
-   * Every upstream call ends here: the permission gate first (a refusal is a tool error naming
-   * the rule, never forwarded), then the call, then the trust marking and output limit; each
-   * outcome is audited.
-   */
-  private async forward(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
-    const event = {
-      ...(options.client !== undefined ? { client: options.client } : {}),
-      server,
-      tool,
-      args: args ?? {},
-      startedMs: Date.now(),
-    };
-    const decision = this.guard.check(server, tool);
-    if (!decision.allowed) return this.guard.refuse(decision, event);
-    this.calls.total += 1;
-    this.callCounts.increment(server, tool);
-    this.calls.inFlight += 1;
-    try {
-      const result = await this.pool.callTool(server, tool, args, {
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-      });
-      const finished = await this.guard.finish(server, result, options.signal);
-      await this.guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
-      return finished;
-    } catch (err) {
-      this.calls.failed += 1;
-      const code = err instanceof AbridgeError ? err.code : ErrorCode.INTERNAL;
-      await this.guard.audit({ ...event, outcome: code === ErrorCode.CANCELLED ? "cancelled" : "error", errorCode: code });
-      throw err;
-    } finally {
-      this.calls.inFlight -= 1;
-    }
-  }
-
-  private async callMetaTool(name: string, args: JsonObject, options: BridgeCallOptions): Promise<CallToolResult> {
-    const text = (value: string, isError = false): CallToolResult => ({
-      content: [{ type: "text", text: value }],
-      ...(isError ? { isError: true } : {}),
-    });
-    const stringArg = (key: string): string | undefined => (typeof args[key] === "string" ? (args[key] as string) : undefined);
-    try {
-      switch (name) {
-        case GET_SCHEMA: {
-          const target = stringArg("tool");
-          if (target === undefined) return text('get_schema needs {"tool": "<tool name>"}', true);
-          return text(JSON.stringify(await this.schemaWhenStarted(target, options.signal)));
-        }
-        case SEARCH_TOOLS: {
-          const query = stringArg("query");
-          if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
-          const limit = typeof args.limit === "number" ? args.limit : undefined;
-          // Searching is listing: upstreams still starting get the same grace as a first tools/list.
-          await this.waitForUpstreams(this.config.startup_grace_ms, options.signal);
-          const results = this.search(query, limit);
-          return text(results.length > 0 ? searchResultText(results) : `No tool matches "${query}".`);
-        }
-        case CALL_TOOL: {
-          const target = stringArg("tool");
-          if (target === undefined) return text('call_tool needs {"tool": "<tool name>", "arguments": {...}}', true);
-          const inner = args.arguments;
-          if (inner !== undefined && (typeof inner !== "object" || inner === null || Array.isArray(inner))) {
-            return text("call_tool: `arguments` must be an object", true);
-          }
-          const resolved = await this.resolveOrRefuse(target, inner as JsonObject | undefined, options);
-          if ("refused" in resolved) return resolved.refused;
-          return await this.callResolved(resolved.tool, inner as JsonObject | undefined, options);
-        }
-        default:
-          throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown meta-tool "${name}"`);
-      }
-    } catch (err) {
-      // A wrong inner tool name is the model's mistake to correct, not a protocol error.
-      if (err instanceof AbridgeError && err.code === ErrorCode.TOOL_NOT_FOUND) return text(err.message, true);
-      throw err;
-    }
-  }
-}
-
-/** Where `prefix` starts in `name` behind a client's own prefix (see {@link isClientPrefix}), or -1. */
-function clientPrefixedStart(name: string, prefix: string): number {
-  for (let at = name.indexOf(prefix, 1); at > 0; at = name.indexOf(prefix, at + 1)) {
-    if (isClientPrefix(name.slice(0, at))) return at;
-  }
-  return -1;
-}
-
-function splitServerTool(name: string): { server: string; tool: string } | undefined {
-  const slash = name.indexOf("/");
-  if (slash <= 0 || slash === name.length - 1) return undefined;
-  return { server: name.slice(0, slash), tool: name.slice(slash + 1) };
 }

@@ -1,6 +1,6 @@
 import { mkdir, unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
-import { tokenReport } from "../catalog/renderTools.js";
+import { tokenReport } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
@@ -137,7 +137,7 @@ async function unlinkQuietly(path: string): Promise<void> {
 /**
  * The long-running local front end for host applications that are not MCP clients. A second
  * front end over the same {@link Bridge} `serve` uses: it translates the line protocol of
- * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats`, `refresh` and the guard's `read_output`.
+ * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats`, `refresh` and `readOutput`.
  *
  * Start-up order makes "one daemon per state dir" cheap to enforce: bind the listener (so the
  * address is known), take the lockfile, and only then open the bridge and spawn upstreams; a
@@ -358,7 +358,7 @@ export class Daemon implements SessionHost {
       case "list_tools": {
         // Like a first tools/list over MCP: servers still starting get `startup_grace_ms`, then
         // the list is what is ready; those still starting are named in `starting`.
-        await this.bridge.waitForUpstreams(this.config.startup_grace_ms, signal);
+        await this.bridge.waitReady(this.config.startup_grace_ms, signal);
         const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
         return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode), ...(starting.length > 0 ? { starting } : {}) } };
       }
@@ -377,22 +377,23 @@ export class Daemon implements SessionHost {
       }
       case "read_output":
         // The bridge's own read_output handling: the same pages, markers and errors as over MCP.
-        return { body: { result: await this.bridge.guard.readOutput({ handle: request.handle, offset: request.offset ?? 0 }) } };
+        return { body: { result: await this.bridge.readOutput(request.handle, request.offset ?? 0) } };
     }
   }
 
   /** What the `stats` op answers. */
   stats(): DaemonStats {
-    const bridge = this.bridge.stats();
+    const bridgeStats = this.bridge.stats();
     return {
-      ...bridge,
+      ...bridgeStats,
       // Copied into plain objects: the wire's open (loose) objects take those, not interfaces.
-      upstreams: bridge.upstreams.map((upstream) => ({ ...upstream })),
-      queue: { ...bridge.queue },
+      upstreams: bridgeStats.upstreams.map((upstream) => ({ ...upstream })),
+      queue: { ...bridgeStats.queue },
+      calls: { ...bridgeStats.calls },
       pid: this.lock.pid,
       address: this.lock.address,
       started: this.lock.started,
-      queueDepth: bridge.queue.queued + bridge.queue.running,
+      queueDepth: bridgeStats.queue.queued + bridgeStats.queue.running,
       tokens: this.tokenStats(),
       ...(this.identity ? { config: { path: this.identity.configPath, hash: this.identity.configHash } } : {}),
       daemon: {
@@ -419,7 +420,7 @@ export class Daemon implements SessionHost {
    * saves, and stats should say so.
    */
   private tokenStats(): DaemonStats["tokens"] {
-    const tools = this.bridge.catalog.tools();
+    const tools = this.bridge.tools();
     if (this.tokens && !this.tokensDirty && this.tokens.key === tools) return this.tokens.value;
     const mode: Mode = this.config.mode;
     const report = tokenReport(tools, { separator: this.config.separator });

@@ -1,4 +1,4 @@
-import { compactDescription } from "../catalog/renderTools.js";
+import { compactDescription } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import type { DaemonTool } from "../wire/protocol.js";
@@ -11,7 +11,7 @@ import type { DaemonTool } from "../wire/protocol.js";
  * `{type: "object"}` schema, the full one being a `get_schema` away.
  */
 export function daemonTools(bridge: Bridge, mode: Mode): DaemonTool[] {
-  const tools = bridge.catalog.tools();
+  const tools = bridge.tools();
   const listed = new Map<string, ReturnType<Bridge["list"]>[number]>();
   if (mode !== "lazy") {
     // First occurrence wins: with `prefix = false` a tool may be named like a meta-tool, and the

@@ -20,6 +20,10 @@ export const ErrorCode = {
   TOOL_NOT_FOUND: "TOOL_NOT_FOUND",
   TOOL_FILTERED: "TOOL_FILTERED",
   TOOL_REFUSED: "TOOL_REFUSED",
+  /** No server offers the resource, resource template or prompt named. */
+  RESOURCE_NOT_FOUND: "RESOURCE_NOT_FOUND",
+  /** The server that owns what was named lacks the capability asked for (e.g. resource subscriptions). */
+  CAPABILITY_UNSUPPORTED: "CAPABILITY_UNSUPPORTED",
   INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
   CANCELLED: "CANCELLED",
   CACHE_CORRUPT_LINE: "CACHE_CORRUPT_LINE",

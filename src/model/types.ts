@@ -104,9 +104,10 @@ export interface ForwardOptions extends CallOptions {
 /**
  * The client a forwarded call came from, as far as the upstream needs it: where to send the
  * requests (`sampling/createMessage`, `elicitation/create`) and log lines the upstream makes while
- * the call runs. A front end sets one per call (see `UpstreamPool.withRelay`).
+ * the call runs. A front end passes one per call (`BridgeCallOptions.relay`); the daemon and the CLI
+ * pass none, and an upstream's request then gets an error.
  */
-export interface CallRelay {
+export interface ClientRelay {
   /** Identifies the downstream client (one per session): calls of one client may share answers. */
   client: string;
   /** Sends a request to that client, related to the call, and resolves with its answer. */

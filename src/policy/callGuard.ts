@@ -8,7 +8,7 @@ import type { CallToolResult, ExposedTool, JsonObject, RawTool } from "../model/
 import { AuditLog } from "./auditLog.js";
 import type { AuditOutcome } from "./auditLog.js";
 import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";
-import { READ_OUTPUT } from "./readOutputTool.js";
+import { limitPromptResult, limitResourceResult } from "./readResultLimit.js";
 import { SpillStore, spillOffsetOf } from "./spillStore.js";
 import { exposesTool } from "./allowDeny.js";
 import { ToolPolicy } from "./toolPolicy.js";
@@ -173,6 +173,17 @@ export class CallGuard {
     return limitOutput(marked, { maxBytes }).result;
   }
 
+  /**
+   * {@link finish} for a `resources/read` (`uri` given) or `prompts/get` result of `server`: the
+   * same trust marking and `max_output_bytes`, cut without a spill (see readResultLimit.ts).
+   */
+  finishRead(server: string, result: JsonObject, uri?: string): JsonObject {
+    const marked = markUntrusted(result, server);
+    const config = this.configOf().servers.find((s) => s.name === server);
+    if (!config) return marked;
+    return uri !== undefined ? limitResourceResult(marked, uri, config.max_output_bytes) : limitPromptResult(marked, config.max_output_bytes);
+  }
+
   /** `read_output {handle, offset}`: one page of a spilled output, with where to go on. */
   async readOutput(args: JsonObject): Promise<CallToolResult> {
     const error = (text: string): CallToolResult => ({ isError: true, content: [{ type: "text", text }] });
@@ -223,6 +234,3 @@ export class CallGuard {
     await this.auditLog?.close();
   }
 }
-
-/** Name of the meta-tool the guard serves, re-exported for the Bridge's dispatch. */
-export { READ_OUTPUT };

@@ -23,14 +23,11 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Mode } from "../config/schema.js";
-import type { ListedTool } from "../model/types.js";
-import type { Bridge } from "../core/bridge.js";
+import type { Bridge, ResourceSubscription } from "../core/bridge.js";
 import { ErrorCode, toAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
-import type { JsonObject, ServerStatus } from "../model/types.js";
-import type { CallRelay, UpstreamNotification } from "../model/types.js";
+import type { ClientRelay, JsonObject, ListedTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { VERSION } from "../model/version.js";
-import { ResourceAggregator } from "./aggregateResources.js";
 import { isObject } from "../model/json.js";
 
 /** Options of {@link createMcpFrontend}. */
@@ -89,7 +86,10 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
     case ErrorCode.TOOL_FILTERED:
     case ErrorCode.SERVER_NOT_FOUND:
     case ErrorCode.INVALID_ARGUMENTS:
+    case ErrorCode.RESOURCE_NOT_FOUND:
       return { error: new McpError(RpcCode.InvalidParams, error.message, error.details) };
+    case ErrorCode.CAPABILITY_UNSUPPORTED:
+      return { error: new McpError(RpcCode.MethodNotFound, error.message) };
     case ErrorCode.UPSTREAM_ERROR: {
       const rpc = error.details?.rpcCode;
       return { error: new McpError(typeof rpc === "number" ? rpc : RpcCode.InternalError, error.message) };
@@ -228,14 +228,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const mode = options.mode ?? bridge.config.mode;
   const logger = options.logger ?? silentLogger;
   const pageSize = options.pageSize ?? 500;
-  // The config is looked up per request, not kept: a session outlives hot reloads (servers
-  // added, removed, prefix switched), and stale names would route reads to servers now gone.
-  const resources = new ResourceAggregator(bridge.pool, () => bridge.config);
   const clientId = `${options.client ?? "client"}:${randomUUID()}`;
-  const capabilityOf = (server: string, key: string): JsonObject | undefined => {
-    const value = bridge.pool.status(server)?.capabilities?.[key];
-    return isObject(value) ? value : undefined;
-  };
 
   const instructions = [
     `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
@@ -273,7 +266,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   /** Digest of the list this client was last told of: its first tools/list, then each change sent. */
   let listedDigest: string | undefined;
   /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
-  const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitForUpstreams(bridge.config.startup_grace_ms, signal);
+  const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitReady(bridge.config.startup_grace_ms, signal);
   // The list a client is paging through: taken at its first page and served for the pages after
   // it. Reading the current list per page re-rendered all 100k tools for every page while
   // summaries were landing (each one invalidates the rendering): 201 pages took 42.7 s. A
@@ -311,7 +304,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
 
   on(CallToolRequestSchema, async (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
-    const relay: CallRelay = {
+    const relay: ClientRelay = {
       client: clientId,
       async request(method, params, signal) {
         const capabilities = server.getClientCapabilities();
@@ -326,9 +319,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       },
     };
     try {
-      return await bridge.pool.withRelay(relay, () => bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
+      return await bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
         signal: extra.signal,
         mode,
+        relay,
         // Who called, for the audit log.
         ...(options.client !== undefined ? { client: options.client } : {}),
         ...(progressToken !== undefined
@@ -340,7 +334,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
               },
             }
           : {}),
-      }));
+      });
     } catch (err) {
       const outcome = toWireOutcome(err);
       if ("error" in outcome) throw outcome.error;
@@ -352,86 +346,53 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     const outcome = toWireOutcome(err);
     return "error" in outcome ? outcome.error : new McpError(RpcCode.InternalError, toAbridgeError(err).message);
   };
-  const forward = async (server: string | undefined, method: string, params: JsonObject, signal: AbortSignal, what: string): Promise<JsonObject> => {
-    if (server === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
+  /** Runs a request of the bridge, answering a failure as its JSON-RPC error. */
+  const wire = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
-      return await bridge.pool.request(server, method, params, { signal });
+      return await run();
     } catch (err) {
       throw wireError(err);
     }
   };
+  const who = options.client !== undefined ? { client: options.client } : {};
 
-  on(ListResourcesRequestSchema, async (_request, extra) => {
-    await graceFor(extra.signal);
-    return { resources: await resources.listResources(extra.signal) };
-  });
-  on(ListResourceTemplatesRequestSchema, async (_request, extra) => {
-    await graceFor(extra.signal);
-    return { resourceTemplates: await resources.listTemplates(extra.signal) };
-  });
-  on(ReadResourceRequestSchema, async (request, extra) => {
-    await graceFor(extra.signal);
-    const owner = await resources.ownerOf(request.params.uri, extra.signal);
-    return forward(owner, "resources/read", request.params as JsonObject, extra.signal, `resource "${request.params.uri}"`) as never;
-  });
-  on(ListPromptsRequestSchema, async (_request, extra) => {
-    await graceFor(extra.signal);
-    return { prompts: await resources.listPrompts(extra.signal) };
-  });
-  on(GetPromptRequestSchema, async (request, extra) => {
-    await graceFor(extra.signal);
-    const origin = await resources.promptOriginOf(request.params.name, extra.signal);
-    return forward(origin?.server, "prompts/get", { ...request.params, name: origin?.original ?? request.params.name } as JsonObject, extra.signal, `prompt "${request.params.name}"`) as never;
-  });
+  on(ListResourcesRequestSchema, async (_request, extra) => ({ resources: await wire(() => bridge.listResources(extra.signal)) }));
+  on(ListResourceTemplatesRequestSchema, async (_request, extra) => ({ resourceTemplates: await wire(() => bridge.listResourceTemplates(extra.signal)) }));
+  on(ReadResourceRequestSchema, (request, extra) => wire(() => bridge.readResource(request.params as JsonObject & { uri: string }, { signal: extra.signal, ...who })));
+  on(ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await wire(() => bridge.listPrompts(extra.signal)) }));
+  on(GetPromptRequestSchema, (request, extra) => wire(() => bridge.getPrompt(request.params as JsonObject & { name: string }, { signal: extra.signal, ...who })));
 
-  // Subscriptions of this client, uri -> owning server; released when the client goes.
-  const subscribed = new Map<string, string>();
+  // Subscriptions of this client by URI; released when the client goes. `pending` while the
+  // bridge is still subscribing, so that a repeated request does not subscribe twice.
+  const subscribed = new Map<string, ResourceSubscription | "pending">();
+  let disposed = false;
   on(SubscribeRequestSchema, async (request, extra) => {
     const uri = request.params.uri;
     if (subscribed.has(uri)) return {};
-    await graceFor(extra.signal);
-    const owner = await resources.ownerOf(uri, extra.signal);
-    if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown resource "${uri}"`);
-    if (capabilityOf(owner, "resources")?.subscribe !== true) throw new McpError(RpcCode.MethodNotFound, `server "${owner}" does not support resource subscriptions`);
-    subscribed.set(uri, owner);
+    subscribed.set(uri, "pending");
+    let subscription: ResourceSubscription;
     try {
-      await bridge.pool.subscribeResource(owner, uri, { signal: extra.signal });
+      subscription = await bridge.subscribe(uri, extra.signal);
     } catch (err) {
       subscribed.delete(uri);
       throw wireError(err);
     }
+    // The client left, or unsubscribed, while this was under way: nobody would release it later.
+    if (disposed || subscribed.get(uri) !== "pending") bridge.unsubscribe(subscription).catch(notDelivered("resources/unsubscribe"));
+    else subscribed.set(uri, subscription);
     return {};
   });
   on(UnsubscribeRequestSchema, async (request, extra) => {
-    const owner = subscribed.get(request.params.uri);
-    if (owner === undefined) return {};
+    const subscription = subscribed.get(request.params.uri);
+    if (subscription === undefined) return {};
     subscribed.delete(request.params.uri);
-    try {
-      await bridge.pool.unsubscribeResource(owner, request.params.uri, { signal: extra.signal });
-    } catch (err) {
-      throw wireError(err);
-    }
+    // Still subscribing: the subscribe handler releases it once it is done.
+    if (subscription === "pending") return {};
+    await wire(() => bridge.unsubscribe(subscription, extra.signal));
     return {};
   });
 
-  on(CompleteRequestSchema, async (request, extra) => {
-    const ref = request.params.ref;
-    await graceFor(extra.signal);
-    let owner: string | undefined;
-    let params = request.params as JsonObject;
-    if (ref.type === "ref/prompt") {
-      const origin = await resources.promptOriginOf(ref.name, extra.signal);
-      owner = origin?.server;
-      if (origin) params = { ...params, ref: { ...ref, name: origin.original } };
-    } else {
-      owner = await resources.templateOwnerOf(ref.uri, extra.signal);
-    }
-    const what = ref.type === "ref/prompt" ? `prompt "${ref.name}"` : `resource template "${ref.uri}"`;
-    if (owner === undefined) throw new McpError(RpcCode.InvalidParams, `unknown ${what}`);
-    // An owner without completions has none to offer; that is an empty answer, not an error.
-    if (capabilityOf(owner, "completions") === undefined) return { completion: { values: [], hasMore: false } };
-    return forward(owner, "completion/complete", params, extra.signal, what) as never;
-  });
+  on(CompleteRequestSchema, (request, extra) => wire(() => bridge.complete(request.params as JsonObject & { ref: { type: string } }, extra.signal)));
 
   const onUpstreamNotification = (origin: string, notification: UpstreamNotification): void => {
     const { method, params } = notification;
@@ -440,7 +401,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
         if (wantsLog(params)) server.notification({ method, params } as never).catch(notDelivered(method));
         return;
       case "notifications/resources/updated":
-        if (subscribed.get(String(params.uri)) === origin) server.sendResourceUpdated(params as never).catch(notDelivered(method));
+        if (subscriptionOf(params.uri)?.server === origin) server.sendResourceUpdated(params as never).catch(notDelivered(method));
         return;
       case "notifications/resources/list_changed":
         server.sendResourceListChanged().catch(notDelivered(method));
@@ -450,7 +411,11 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
         return;
     }
   };
-  bridge.pool.on("notification", onUpstreamNotification);
+  const subscriptionOf = (uri: unknown): ResourceSubscription | undefined => {
+    const found = subscribed.get(String(uri));
+    return found === "pending" ? undefined : found;
+  };
+  const stopNotifications = bridge.onNotification(onUpstreamNotification);
   // A server that comes up after this client connected (or again after a restart) may bring
   // resources and prompts the client has not seen; its tools arrive through onListChanged below.
   const onStatus = (status: ServerStatus): void => {
@@ -458,7 +423,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     if (isObject(status.capabilities?.resources)) server.sendResourceListChanged().catch(notDelivered("notifications/resources/list_changed"));
     if (isObject(status.capabilities?.prompts)) server.sendPromptListChanged().catch(notDelivered("notifications/prompts/list_changed"));
   };
-  bridge.pool.on("statusChanged", onStatus);
+  const stopStatus = bridge.onStatus(onStatus);
 
   // One list_changed per real change of the list: summaries that land in a mode that does not
   // show them (full) change nothing the client sees, and a client's prompt cache should not be
@@ -477,10 +442,11 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     server,
     dispose() {
       unsubscribe();
-      bridge.pool.off("notification", onUpstreamNotification);
-      bridge.pool.off("statusChanged", onStatus);
-      for (const [uri, owner] of subscribed) {
-        bridge.pool.unsubscribeResource(owner, uri).catch(notDelivered("resources/unsubscribe"));
+      stopNotifications();
+      stopStatus();
+      disposed = true;
+      for (const subscription of subscribed.values()) {
+        if (subscription !== "pending") bridge.unsubscribe(subscription).catch(notDelivered("resources/unsubscribe"));
       }
       subscribed.clear();
     },

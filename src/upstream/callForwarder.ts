@@ -6,7 +6,7 @@ import type { ServerConfig } from "../config/schema.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
-import type { CallRelay, CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
+import type { ClientRelay, CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
 import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { callError, neverSent } from "./upstreamErrors.js";
@@ -56,7 +56,7 @@ export interface CallForwarderOptions {
   /** Learns which client each tools/call comes from, for the upstream's requests during it. */
   relay: RequestRelay;
   /** The relay of the call being forwarded now, if its caller set one (read when a call starts). */
-  currentRelay?: () => CallRelay | undefined;
+  currentRelay?: () => ClientRelay | undefined;
   /** A request never reached the server (its transport's send failed). */
   onUnreachable?: (err: unknown) => void;
 }
@@ -74,7 +74,7 @@ export class CallForwarder {
   private readonly config: () => ServerConfig;
   private readonly secrets: SecretSet;
   private readonly relay: RequestRelay;
-  private readonly currentRelay: (() => CallRelay | undefined) | undefined;
+  private readonly currentRelay: (() => ClientRelay | undefined) | undefined;
   private readonly onUnreachable: ((err: unknown) => void) | undefined;
   private nextCallId = 0;
   /** Our own progress tokens -> the caller's callback (see {@link forward} for why not the SDK's). */

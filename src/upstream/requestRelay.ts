@@ -1,6 +1,6 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../log/logger.js";
-import type { CallRelay, JsonObject, UpstreamNotification } from "../model/types.js";
+import type { ClientRelay, JsonObject, UpstreamNotification } from "../model/types.js";
 
 /** Stands in for the caller of a call that came without a relay (CLI, daemon). */
 const NO_RELAY_CLIENT = "\0no-relay";
@@ -8,7 +8,7 @@ const NO_RELAY_CLIENT = "\0no-relay";
 /** A tools/call in flight and who made it. */
 interface CallOwner {
   client: string;
-  relay: CallRelay | undefined;
+  relay: ClientRelay | undefined;
 }
 
 /** Options of a {@link RequestRelay}. */
@@ -41,7 +41,7 @@ export class RequestRelay {
   }
 
   /** A tools/call `id` starts, made by the client behind `relay` (none: CLI, daemon). */
-  enter(id: number, relay: CallRelay | undefined): void {
+  enter(id: number, relay: ClientRelay | undefined): void {
     this.inFlight.set(id, { client: relay?.client ?? NO_RELAY_CLIENT, relay });
   }
 

@@ -22,12 +22,12 @@ import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo } from "./upstreamClient.js";
 import { messageOf, notReadyError, startError } from "./upstreamErrors.js";
-import type { CallRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
+import type { ClientRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
 import { delay } from "../model/timers.js";
 
 /** The relay types live in the model; importers of this module's older exports still find them. */
-export type { CallRelay, UpstreamNotification } from "../model/types.js";
+export type { ClientRelay, UpstreamNotification } from "../model/types.js";
 export type { ClientInfo } from "./upstreamClient.js";
 
 /** Options of an {@link UpstreamConnection}. */
@@ -51,7 +51,7 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   /** Ends stdio servers when abridge dies without closing them (see childWatchdog.ts). */
   watchdog?: ProcessGroupWatch;
   /** The relay of the call being forwarded now, if its caller set one (read when a call starts). */
-  currentRelay?: () => CallRelay | undefined;
+  currentRelay?: () => ClientRelay | undefined;
   /** Notifications no call took: resources/updated, list_changed, log lines outside a call. */
   onNotification?: (notification: UpstreamNotification) => void;
 }

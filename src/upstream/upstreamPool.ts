@@ -11,7 +11,7 @@ import type { AssignedName } from "../model/names.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { UpstreamConnectionOptions } from "./upstreamConnection.js";
-import type { CallRelay, CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
+import type { ClientRelay, CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
 
 /** One server of the pool: a live connection, or a recorded tool list standing in for one. */
 type Upstream = UpstreamConnection | RecordedUpstream;
@@ -82,7 +82,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private startPromise: Promise<void> | undefined;
   private closePromise: Promise<void> | undefined;
   /** The relay of the call being made in this async context (set by {@link withRelay}). */
-  private readonly relays = new AsyncLocalStorage<CallRelay>();
+  private readonly relays = new AsyncLocalStorage<ClientRelay>();
   /** Resource subscriptions per `server\0uri`, counted: clients share one upstream subscription. */
   private readonly subscriptions = new Map<string, number>();
   /** Each server's position in the config: on a name collision the earlier one keeps the name. */
@@ -396,7 +396,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    * requests and log lines an upstream sends during such a call go to that client. Carried by
    * async context, so the layers in between (bridge, guard) need not pass it on.
    */
-  withRelay<T>(relay: CallRelay, fn: () => Promise<T>): Promise<T> {
+  withRelay<T>(relay: ClientRelay, fn: () => Promise<T>): Promise<T> {
     return this.relays.run(relay, fn);
   }
 

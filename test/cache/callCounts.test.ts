@@ -85,7 +85,7 @@ describe("a bridge counts forwarded calls", () => {
     // Invalid arguments are not forwarded, so not counted.
     await t.bridge.callTool("echo_add", { a: "x" });
     await t.bridge.close();
-    const file = callCountsFileFor(t.bridge.store.file);
+    const file = callCountsFileFor(t.bridge.cacheFile);
     expect(JSON.parse(await readFile(file, "utf8"))).toEqual({ version: 1, counts: { "echo:echo": 2 } });
   }, 60_000);
 });
@@ -119,7 +119,7 @@ describe("mode auto in a bridge", () => {
     const moving = await startBridge(github("auto_update_minutes = 0.001"), {
       prepare: async (dir) => {
         await mkdir(path.join(dir, "cache"), { recursive: true });
-        await copyFile(callCountsFileFor(steady.bridge.store.file), path.join(dir, "cache", CALL_COUNTS_FILE));
+        await copyFile(callCountsFileFor(steady.bridge.cacheFile), path.join(dir, "cache", CALL_COUNTS_FILE));
       },
     });
     expect(names(moving)).toContain("github_fork_repository");

@@ -71,8 +71,8 @@ export async function startDaemon(
   if (result.status !== "started") throw new Error(`daemon did not start: held by ${result.holder.pid}`);
   const daemon = result.daemon;
   daemons.push(daemon);
-  daemon.bridge.pool.on("statusChanged", () => {
-    for (const pid of daemon.bridge.pool.pids()) childPids.add(pid);
+  daemon.bridge.onStatus(() => {
+    for (const pid of daemon.bridge.childPids()) childPids.add(pid);
   });
   return daemon;
 }

@@ -65,11 +65,11 @@ export async function startBridge(
   });
   open.push({ bridge, cleanup });
   const pids = (): number[] => {
-    const now = bridge.pool.pids();
+    const now = bridge.childPids();
     for (const pid of now) seenPids.add(pid);
     return now;
   };
-  bridge.pool.on("statusChanged", () => pids());
+  bridge.onStatus(() => pids());
   await bridge.start();
   pids();
   return { bridge, config, dir, lines, pids };
@@ -77,7 +77,7 @@ export async function startBridge(
 
 afterEach(async () => {
   const closing = open.splice(0);
-  for (const { bridge } of closing) for (const pid of bridge.pool.pids()) seenPids.add(pid);
+  for (const { bridge } of closing) for (const pid of bridge.childPids()) seenPids.add(pid);
   await Promise.all(closing.map(({ bridge }) => bridge.close()));
   await Promise.all(closing.map(({ cleanup }) => cleanup()));
   const alive = alivePids([...seenPids]);

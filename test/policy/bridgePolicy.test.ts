@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { extraMetaTools } from "../../src/policy/readOutputTool.js";
+import { extraMetaTools } from "../../src/catalog/metaTools.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
 
 const calledTools = (lines: string[]): string[] =>

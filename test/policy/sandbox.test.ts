@@ -51,7 +51,7 @@ function expectBwrapMissing(bridge: Bridge, names: readonly string[]): void {
     expect(status).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
     expect(status?.error?.message).toMatch(/bwrap was not found on PATH; install bubblewrap \(Debian: apt-get install bubblewrap\)/);
   }
-  expect(bridge.pool.pids()).toEqual([]);
+  expect(bridge.childPids()).toEqual([]);
 }
 
 describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandbox itself" : "absent: the start-up error"})`, () => {
@@ -164,8 +164,8 @@ describe("lifecycle = per_call", () => {
     expect(resultText(a)).not.toBe(resultText(b));
     pids();
     // Each call's process is ended after it (polled: the end is not instant, only certain).
-    for (let waitedMs = 0; bridge.pool.pids().length > 0; waitedMs += 25) {
-      if (waitedMs > 20_000) throw new Error(`per-call processes still running: ${bridge.pool.pids().join(", ")}`);
+    for (let waitedMs = 0; bridge.childPids().length > 0; waitedMs += 25) {
+      if (waitedMs > 20_000) throw new Error(`per-call processes still running: ${bridge.childPids().join(", ")}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   });

@@ -20,7 +20,7 @@ afterEach(async () => {
 
 async function summariesDone(bridge: Bridge): Promise<void> {
   for (let waited = 0; ; waited += 25) {
-    const q = bridge.queue.stats();
+    const q = bridge.stats().queue;
     if (q.queued === 0 && q.running === 0) return;
     if (waited > 30_000) throw new Error("summaries never finished");
     await new Promise((resolve) => setTimeout(resolve, 25));

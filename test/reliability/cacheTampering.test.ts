@@ -22,8 +22,8 @@ const TOML = 'mode = "compact"\n' + fixtureToml("echo", "echoServer.ts", ["--too
 /** Fills a cache for the echo fixture, then rewrites echo's line with `summary`. */
 async function tamperedCache(summary: string): Promise<string> {
   const first = await startBridge(TOML);
-  await first.bridge.queue.drain();
-  const file = first.bridge.store.file;
+  await first.bridge.drainSummaries();
+  const file = first.bridge.cacheFile;
   await first.bridge.close();
   const lines = (await readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry);
   const echo = lines.find((e) => e.tool === "echo");
@@ -45,7 +45,7 @@ describe("tampered cache lines", () => {
     expect(shown()).not.toContain(summary);
     expect(lines.some((l) => l.includes("cached summary rejected by the guard") && reason.test(l))).toBe(true);
     // Summarized again and written: the next load finds a line that passes.
-    await bridge.queue.drain();
+    await bridge.drainSummaries();
     expect(shown()).not.toContain(summary);
     const last = (await readFile(cacheFile, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry).filter((e) => e.tool === "echo").at(-1);
     expect(last?.summary).not.toBe(summary);

@@ -57,7 +57,7 @@ describe("a large tool list that changes", () => {
     const { client, listChanged } = await connect(bridge, undefined, "summary");
     // The client lists once, as clients do after initialize: a change is news only after that.
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
-    await bridge.queue.drain();
+    await bridge.drainSummaries();
     await until(() => listChanged() >= 1, "the list_changed after the pass");
     // A round trip after it: a second notification already sent would have arrived by now.
     await client.ping();
@@ -69,7 +69,7 @@ describe("a large tool list that changes", () => {
   it("a client paging through reads the list as it was at its first page", async () => {
     const toml = (deny: string) => 'mode = "compact"\n' + fixtureToml("many", "echoServer.ts", ["--tools", "30"], deny === "" ? [] : [`deny = ["${deny}"]`]);
     const { bridge, dir } = await startBridge(toml(""));
-    await bridge.queue.drain();
+    await bridge.drainSummaries();
     const { client } = await connect(bridge, 10);
     const pageAll = async (): Promise<string[]> => {
       const all: string[] = [];

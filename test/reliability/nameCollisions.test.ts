@@ -17,7 +17,7 @@ describe("name collisions from upstream data", () => {
         gh_delete: fixtureToml("gh_delete", "misbehavingServer.ts", ["--tool-names", "repo"]),
       };
       const { bridge, lines } = await startBridge('mode = "full"\n' + servers[first] + servers[second]);
-      const names = new Map(bridge.pool.tools().map((t) => [`${t.server}/${t.tool.name}`, t.name]));
+      const names = new Map(bridge.tools().map((t) => [`${t.server}/${t.tool.name}`, t.name]));
       const firstTool = first === "gh" ? "gh/delete_repo" : "gh_delete/repo";
       const secondTool = first === "gh" ? "gh_delete/repo" : "gh/delete_repo";
       expect(names.get(firstTool)).toBe("gh_delete_repo");

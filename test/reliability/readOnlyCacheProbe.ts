@@ -24,7 +24,7 @@ const bridge = await Bridge.open({
 });
 const counts = await bridge.start();
 for (let waited = 0; ; waited += 25) {
-  const q = bridge.queue.stats();
+  const q = bridge.stats().queue;
   if (q.queued === 0 && q.running === 0) break;
   if (waited > 20_000) throw new Error("summaries never finished");
   await new Promise((resolve) => setTimeout(resolve, 25));

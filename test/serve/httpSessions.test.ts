@@ -38,7 +38,7 @@ describe("HTTP sessions in process", () => {
 
   it("lets go of the front end of an initialize the SDK refuses before a session begins", async () => {
     const { url, bridge } = await start();
-    const before = bridge.pool.listenerCount("notification");
+    const before = bridge.listenerCount("notification");
     for (let i = 0; i < 20; i++) {
       const res = await fetch(url, {
         method: "POST",
@@ -49,7 +49,7 @@ describe("HTTP sessions in process", () => {
       expect(res.status).toBe(406);
     }
     expect(http!.sessions()).toBe(0);
-    expect(bridge.pool.listenerCount("notification")).toBe(before);
+    expect(bridge.listenerCount("notification")).toBe(before);
   });
 
   it("records which HTTP session called in the audit log", async () => {

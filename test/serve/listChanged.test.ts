@@ -51,7 +51,7 @@ describe("summaries arriving while serving", () => {
     const echoBefore = before.tools.find((t) => t.name === "echo_echo")!;
     expect(echoBefore.description).toBe("Returns the text it is given.");
 
-    await bridge.queue.drain();
+    await bridge.drainSummaries();
     // Past the debounce: exactly one notification for the whole batch of five summaries.
     await new Promise((r) => setTimeout(r, 600));
     expect(notifications).toBe(1);

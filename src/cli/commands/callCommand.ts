@@ -42,7 +42,7 @@ export const callCommand: CommandSpec = {
     return withBridge(
       ctx,
       async (bridge) => {
-        const status = bridge.pool.status(server);
+        const status = bridge.status(server);
         if (status?.state === "failed") {
           throw new AbridgeError(status.error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${server} failed to start: ${status.error?.message ?? "unknown"}`);
         }

@@ -45,7 +45,7 @@ function warmRows(bridge: Bridge, generated: Map<string, number>, failed: Map<st
   // the rows show each server's own cost and the total row counts it once.
   const shared = tokenReport([], { separator: bridge.config.separator }).compact.openAiTokens;
   return bridge.servers().map((status) => {
-    const tools = bridge.catalog.tools().filter((t) => t.server === status.name);
+    const tools = bridge.tools(status.name);
     const tokens = tokenReport(tools, { separator: bridge.config.separator });
     return {
       server: status.name,
@@ -62,7 +62,7 @@ function warmRows(bridge: Bridge, generated: Map<string, number>, failed: Map<st
 }
 
 function printWarmTable(ctx: CommandContext, bridge: Bridge, rows: WarmRow[]): void {
-  const total = tokenReport(bridge.catalog.tools(), { separator: bridge.config.separator });
+  const total = tokenReport(bridge.tools(), { separator: bridge.config.separator });
   const sum = (pick: (r: WarmRow) => number): number => rows.reduce((n, r) => n + pick(r), 0);
   const body = rows.map((r) => [
     r.server,
@@ -96,10 +96,10 @@ function printWarmTable(ctx: CommandContext, bridge: Bridge, rows: WarmRow[]): v
     ctx.io.stdout,
     `all modes (o200k tokens of the tool list): full ${formatCount(total.full.openAiTokens)}, summary ${formatCount(total.summary.openAiTokens)} (${formatShare(total.summary.ratioOfFull)}), compact ${formatCount(total.compact.openAiTokens)} (${formatShare(total.compact.ratioOfFull)}), lazy ${formatCount(total.lazy.openAiTokens)} (${formatShare(total.lazy.ratioOfFull)})`,
   );
-  const q = bridge.queue.stats();
+  const q = bridge.stats().queue;
   writeLine(
     ctx.io.stdout,
-    `summarizer ${bridge.summarizer.id}: ${formatCount(q.requests)} requests, ${formatCount(q.generated)} generated, ${formatCount(q.fallbacks)} fell back to extractive, ${formatCount(q.retries)} retries`,
+    `summarizer ${bridge.summarizerIdentity().summarizer}: ${formatCount(q.requests)} requests, ${formatCount(q.generated)} generated, ${formatCount(q.fallbacks)} fell back to extractive, ${formatCount(q.retries)} retries`,
   );
 }
 
@@ -150,27 +150,27 @@ export const summarizeWarmCommand: CommandSpec = {
         const progress = progressReporter(ctx, queued);
         // A summary that was made but could not be written (full disk, read-only file) is lost
         // when this process ends: counted apart, so "generated" never passes for "saved".
-        const sinkErrorsBefore = bridge.queue.stats().sinkErrors;
-        bridge.queue.onEntry((entry) => {
+        const sinkErrorsBefore = bridge.stats().queue.sinkErrors;
+        bridge.onSummary((entry) => {
           generated.set(entry.server, (generated.get(entry.server) ?? 0) + 1);
           if (entry.fallback !== undefined) failed.set(entry.server, (failed.get(entry.server) ?? 0) + 1);
           progress.tick(entry);
         });
         let interrupted = false;
         try {
-          await bridge.queue.drain(ctx.io.signal);
+          await bridge.drainSummaries(ctx.io.signal);
         } catch (err) {
           if (!isAbridgeError(err, ErrorCode.CANCELLED)) throw err;
           interrupted = true;
         }
         progress.done();
         printWarmTable(ctx, bridge, warmRows(bridge, generated, failed));
-        const notWritten = bridge.queue.stats().sinkErrors - sinkErrorsBefore;
+        const notWritten = bridge.stats().queue.sinkErrors - sinkErrorsBefore;
         if (notWritten > 0) {
           const made = [...generated.values()].reduce((a, b) => a + b, 0);
           writeLine(
             ctx.io.stderr,
-            `abridge: ${formatCount(notWritten)} of ${formatCount(made)} summaries could not be written to ${bridge.store.file} (see the warnings above); they are not cached [${ErrorCode.CACHE_IO}]`,
+            `abridge: ${formatCount(notWritten)} of ${formatCount(made)} summaries could not be written to ${bridge.cacheFile} (see the warnings above); they are not cached [${ErrorCode.CACHE_IO}]`,
           );
         }
         if (interrupted) {
@@ -201,13 +201,13 @@ export const summarizeStatusCommand: CommandSpec = {
     return withBridge(
       ctx,
       async (bridge) => {
-        const current = { summarizer: bridge.summarizer.id, prompt: bridge.summarizer.promptId };
+        const current = bridge.summarizerIdentity();
         const rows = bridge.servers().map((status) => {
-          const tools = bridge.catalog.tools().filter((t) => t.server === status.name);
+          const tools = bridge.tools(status.name);
           let cached = 0;
           let stale = 0;
           for (const tool of tools) {
-            const entry = bridge.store.get(tool.key);
+            const entry = bridge.cachedEntry(tool);
             if (!entry) continue;
             cached += 1;
             if (entry.summarizer !== current.summarizer || entry.prompt !== current.prompt) stale += 1;

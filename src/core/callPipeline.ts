@@ -1,0 +1,214 @@
+import type { CallCounts } from "../cache/callCounts.js";
+import { callMetaTool, getSchemaResult, servesMetaTool, type MetaToolHost } from "../catalog/metaTools.js";
+import type { SearchResult } from "../catalog/searchIndex.js";
+import type { ToolCatalog } from "../catalog/toolCatalog.js";
+import type { CatalogTool, Mode } from "../catalog/types.js";
+import type { Config } from "../config/schema.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { CallToolResult, JsonObject } from "../model/types.js";
+import type { CallGuard } from "../policy/callGuard.js";
+import type { UpstreamPool } from "../upstream/upstreamPool.js";
+import type { ClientRelay } from "../model/types.js";
+import type { ToolResolver } from "./toolResolver.js";
+
+/** Options of a call made through the bridge. */
+export interface BridgeCallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  onProgress?: (update: { progress: number; total?: number; message?: string }) => void;
+  /**
+   * The mode the caller was shown. In `compact` and `lazy` the model saw no full schema, so
+   * arguments are validated against it before forwarding; in `full` and `summary` it did.
+   */
+  mode?: Mode;
+  /** Who is calling, for the audit log (`stdio`, `http`, `daemon`, `cli`). */
+  client?: string;
+  /** Where the upstream's sampling and elicitation requests and log lines made during the call go. */
+  relay?: ClientRelay;
+}
+
+/** Call counters of `stats`. */
+export interface CallCounters {
+  total: number;
+  failed: number;
+  invalidArguments: number;
+  inFlight: number;
+}
+
+/** What a {@link CallPipeline} works with. */
+export interface CallPipelineParts {
+  pool: UpstreamPool;
+  catalog: ToolCatalog;
+  guard: CallGuard;
+  callCounts: CallCounts;
+  resolver: ToolResolver;
+  /** The config in force (a reload replaces it). */
+  config: () => Config;
+  /** Lists wait for upstreams still starting (`search_tools` is listing). */
+  waitReady: (graceMs: number, signal?: AbortSignal) => Promise<boolean>;
+}
+
+/**
+ * The way of every tool call, one step after the other: meta-tools are answered here; any other
+ * name is resolved (a name the policy hides gets the refusal naming its rule), arguments are
+ * validated in the modes where the model saw no full schema, then the permission gate, the
+ * upstream call, trust marking and output limit; every outcome is audited and counted.
+ */
+export class CallPipeline {
+  private readonly counters: CallCounters = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
+
+  constructor(private readonly parts: CallPipelineParts) {}
+
+  /** A copy of the call counters. */
+  stats(): CallCounters {
+    return { ...this.counters };
+  }
+
+  /**
+   * Calls a tool by the name the client was shown, meta-tools included. Argument errors in
+   * `compact`/`lazy` come back as a tool error carrying the full schema, so the model can correct
+   * itself in one step; upstream tool errors stay tool results.
+   */
+  async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    const { catalog, guard, config } = this.parts;
+    const mode = options.mode ?? config().mode;
+    if (servesMetaTool(name, mode, { spills: guard.spills, listed: catalog.get(name) !== undefined })) {
+      return callMetaTool(name, args ?? {}, this.metaToolHost({ ...options, mode }), options.signal);
+    }
+    return this.callByName(name, args, { ...options, mode });
+  }
+
+  /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
+  async callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    const found = await this.parts.resolver.findWhenStarted(server, tool, options.signal);
+    // Not in the catalog: the pool gives the precise reason (filtered tool, server down).
+    if (!found) return this.forward(server, tool, args, options);
+    return this.callResolved(found, args, options);
+  }
+
+  /** `read_output {handle, offset}`: one page of a spilled output. */
+  readOutput(args: JsonObject): Promise<CallToolResult> {
+    return this.parts.guard.readOutput(args);
+  }
+
+  /** What the meta-tools of one call may do: each step goes through this pipeline again. */
+  private metaToolHost(options: BridgeCallOptions): MetaToolHost {
+    const { resolver, catalog, config, waitReady } = this.parts;
+    return {
+      schema: (tool, signal) => resolver.schemaWhenStarted(tool, signal),
+      search: async (query, limit, signal): Promise<SearchResult[]> => {
+        // Searching is listing: upstreams still starting get the same grace as a first tools/list.
+        await waitReady(config().startup_grace_ms, signal);
+        return catalog.search(query, limit);
+      },
+      call: (tool, args) => this.callByName(tool, args, options),
+      readOutput: (args) => this.readOutput(args),
+    };
+  }
+
+  private async callByName(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    const resolved = await this.resolveOrRefuse(name, args, options);
+    if ("refused" in resolved) return resolved.refused;
+    return this.callResolved(resolved.tool, args, options);
+  }
+
+  /**
+   * The tool a name means, except that a name the policy hides (the model guessed it, or kept it
+   * from before a reload) gets the refusal naming the rule, audited, instead of "unknown tool".
+   * Only tools the server really listed, or names a deny/allow glob covers, are refused; a typo
+   * stays TOOL_NOT_FOUND with suggestions.
+   */
+  private async resolveOrRefuse(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
+    const { resolver, guard } = this.parts;
+    try {
+      return { tool: await resolver.resolveWhenStarted(name, options.signal) };
+    } catch (err) {
+      if (!(err instanceof AbridgeError) || err.code !== ErrorCode.TOOL_NOT_FOUND) throw err;
+      for (const candidate of resolver.originsOf(name)) {
+        const decision = guard.check(candidate.server, candidate.tool);
+        if (decision.allowed) continue;
+        const byGlob = decision.rule.startsWith(`servers.${candidate.server}.deny[`) || decision.rule === `servers.${candidate.server}.allow`;
+        if (!byGlob && !guard.known(candidate.server, candidate.tool)) continue;
+        const refused = await guard.refuse(decision, {
+          ...(options.client !== undefined ? { client: options.client } : {}),
+          ...candidate,
+          args: args ?? {},
+          startedMs: Date.now(),
+        });
+        return { refused };
+      }
+      throw resolver.unavailableServerError(name) ?? err;
+    }
+  }
+
+  private async callResolved(tool: CatalogTool, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    const { catalog, guard, config } = this.parts;
+    const mode = options.mode ?? config().mode;
+    if (mode === "compact" || mode === "lazy" || mode === "auto") {
+      const result = catalog.validate(tool, args ?? {});
+      if (!result.ok) {
+        this.counters.invalidArguments += 1;
+        await guard.audit({
+          ...(options.client !== undefined ? { client: options.client } : {}),
+          server: tool.server,
+          tool: tool.tool.name,
+          args: args ?? {},
+          outcome: "invalid_arguments",
+          startedMs: Date.now(),
+        });
+        const schema = getSchemaResult(tool);
+        return {
+          isError: true,
+          content: [
+            {
+              type: "text",
+              text: `${result.text}\nThe call was not forwarded. Full schema of ${tool.name}:\n${JSON.stringify(schema.inputSchema)}`,
+            },
+          ],
+        };
+      }
+    }
+    return this.forward(tool.server, tool.tool.name, args, options);
+  }
+
+  /**
+   * Every upstream call ends here: the permission gate first (a refusal is a tool error naming
+   * the rule, never forwarded), then the call, then the trust marking and output limit; each
+   * outcome is audited.
+   */
+  private async forward(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
+    const { guard, pool, callCounts } = this.parts;
+    const event = {
+      ...(options.client !== undefined ? { client: options.client } : {}),
+      server,
+      tool,
+      args: args ?? {},
+      startedMs: Date.now(),
+    };
+    const decision = guard.check(server, tool);
+    if (!decision.allowed) return guard.refuse(decision, event);
+    this.counters.total += 1;
+    callCounts.increment(server, tool);
+    this.counters.inFlight += 1;
+    try {
+      const call = (): Promise<CallToolResult> =>
+        pool.callTool(server, tool, args, {
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        });
+      // The relay travels by async context down to the connection that forwards the call.
+      const result = await (options.relay ? pool.withRelay(options.relay, call) : call());
+      const finished = await guard.finish(server, result, options.signal);
+      await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
+      return finished;
+    } catch (err) {
+      this.counters.failed += 1;
+      const code = err instanceof AbridgeError ? err.code : ErrorCode.INTERNAL;
+      await guard.audit({ ...event, outcome: code === ErrorCode.CANCELLED ? "cancelled" : "error", errorCode: code });
+      throw err;
+    } finally {
+      this.counters.inFlight -= 1;
+    }
+  }
+}
