@@ -1,11 +1,11 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import type { CallRelay, JsonObject, UpstreamNotification } from "../../src/model/types.js";
+import type { ClientRelay, JsonObject, UpstreamNotification } from "../../src/model/types.js";
 import { RequestRelay } from "../../src/upstream/requestRelay.js";
 import { memoryLogger } from "./harness.js";
 
 /** A client as a front end would set it up: answers requests, keeps notifications. */
-function client(id: string): CallRelay & { asked: string[]; notified: string[] } {
+function client(id: string): ClientRelay & { asked: string[]; notified: string[] } {
   const asked: string[] = [];
   const notified: string[] = [];
   return {
