@@ -1,59 +1,41 @@
 /**
- * abridge as a library: the core (`Bridge`), its parts, and the front ends that embedders start
- * themselves. Explicit named exports only; nothing here imports the CLI.
+ * abridge as a library: the core's one door (`Bridge`), the config it is opened with, the
+ * summarizers it can be given, the cache commands, the front ends an embedder starts itself and the
+ * daemon's client. Explicit named exports only, each a public API (a test lists them); the parts
+ * behind the Bridge (pool, store, queue, catalog, guard) are not exported. Nothing here imports the CLI.
  */
 export { AbridgeError, ErrorCode, isAbridgeError } from "./model/errors.js";
 export type { AbridgeErrorOptions } from "./model/errors.js";
 export { createLogger, SecretSet, silentLogger } from "./log/logger.js";
 export type { Logger, LogLevel, LoggerOptions } from "./log/logger.js";
+export { VERSION } from "./model/version.js";
+export { parseToolUri, toolUri } from "./model/names.js";
+export type { CallToolResult, ClientRelay, ListedTool, RawTool, ServerStatus, UpstreamNotification } from "./model/types.js";
 
 export { loadConfig, parseConfigText, findConfigPath } from "./config/loadConfig.js";
 export { configFileSchema, MODES } from "./config/schema.js";
 export type { Config, ConfigFile, Mode, ServerConfig, SummaryConfig } from "./config/schema.js";
 
-export { UpstreamPool } from "./upstream/upstreamPool.js";
-export type { UpstreamPoolOptions } from "./upstream/upstreamPool.js";
-export { assignNames, parseToolUri, toolUri } from "./model/names.js";
-export { normalizeTool } from "./upstream/normalizeTool.js";
-export type { CallToolResult, ExposedTool, RawTool, ServerStatus } from "./model/types.js";
-
-export { JsonlStore } from "./cache/jsonlStore.js";
-export { clearCache, compactCache, verifyCache } from "./cache/cacheMaintenance.js";
-export { resolveCacheFile, resolveStateDir } from "./cache/cachePaths.js";
-export { cacheEntrySchema, cacheKey } from "./cache/cacheEntry.js";
-export type { CacheEntry } from "./cache/cacheEntry.js";
-
-export { ExtractiveSummarizer } from "./summarize/extractiveSummarizer.js";
-export { OpenAiSummarizer } from "./summarize/openAiSummarizer.js";
-export { createSummarizer } from "./summarize/createSummarizer.js";
-export { guardCachedEntry, guardSummary } from "./summarize/guard.js";
-export { SummarizeQueue } from "./summarize/summarizeQueue.js";
-export type { Summarizer, SummarizeInput, ToolSummary } from "./summarize/types.js";
-
-export { canonicalJson, createToolHasher } from "./catalog/toolHash.js";
-export type { ToolHasher } from "./catalog/toolHash.js";
-export { ToolCatalog } from "./catalog/toolCatalog.js";
-export { renderTools, tokenReport, toOpenAiFunctions } from "./catalog/renderTools.js";
-export { SearchIndex } from "./catalog/searchIndex.js";
-export { ArgumentValidator } from "./catalog/argumentValidator.js";
-export type { CatalogTool, ListedTool } from "./catalog/types.js";
+export { Bridge } from "./core/bridge.js";
+export type { BridgeOptions, BridgeCallOptions, BridgeStats, ResourceRequestOptions, ResourceSubscription } from "./core/bridge.js";
+export { ConfigWatcher } from "./core/configWatcher.js";
+export type { ConfigWatcherOptions } from "./core/configWatcher.js";
+export { tokenReport } from "./core/toolViews.js";
+export type { CacheEntry, CatalogTool, SchemaResult } from "./core/toolViews.js";
+export { clearSummaryCache, compactSummaryCache, stateDir, summaryCacheFile, verifySummaryCache } from "./core/cacheAdmin.js";
+export type { ClearReport, CompactReport, LocationOptions, VerifyReport } from "./core/cacheAdmin.js";
 export { countTokens } from "./tokens/countTokens.js";
 
-export { ToolPolicy } from "./policy/toolPolicy.js";
-export { AuditLog } from "./policy/auditLog.js";
-export { limitOutput, markUntrusted } from "./policy/outputLimit.js";
-export { bwrapArgs, sandboxCommand } from "./upstream/sandbox.js";
-export { Bridge } from "./core/bridge.js";
-export type { BridgeOptions, BridgeCallOptions, BridgeStats } from "./core/bridge.js";
-export type { ResourceRequestOptions, ResourceSubscription } from "./core/bridge.js";
-export { ConfigWatcher } from "./core/configWatcher.js";
+// What `BridgeOptions.summarizer` takes: the two built-in summarizers, or an own `Summarizer`.
+export { ExtractiveSummarizer } from "./summarize/extractiveSummarizer.js";
+export { OpenAiSummarizer } from "./summarize/openAiSummarizer.js";
+export type { Summarizer, SummarizeInput, ToolSummary } from "./summarize/types.js";
 
 export { createMcpFrontend } from "./serve/mcpFrontend.js";
 export type { McpFrontend, McpFrontendOptions } from "./serve/mcpFrontend.js";
 export { serveStdio } from "./serve/serveStdio.js";
 export { startHttpServer } from "./serve/httpServer.js";
 export type { HttpFrontend, HttpServerOptions } from "./serve/httpServer.js";
-export { VERSION } from "./model/version.js";
 
 export { DaemonClient, isMcpPath } from "./client/daemonClient.js";
 export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, HostTool } from "./client/daemonClient.js";

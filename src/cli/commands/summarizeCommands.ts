@@ -1,7 +1,6 @@
-import type { CacheEntry } from "../../cache/cacheEntry.js";
-import { tokenReport } from "../../catalog/renderTools.js";
 import type { Config } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
+import { tokenReport, type CacheEntry } from "../../core/toolViews.js";
 import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
