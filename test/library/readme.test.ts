@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { configReference } from "../../src/config/configReference.js";
 import { COMMANDS } from "../../src/cli/commands/index.js";
+import { layerTable } from "./importGraph.js";
 
 const readme = readFileSync("README.md", "utf8");
 
@@ -9,6 +10,11 @@ describe("README matches the code", () => {
   it("carries the config reference generated from the schema", () => {
     const block = /<!-- config-reference:start -->\n([\s\S]*?)<!-- config-reference:end -->/.exec(readme)?.[1];
     expect(block?.trim()).toBe(configReference().trim());
+  });
+
+  it("carries the architecture's layer table as the import graph has it", () => {
+    const block = /<!-- layers:start -->\n([\s\S]*?)<!-- layers:end -->/.exec(readme)?.[1];
+    expect(block?.trim()).toBe(layerTable(undefined, { sizes: false }));
   });
 
   it("starts with the install-and-run command and the test command", () => {
