@@ -1,20 +1,20 @@
-import { mkdir, unlink } from "node:fs/promises";
-import { createServer, type Server, type Socket } from "node:net";
+import { mkdir } from "node:fs/promises";
+import type { Server, Socket } from "node:net";
 import { tokenReport } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { toolUri } from "../model/names.js";
 import { VERSION } from "../model/version.js";
 import { configIdentity, type ConfigIdentity } from "../wire/configIdentity.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
-import { acquireLock, isLockStale, lockFilePath, newToken, readLock, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
+import { acquireLock, lockFilePath, newToken, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
+import { bindListener, closeServer, unlinkQuietly, type WaitingRoom } from "./daemonListener.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
-import { formatAddress, MAX_LINE_BYTES, type DaemonAddress, type DaemonRequest, type DaemonStats } from "../wire/protocol.js";
+import { formatAddress, MAX_LINE_BYTES, type DaemonRequest, type DaemonStats } from "../wire/protocol.js";
 
 /** Default heartbeat of the lockfile. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;
@@ -79,59 +79,6 @@ interface DaemonCounters {
   badRequests: number;
   /** Connections closed without a token to make room for new ones. */
   evicted: number;
-}
-
-function listen(server: Server, target: { port: number; host: string } | { path: string }): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    server.once("error", onError);
-    server.listen(target, () => {
-      server.off("error", onError);
-      resolve();
-    });
-  });
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
-/**
- * Holds the connections a listener accepts before the daemon exists to serve them. The lockfile
- * names the address as soon as it is written, while the bridge is still opening, and a client
- * polling for it connects at once. A socket accepted with no `connection` listener is orphaned:
- * never read, never closed, and `server.close()` (which waits for every accepted socket) would
- * never call back, keeping the daemon and its upstream children alive after a stop. The bytes a
- * held socket receives stay buffered until the daemon adopts it.
- */
-class WaitingRoom {
-  private readonly held = new Set<Socket>();
-  private readonly hold = (socket: Socket): void => {
-    this.held.add(socket);
-    socket.once("close", () => this.held.delete(socket));
-  };
-
-  constructor(private readonly server: Server) {
-    server.on("connection", this.hold);
-  }
-
-  /** Stops holding new connections and hands over those still open. */
-  release(): Socket[] {
-    this.server.off("connection", this.hold);
-    const sockets = [...this.held];
-    this.held.clear();
-    return sockets;
-  }
-
-  /** Start-up failed: ends every held connection, then the listener. */
-  async close(): Promise<void> {
-    for (const socket of this.release()) socket.destroy();
-    await closeServer(this.server);
-  }
-}
-
-async function unlinkQuietly(path: string): Promise<void> {
-  await unlink(path).catch(() => undefined);
 }
 
 /**
@@ -223,32 +170,9 @@ export class Daemon implements SessionHost {
     const logger = (options.logger ?? silentLogger).child({ component: "daemon" });
     await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
     const lockFile = lockFilePath(options.stateDir);
-    const server = createServer({ pauseOnConnect: false });
-    const waiting = new WaitingRoom(server);
-    let address: DaemonAddress;
-    if (options.socketPath !== undefined) {
-      const socketPath = options.socketPath;
-      try {
-        await listen(server, { path: socketPath });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw bindError(socketPath, err);
-        // A socket file left by a daemon that died, or the live daemon's: the lock tells which.
-        const seen = await readLock(lockFile);
-        if (seen.state === "ok" && !isLockStale(seen)) return { status: "running", holder: seen.lock };
-        await unlinkQuietly(socketPath);
-        await listen(server, { path: socketPath }).catch((again: unknown) => {
-          throw bindError(socketPath, again);
-        });
-      }
-      address = { kind: "unix", path: socketPath };
-    } else {
-      await listen(server, { port: 0, host: "127.0.0.1" }).catch((err: unknown) => {
-        throw bindError("127.0.0.1:0", err);
-      });
-      const bound = server.address();
-      if (bound === null || typeof bound === "string") throw new AbridgeError(ErrorCode.INTERNAL, "listener has no TCP address");
-      address = { kind: "tcp", host: "127.0.0.1", port: bound.port };
-    }
+    const bound = await bindListener(options.socketPath, lockFile);
+    if (bound.status === "running") return bound;
+    const { server, waiting, address } = bound;
 
     // Which config this daemon serves, so a client asking for another one is told instead of
     // silently served (the default state dir is per user, not per config).
@@ -518,8 +442,4 @@ async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> 
   while (!done() && Date.now() < deadline) {
     await new Promise<void>((resolve) => setTimeout(resolve, 20));
   }
-}
-
-function bindError(where: string, err: unknown): AbridgeError {
-  return new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot listen on ${where}: ${(err as Error).message}`, { cause: err });
 }

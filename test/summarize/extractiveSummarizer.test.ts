@@ -1,9 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  ExtractiveSummarizer,
-  extractSummary,
-  summaryFromName,
-} from "../../src/summarize/extractiveSummarizer.js";
+import { ExtractiveSummarizer, summaryFromName } from "../../src/summarize/extractiveSummarizer.js";
+import { extractSummary } from "../../src/summarize/leadSentence.js";
 import { guardSummary } from "../../src/summarize/guard.js";
 import { EMOJI_PATTERN } from "../../src/summarize/plainTextBlocks.js";
 import { splitSentences } from "../../src/summarize/splitSentences.js";
