@@ -3,10 +3,10 @@ import { createServer } from "node:net";
 import type { AddressInfo, Server } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Bridge } from "../../src/core/bridge.js";
 import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/sandbox.js";
 import { serverConfig } from "../helpers/processes.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
+import { expectBwrapMissing, HAVE_BWRAP } from "./bubblewrap.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -37,22 +37,6 @@ describe("bwrap arguments", () => {
     expect(findExecutable("definitely-not-a-program", "/usr/bin:/bin")).toBeUndefined();
   });
 });
-
-/**
- * Whether this machine has bubblewrap. CI installs it, so the sandbox itself is always checked
- * there; on a machine without it, the same tests check the start-up error a user would get.
- */
-const HAVE_BWRAP = findExecutable("bwrap", process.env.PATH ?? "") !== undefined;
-
-/** Without bubblewrap: every sandboxed server failed to start, saying what to install; none ran unsandboxed. */
-function expectBwrapMissing(bridge: Bridge, names: readonly string[]): void {
-  for (const name of names) {
-    const status = bridge.servers().find((s) => s.name === name);
-    expect(status).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
-    expect(status?.error?.message).toMatch(/bwrap was not found on PATH; install bubblewrap \(Debian: apt-get install bubblewrap\)/);
-  }
-  expect(bridge.childPids()).toEqual([]);
-}
 
 describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandbox itself" : "absent: the start-up error"})`, () => {
   it("runs under bwrap: own environment, writes only to sandbox_write, no network", async () => {

@@ -2,19 +2,21 @@
  * The sandbox masked only what existed when the sandboxed server started: abridge's state dir,
  * created later by the first spilled output, and an audit log written after start were readable
  * from inside it (another server's spilled outputs included). What is masked is now created before
- * the spawn, so the mask covers it from the start.
+ * the spawn, so the mask covers it from the start. Without bubblewrap the sandboxed server fails
+ * to start with the install hint while the other one serves.
  */
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
+import { expectBwrapMissing, HAVE_BWRAP } from "../policy/bubblewrap.js";
 
 const bases: string[] = [];
 afterEach(async () => {
   for (const base of bases.splice(0)) await rm(base, { recursive: true, force: true });
 });
 
-describe("sandbox mask of paths created after spawn", () => {
+describe(`sandbox mask of paths created after spawn (bubblewrap ${HAVE_BWRAP ? "present" : "absent: the start-up error"})`, () => {
   it("another server's spilled outputs and the audit log, created after the sandboxed server started, stay unreadable", async () => {
     // Outside /tmp, which the sandbox replaces anyway: /var/tmp is on the real root file system.
     const base = await mkdtemp("/var/tmp/abridge-late-");
@@ -27,6 +29,7 @@ describe("sandbox mask of paths created after spawn", () => {
       fixtureToml("keep", "annotatedServer.ts", [], ["max_output_bytes = 1000", "spill = true"]);
     const { bridge } = await startBridge(toml, { stateDir, cacheFile: path.join(base, "cache", "summaries.jsonl") });
     try {
+      if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"], ["keep"]);
       expect(bridge.servers().map((s) => s.state)).toEqual(["ready", "ready"]);
 
       // After the sandboxed server started: a result big enough to be spilled into the state dir.
