@@ -195,12 +195,13 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
   for (const name of names) {
     const server = servers[name];
     if (server === undefined) continue;
-    const { type, read_only, destructive, sandbox, max_output_bytes, spill, cwd, sandbox_write, ...rest } = server;
+    const { type, read_only, destructive, sandbox, max_output_bytes, spill, cwd, sandbox_write, sandbox_read, ...rest } = server;
     const entry: ServerConfig = {
       name,
       transport: rest.recorded !== undefined ? "recorded" : (type ?? (rest.url !== undefined ? "http" : "stdio")),
       ...rest,
       sandbox_write: sandbox_write.map(resolve),
+      sandbox_read: sandbox_read.map(resolve),
       read_only: read_only ?? globals.read_only ?? false,
       destructive: destructive ?? globals.destructive ?? "allow",
       sandbox: sandbox ?? globals.sandbox ?? "none",

@@ -59,6 +59,10 @@ export const serverSchema = z
     prefix: z.boolean().default(true).describe("false exposes tools under their own names"),
     sandbox_network: z.boolean().default(false).describe("Allow network inside the bwrap sandbox"),
     sandbox_write: z.array(z.string()).default([]).describe("Paths writable inside the bwrap sandbox"),
+    sandbox_read: z
+      .array(z.string())
+      .default([])
+      .describe("Paths under /tmp shown read-only inside the bwrap sandbox, whose own /tmp is empty (a server installed under /tmp)"),
     lifecycle: z
       .enum(["persistent", "per_call"])
       .default("persistent")

@@ -36,7 +36,9 @@ function isExecutable(file: string): boolean {
 /**
  * The `bwrap` arguments that confine a stdio server: the whole file system read-only, a private
  * `/dev`, `/proc` and `/tmp`, every namespace unshared (no network unless `sandbox_network`),
- * writable paths only from `sandbox_write`, and abridge's own files (`hide`) masked. The
+ * writable paths only from `sandbox_write`, and abridge's own files (`hide`) masked. Paths of
+ * `sandbox_read` are bound read-only over the private `/tmp`, before the masks, so a server
+ * installed under /tmp runs while abridge's files there stay hidden. The
  * environment is not in these arguments: see {@link sandboxEnvironment}. `--die-with-parent` takes the sandbox down with abridge even on
  * `kill -9`; `--new-session` stops the server from typing into abridge's terminal (TIOCSTI).
  */
@@ -47,6 +49,7 @@ export function bwrapArgs(config: ServerConfig, hide: readonly string[] = []): s
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all"];
   if (config.sandbox_network) args.push("--share-net");
   args.push("--die-with-parent", "--new-session");
+  for (const dir of config.sandbox_read) args.push("--ro-bind", dir, dir);
   for (const target of hiddenPaths(config, hide)) {
     // A folder becomes an empty tmpfs, a file reads as /dev/null.
     if (target.kind === "dir") args.push("--tmpfs", target.path);
@@ -136,10 +139,12 @@ export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, str
       `${config.name}: sandbox = "bwrap" but bwrap was not found on PATH; install bubblewrap (Debian: apt-get install bubblewrap) or set sandbox = "none"`,
     );
   }
-  for (const dir of config.sandbox_write) {
-    // bwrap's own message ("Can't find source path") reaches only the stderr tail; say it plainly.
-    if (!existsSync(dir)) {
-      throw new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, `${config.name}: sandbox_write path ${dir} does not exist; create it first`);
+  for (const [field, dirs] of [["sandbox_write", config.sandbox_write], ["sandbox_read", config.sandbox_read]] as const) {
+    for (const dir of dirs) {
+      // bwrap's own message ("Can't find source path") reaches only the stderr tail; say it plainly.
+      if (!existsSync(dir)) {
+        throw new AbridgeError(ErrorCode.UPSTREAM_START_FAILED, `${config.name}: ${field} path ${dir} does not exist; create it first`);
+      }
     }
   }
   createMasked(hide);

@@ -175,6 +175,7 @@ describe("parseConfigText accepts good files", () => {
         'command = "x"',
         'cwd = "../work"',
         'sandbox_write = ["out"]',
+        'sandbox_read = ["tools"]',
         "[servers.b]",
         'command = "x"',
       ].join("\n"),
@@ -184,6 +185,7 @@ describe("parseConfigText accepts good files", () => {
     expect(config.audit_log).toBe("/var/log/abridge.jsonl");
     expect(server(config, "a").cwd).toBe(path.resolve(DIR, "../work"));
     expect(server(config, "a").sandbox_write).toEqual([path.join(DIR, "out")]);
+    expect(server(config, "a").sandbox_read).toEqual([path.join(DIR, "tools")]);
     // A stdio server without `cwd` runs in the config's folder, as it does under an auto-started daemon.
     expect(server(config, "b").cwd).toBe(DIR);
   });

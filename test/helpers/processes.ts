@@ -50,6 +50,7 @@ export function serverConfig(fields: Partial<ServerConfig> & { name: string }): 
     prefix: true,
     sandbox_network: false,
     sandbox_write: [],
+    sandbox_read: [],
     lifecycle: "persistent",
     read_only: false,
     destructive: "allow",

@@ -1,3 +1,5 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import type { Bridge } from "../../src/core/bridge.js";
 import { findExecutable } from "../../src/upstream/sandbox.js";
@@ -7,6 +9,17 @@ import { findExecutable } from "../../src/upstream/sandbox.js";
  * there; on a machine without it, the same tests check the start-up error a user would get.
  */
 export const HAVE_BWRAP = findExecutable("bwrap", process.env.PATH ?? "") !== undefined;
+
+/** The checkout: the fixtures, tsx and the SDK the sandboxed fixtures load live here. */
+const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/**
+ * Config lines of a sandboxed fixture server, showing `read` too. The checkout is shown read-only
+ * over the sandbox's empty /tmp, so the tests pass from a clone under /tmp as from anywhere else.
+ */
+export function sandboxed(read: readonly string[] = []): string[] {
+  return ['sandbox = "bwrap"', `sandbox_read = ${JSON.stringify([CHECKOUT, ...read])}`];
+}
 
 /**
  * Without bubblewrap: each of `sandboxed` failed to start, saying what to install, and none of

@@ -1,4 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import type { AddressInfo, Server } from "node:net";
 import path from "node:path";
@@ -6,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/sandbox.js";
 import { serverConfig } from "../helpers/processes.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
-import { expectBwrapMissing, HAVE_BWRAP } from "./bubblewrap.js";
+import { expectBwrapMissing, HAVE_BWRAP, sandboxed } from "./bubblewrap.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -36,6 +38,21 @@ describe("bwrap arguments", () => {
     expect(bwrapArgs(serverConfig({ name: "s", command: "x", sandbox_network: true }))).toContain("--share-net");
     expect(findExecutable("definitely-not-a-program", "/usr/bin:/bin")).toBeUndefined();
   });
+
+  it("binds sandbox_read paths read-only over the private /tmp, and masks abridge's files after them", () => {
+    const hidden = mkdtempSync(path.join(tmpdir(), "abridge-hidden-"));
+    try {
+      const joined = bwrapArgs(serverConfig({ name: "s", command: "node", sandbox_read: ["/tmp/tools"] }), [hidden]).join(" ");
+      const tmp = joined.indexOf("--tmpfs /tmp ");
+      const read = joined.indexOf("--ro-bind /tmp/tools /tmp/tools");
+      const mask = joined.indexOf(`--tmpfs ${hidden}`);
+      expect(tmp).toBeGreaterThan(-1);
+      expect(read).toBeGreaterThan(tmp);
+      expect(mask).toBeGreaterThan(read);
+    } finally {
+      rmSync(hidden, { recursive: true, force: true });
+    }
+  });
 });
 
 describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandbox itself" : "absent: the start-up error"})`, () => {
@@ -44,11 +61,11 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
     const toml =
       'mode = "full"\n' +
       fixtureToml("box", "annotatedServer.ts", [], [
-        'sandbox = "bwrap"',
+        ...sandboxed(),
         'sandbox_write = ["{dir}/writable"]',
         'env = { NAMED = "yes" }',
       ]) +
-      fixtureToml("net", "annotatedServer.ts", [], ['sandbox = "bwrap"', "sandbox_network = true"]);
+      fixtureToml("net", "annotatedServer.ts", [], [...sandboxed(), "sandbox_network = true"]);
     const started = await startBridge(toml, { prepare: (dir) => mkdir(path.join(dir, "writable")).then(() => undefined) });
     const { bridge } = started;
     if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box", "net"]);
@@ -89,7 +106,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
       await writeFile(path.join(stateDir, "abridge.lock"), '{"token":"daemon-token-value"}', { mode: 0o600 });
       const visible = path.join(base, "visible.txt");
       await writeFile(visible, "public");
-      const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"']);
+      const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], sandboxed());
       const { bridge } = await startBridge(toml, { stateDir });
       if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
       expect(bridge.servers()[0]?.state).toBe("ready");
@@ -126,8 +143,34 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
     expect(lines.some((l) => l.includes("annotated fixture ready") && l.includes("server=box"))).toBe(false);
   });
 
+  it("shows a folder under the host's /tmp only when sandbox_read names it", async () => {
+    const shared = await mkdtemp(path.join(tmpdir(), "abridge-read-"));
+    try {
+      const file = path.join(shared, "tool-data.txt");
+      await writeFile(file, "visible through sandbox_read");
+      const toml =
+        'mode = "full"\n' +
+        fixtureToml("shown", "annotatedServer.ts", [], sandboxed([shared])) +
+        fixtureToml("unseen", "annotatedServer.ts", [], sandboxed());
+      const { bridge } = await startBridge(toml);
+      if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["shown", "unseen"]);
+      expect(resultText(await bridge.callTool("shown_read_path", { path: file }))).toBe("visible through sandbox_read");
+      expect(resultText(await bridge.callTool("unseen_read_path", { path: file }))).toMatch(/cannot read: ENOENT/);
+    } finally {
+      await rm(shared, { recursive: true, force: true });
+    }
+  });
+
+  it("a sandbox_read path that does not exist is a clear start error", async () => {
+    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], sandboxed(["{dir}/missing"]));
+    const { bridge } = await startBridge(toml);
+    if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
+    expect(bridge.servers()[0]).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
+    expect(bridge.servers()[0]?.error?.message).toMatch(/sandbox_read path .*missing does not exist/);
+  });
+
   it("a sandbox_write path that does not exist is a clear start error", async () => {
-    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"', 'sandbox_write = ["{dir}/missing"]']);
+    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], [...sandboxed(), 'sandbox_write = ["{dir}/missing"]']);
     const { bridge } = await startBridge(toml);
     if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
     expect(bridge.servers()[0]).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });

@@ -9,7 +9,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
-import { expectBwrapMissing, HAVE_BWRAP } from "../policy/bubblewrap.js";
+import { expectBwrapMissing, HAVE_BWRAP, sandboxed } from "../policy/bubblewrap.js";
 
 const bases: string[] = [];
 afterEach(async () => {
@@ -25,7 +25,7 @@ describe(`sandbox mask of paths created after spawn (bubblewrap ${HAVE_BWRAP ? "
     const audit = path.join(base, "logs", "audit.jsonl");
     const toml =
       `mode = "full"\naudit_log = ${JSON.stringify(audit)}\n` +
-      fixtureToml("box", "annotatedServer.ts", [], ['sandbox = "bwrap"']) +
+      fixtureToml("box", "annotatedServer.ts", [], sandboxed()) +
       fixtureToml("keep", "annotatedServer.ts", [], ["max_output_bytes = 1000", "spill = true"]);
     const { bridge } = await startBridge(toml, { stateDir, cacheFile: path.join(base, "cache", "summaries.jsonl") });
     try {
