@@ -4,6 +4,7 @@
  * the original does, and definitions no `$ref` uses left out.
  */
 import { isObject } from "../model/json.js";
+import { SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS } from "../model/schemaKeywords.js";
 import type { JsonObject } from "../model/types.js";
 import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
 import { briefDescription } from "./signature.js";
@@ -22,30 +23,8 @@ const SUMMARY_PROPERTY_CHARS = 60;
  */
 const NESTED_PROPERTY_CHARS = 0;
 
-/** Keywords whose value is a map of name -> subschema. */
-const SCHEMA_MAP_KEYWORDS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
-/** Keywords whose value is one subschema. */
-const SCHEMA_KEYWORDS = new Set([
-  "additionalProperties",
-  "additionalItems",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "contains",
-  "propertyNames",
-  "not",
-  "if",
-  "then",
-  "else",
-  "contentSchema",
-]);
-/** Keywords whose value is a list of subschemas. */
-const SCHEMA_LIST_KEYWORDS = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
-
 /** Keywords that never affect validation and that summary mode drops. */
 const PROSE_ONLY_KEYWORDS = new Set(["examples", "$comment"]);
-
-
-
 
 /**
  * Copies a schema node with every `description` shortened (or replaced by `params[name]` for the

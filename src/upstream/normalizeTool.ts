@@ -1,30 +1,10 @@
 import { MAX_SCHEMA_DEPTH } from "./schemaDepth.js";
 import type { JsonObject, RawTool } from "../model/types.js";
 import { isObject } from "../model/json.js";
+import { SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS } from "../model/schemaKeywords.js";
 
-/**
- * Schema keywords whose value is a map of name -> subschema, one subschema, or a list of
- * subschemas: where the walk goes on. (Kept here rather than shared with the renderer: this walk
- * must reach every place a schema can hold a null, and nothing else.)
- */
-const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
-const SCHEMA_ONE = new Set([
-  "additionalProperties",
-  "additionalItems",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "contains",
-  "propertyNames",
-  "not",
-  "if",
-  "then",
-  "else",
-  "contentSchema",
-]);
-const SCHEMA_LISTS = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
 /** Keywords whose value is data, where `null` is a value like any other (`"default": null`). */
 const DATA_KEYWORDS = new Set(["default", "const", "enum", "examples"]);
-
 
 /** `object` without its null members, or `object` itself when it has none. */
 function withoutNulls(object: JsonObject): JsonObject {
@@ -50,13 +30,13 @@ export function normalizeSchema(schema: JsonObject, depth = 0): JsonObject {
     if (DATA_KEYWORDS.has(key)) continue;
     if (value === null) {
       set(key, undefined);
-    } else if ((SCHEMA_MAPS.has(key) || key === "dependencies") && isObject(value)) {
+    } else if ((SCHEMA_MAP_KEYWORDS.has(key) || key === "dependencies") && isObject(value)) {
       const map = normalizeMap(value, depth + 2);
       if (map !== value) set(key, map);
-    } else if ((SCHEMA_ONE.has(key) || key === "items") && isObject(value)) {
+    } else if ((SCHEMA_KEYWORDS.has(key) || key === "items") && isObject(value)) {
       const sub = normalizeSchema(value, depth + 1);
       if (sub !== value) set(key, sub);
-    } else if ((SCHEMA_LISTS.has(key) || key === "items") && Array.isArray(value)) {
+    } else if ((SCHEMA_LIST_KEYWORDS.has(key) || key === "items") && Array.isArray(value)) {
       const list = normalizeList(value, depth + 2);
       if (list !== value) set(key, list);
     }
