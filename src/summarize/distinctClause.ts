@@ -1,5 +1,5 @@
 import type { RawTool } from "../model/types.js";
-import { capitalise, DANGLING, trimEndChars, words, type Candidate } from "./leadSentence.js";
+import { capitalise, joinCut, words, type Candidate } from "./leadSentence.js";
 
 /**
  * Words that never count towards what tells a tool apart: function words, and the vocabulary every
@@ -145,22 +145,9 @@ function clausePrefixes(sentence: string): string[] {
   return [...new Set(out)];
 }
 
-/** Drops joiners and punctuation a cut leaves at the end ("... files and", "... with:"). */
+/** A clause cut from a sentence, ending cleanly. */
 function cleanClauseEnd(text: string): string {
-  const kept = words(text);
-  while (kept.length > 1) {
-    const last = trimEndChars(kept[kept.length - 1] ?? "", ",;:—–-");
-    if (last === "" || DANGLING.has(last.toLowerCase())) {
-      kept.pop();
-      continue;
-    }
-    kept[kept.length - 1] = last;
-    break;
-  }
-  let out = kept.join(" ");
-  const openParen = out.lastIndexOf("(");
-  if (openParen > 0 && out.indexOf(")", openParen) === -1) out = out.slice(0, openParen).trim();
-  return trimEndChars(out, ",;:(—–-", true);
+  return joinCut(words(text));
 }
 
 /**

@@ -36,7 +36,7 @@ const SECOND_TIER: RegExp[] = [
 const LABEL_WORDS_MAX = 3;
 
 /** Words that must not end a cut summary. */
-export const DANGLING = new Set([
+const DANGLING = new Set([
   "a", "an", "and", "or", "nor", "but", "the", "of", "to", "with", "without", "for", "in", "into", "on", "onto",
   "by", "from", "as", "at", "via", "that", "which", "who", "whose", "whether", "if", "when", "while", "than",
   "its", "their", "your", "our", "his", "her", "is", "are", "be", "was", "were", "can", "will", "may", "also",
@@ -132,6 +132,16 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
       break;
     }
   }
+  return { text: joinCut(kept), cut: true };
+}
+
+/**
+ * The words kept by a cut, joined: joiners and punctuation a cut leaves at the end dropped ("...
+ * files and", "... with:"), and an opening bracket left without its partner dropped with what
+ * follows it.
+ */
+export function joinCut(words: readonly string[]): string {
+  const kept = [...words];
   while (kept.length > 1) {
     const last = trimEndChars(kept[kept.length - 1] ?? "", ",;:—–-");
     if (last === "" || DANGLING.has(last.toLowerCase())) {
@@ -142,11 +152,9 @@ function cutToBudget(text: string, budget: number): { text: string; cut: boolean
     break;
   }
   let out = kept.join(" ");
-  // An opening bracket left without its partner is dropped with what follows it.
   const openParen = out.lastIndexOf("(");
   if (openParen > 0 && out.indexOf(")", openParen) === -1) out = out.slice(0, openParen).trim();
-  out = trimEndChars(out, ",;:(—–-", true);
-  return { text: out, cut: true };
+  return trimEndChars(out, ",;:(—–-", true);
 }
 
 export interface Candidate {
