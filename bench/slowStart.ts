@@ -15,6 +15,7 @@ import path from "node:path";
 import { CLI_BIN, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { median, round } from "./measure.js";
+import { delay } from "../src/model/timers.js";
 
 const HANG_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "hangServer.ts");
 const RUNS = 5;
@@ -26,6 +27,11 @@ export interface SlowStartResult {
   initializeNoUpstreamMs: number;
   /** Spawn to the `initialize` answer with one upstream that never answers (median ms). */
   initializeHungUpstreamMs: number;
+  /**
+   * `initialize` sent once abridge is up (its hung upstream is running) to its answer (median ms):
+   * what a client waits once the process exists, without the process's own start-up.
+   */
+  initializeAfterUpHungMs: number;
   /** End of stdin to exit, two upstreams still in initialize, one ignoring SIGTERM (median ms). */
   stdinEndToExitMs: number;
   /** SIGTERM to exit, same upstreams (median ms). */
@@ -44,12 +50,23 @@ async function pidsWithMarker(marker: string): Promise<number[]> {
   return pids;
 }
 
-/** Spawns `abridge serve` on `config`, sends `initialize` at once and times its answer. */
-async function timeInitialize(config: string, dir: string): Promise<{ ms: number; end: (how: "stdin" | "SIGTERM") => Promise<number> }> {
+/**
+ * Spawns `abridge serve` on `config`, sends `initialize` and times its answer: from the spawn, or
+ * with `whenUp`, from the moment `whenUp` resolves (abridge is up) to the answer.
+ */
+async function timeInitialize(
+  config: string,
+  dir: string,
+  whenUp?: () => Promise<void>,
+): Promise<{ ms: number; end: (how: "stdin" | "SIGTERM") => Promise<number> }> {
   const { command, args } = tsxCommand(CLI_BIN, ["serve", "--config", config, "--cache-dir", path.join(dir, "cache"), "--no-watch"]);
-  const started = performance.now();
+  let started = performance.now();
   const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ["pipe", "pipe", "ignore"] });
   const exited = new Promise<number>((resolve) => child.once("exit", () => resolve(performance.now())));
+  if (whenUp !== undefined) {
+    await whenUp();
+    started = performance.now();
+  }
   child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } })}\n`);
   const ms = await new Promise<number>((resolve, reject) => {
     let text = "";
@@ -85,6 +102,7 @@ export async function runSlowStart(): Promise<SlowStartResult> {
 
     const noUpstream: number[] = [];
     const hungUpstream: number[] = [];
+    const afterUp: number[] = [];
     const stdinEnd: number[] = [];
     const sigterm: number[] = [];
     let childrenLeft = 0;
@@ -95,10 +113,16 @@ export async function runSlowStart(): Promise<SlowStartResult> {
       const slow = await timeInitialize(hung, dir);
       hungUpstream.push(slow.ms);
       await slow.end("stdin");
+      // Once the hung upstream runs, abridge is up and that upstream is in `initialize` for good.
+      const up = await timeInitialize(hung, dir, async () => {
+        while ((await pidsWithMarker(dir)).length < 1) await delay(20);
+      });
+      afterUp.push(up.ms);
+      await up.end("stdin");
       for (const how of ["stdin", "SIGTERM"] as const) {
         const target = await timeInitialize(two, dir);
         // Both upstreams are running (and will never answer) before abridge is told to stop.
-        while ((await pidsWithMarker(dir)).length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+        while ((await pidsWithMarker(dir)).length < 2) await delay(20);
         (how === "stdin" ? stdinEnd : sigterm).push(await target.end(how));
         const left = await pidsWithMarker(dir);
         childrenLeft += left.length;
@@ -109,6 +133,7 @@ export async function runSlowStart(): Promise<SlowStartResult> {
       runs: RUNS,
       initializeNoUpstreamMs: round(median(noUpstream)),
       initializeHungUpstreamMs: round(median(hungUpstream)),
+      initializeAfterUpHungMs: round(median(afterUp)),
       stdinEndToExitMs: round(median(stdinEnd)),
       sigtermToExitMs: round(median(sigterm)),
       childrenLeft,
@@ -127,6 +152,7 @@ export function slowStartMarkdown(r: SlowStartResult): string {
     "|---|--:|",
     `| spawn to \`initialize\` answered, no upstream | ${r.initializeNoUpstreamMs} |`,
     `| spawn to \`initialize\` answered, one upstream that never answers | ${r.initializeHungUpstreamMs} |`,
+    `| \`initialize\` sent once abridge is up to its answer, the same hung upstream | ${r.initializeAfterUpHungMs} |`,
     `| end of stdin to exit, two upstreams in \`initialize\` (one ignores SIGTERM) | ${r.stdinEndToExitMs} |`,
     `| SIGTERM to exit, the same upstreams | ${r.sigtermToExitMs} |`,
     "",
