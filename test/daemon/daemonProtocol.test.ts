@@ -212,7 +212,10 @@ describe("daemon protocol", () => {
     const client = await RawClient.connect(daemon.address);
     await client.request({ op: "list_tools", token: daemon.token });
     client.send({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 20_000 }, token: daemon.token });
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, 20_000, "the call in flight");
+    // The call has reached the upstream (not merely abridge, where a call to a server still
+    // starting waits, and one aborted there has nothing to cancel upstream).
+    await waitFor(() => lines.some((l) => l.includes("sleeping")), 20_000, "the call at the upstream");
+    expect(daemon.bridge.stats().calls.inFlight).toBe(1);
     client.close();
     // Well under the call's own 20 s: only the cancellation ends it this early.
     await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, 15_000, "the call aborted");
