@@ -21,6 +21,12 @@ export interface SchemaShape {
   types: string[];
   /** Every allowed value when the schema enumerates them (`enum`, `const`, or a union of those). */
   enumValues?: unknown[];
+  /**
+   * Values a union names beside branches that take others too (`anyOf: [{enum: [pd, pw]},
+   * {type: string, pattern}]`), with the types of those other branches: worth showing, but not
+   * every value allowed.
+   */
+  knownValues?: { values: unknown[]; otherTypes: string[] };
   /** Shape of array items, when the value may be an array. */
   items?: SchemaShape;
   /** Properties, when the value may be an object that declares them (required ones flagged). */
@@ -81,22 +87,29 @@ function normalizeTypes(types: Iterable<string>): string[] {
   return [...set];
 }
 
+/** `values` without repeats (compared as JSON), in first-seen order. */
+function distinctValues(values: readonly unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return values.filter((value) => {
+    const id = JSON.stringify(value);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
 /** Unions several shapes (the branches of anyOf/oneOf) into one. */
 function unionShapes(shapes: SchemaShape[]): SchemaShape {
   const concrete = shapes.filter((s) => s.nullOnly !== true);
   // A branch that allows anything makes the whole union allow anything.
   if (concrete.length === 0 || concrete.some((s) => s.types.length === 0 && s.enumValues === undefined)) return { types: [] };
   const out: SchemaShape = { types: normalizeTypes(concrete.flatMap((s) => s.types)) };
-  if (concrete.every((s) => s.enumValues !== undefined)) {
-    const seen = new Set<string>();
-    out.enumValues = [];
-    for (const value of concrete.flatMap((s) => s.enumValues ?? [])) {
-      const id = JSON.stringify(value);
-      if (!seen.has(id)) {
-        seen.add(id);
-        out.enumValues.push(value);
-      }
-    }
+  const named = distinctValues(concrete.flatMap((s) => s.enumValues ?? s.knownValues?.values ?? []));
+  if (concrete.every((s) => s.enumValues !== undefined)) out.enumValues = named;
+  else if (named.length > 0) {
+    const open = concrete.filter((s) => s.enumValues === undefined);
+    const otherTypes = normalizeTypes(open.flatMap((s) => [...s.types, ...(s.knownValues?.otherTypes ?? [])]));
+    out.knownValues = { values: named, otherTypes };
   }
   const arrays = concrete.filter((s) => s.items !== undefined);
   if (arrays.length === 1 && arrays[0]?.items !== undefined) out.items = arrays[0].items;

@@ -29,6 +29,11 @@ function shapeLabel(shape: SchemaShape, depth: number, topLevel: boolean, typedS
   if (shape.enumValues !== undefined && shape.enumValues.length > 0) return enumLabel(shape.enumValues);
   if (shape.types.length === 0) return "any";
   const labels = shape.types.map((type) => typeLabel(type, shape, depth));
+  // Values a union names beside an open branch lead, the open types follow: `pd|pw|pm|py|string`.
+  const known = shape.knownValues;
+  if (known !== undefined && known.otherTypes.length > 0) {
+    return `${enumLabel(known.values)}|${known.otherTypes.map((type) => typeLabel(type, shape, depth)).join("|")}`;
+  }
   const label = labels.join("|");
   return topLevel && label === "string" && !typedStrings ? "" : label;
 }
@@ -78,7 +83,8 @@ function beyondCompactSchema(label: string): boolean {
 
 function paramText(param: PropertyShape, depth: number, options: ParameterListOptions = {}): string {
   const full = shapeLabel(param.shape, depth, true, depth === 0 && options.typedStrings === true);
-  const label = options.schemaAlongside === true && !beyondCompactSchema(full) ? "" : full;
+  // Values named beside an open branch are no `enum` of the compact schema: the line keeps them.
+  const label = options.schemaAlongside === true && !beyondCompactSchema(full) && param.shape.knownValues === undefined ? "" : full;
   const name = /^[A-Za-z_$][\w$-]*$/.test(param.name) ? param.name : JSON.stringify(param.name);
   const fallback = depth === 0 && options.defaults === true && !param.required ? defaultText(param.shape) : "";
   return `${name}${param.required ? "" : "?"}${label === "" ? "" : `: ${label}`}${fallback}`;

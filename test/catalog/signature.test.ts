@@ -69,6 +69,23 @@ describe("toolSignature", () => {
     expect(toolSignature("t", schema)).toBe('t(a: any, ghost: any, tree?: {children?: any[]}, maybe?: integer, "odd name"?: boolean, map?: object)');
     expect(parameterList({ type: "object", additionalProperties: { type: "number" } })).toBe("(...)");
   });
+
+  it("names the values a union lists beside branches that take others, then those branches' types", () => {
+    const schema = {
+      type: "object",
+      properties: {
+        freshness: { anyOf: [{ type: "string", enum: ["pd", "pw"] }, { type: "string", pattern: "^\\d{4}" }] },
+        pos: { anyOf: [{ type: "number" }, { type: "string", enum: ["top", "bottom"] }] },
+        due: { anyOf: [{ const: "now" }, { type: "string" }, { type: "null" }] },
+        either: { anyOf: [{ enum: ["a", "b"] }, { const: "c" }] },
+      },
+    };
+    expect(toolSignature("t", schema)).toBe("t(freshness?: pd|pw|string, pos?: top|bottom|number, due?: now|string, either?: a|b|c)");
+    // The compact schema has no enum for them (they are not every value), so the line keeps them.
+    expect(parameterList(schema, { schemaAlongside: true })).toBe("(freshness?: pd|pw|string, pos?: top|bottom|number, due?: now|string, either?)");
+    expect(compactInputSchema(schema).properties).toMatchObject({ pos: { type: ["number", "string"] } });
+    expect(JSON.stringify(compactInputSchema(schema))).not.toContain("top");
+  });
 });
 
 describe("compactInputSchema", () => {
