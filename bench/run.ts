@@ -121,7 +121,8 @@ function tokensMarkdown(r: TokensResult): string {
     );
     const w = s.wordLists;
     out.push(
-      `\nSummaries ending in an appended word list (a trailing comma-separated run of single words without a verb, bench/frontier/wordList.ts): **${w.withWordList}** of ${w.summaries}.` +
+      `\nSummaries ending in a word list (a trailing comma-separated run of single words without a verb, bench/frontier/wordList.ts): ${w.withWordList} of ${w.summaries}; ` +
+        `appended by the summarizer (the flagged sentence is not in the tool's own description): **${w.notInDescription}**.` +
         (w.examples.length > 0 ? `\n\n${w.examples.map((e) => `- ${e}`).join("\n")}` : ""),
     );
   }
@@ -239,7 +240,12 @@ function checkTargets(r: Results): TargetCheck[] {
   const perTool = r.tokens?.summarizers[0]?.perTool;
   add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
-  add("0 summaries with appended word lists", wordLists?.withWordList, (v) => v === 0, (v) => `${v} of ${wordLists?.summaries}`);
+  add(
+    "0 summaries with appended word lists",
+    wordLists?.notInDescription,
+    (v) => v === 0,
+    (v) => `${v} of ${wordLists?.summaries} (${wordLists?.withWordList} end in a list kept whole from the description)`,
+  );
   return checks;
 }
 

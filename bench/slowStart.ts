@@ -91,11 +91,13 @@ async function timeInitialize(
 export async function runSlowStart(): Promise<SlowStartResult> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-slow-"));
   try {
+    // In the upstreams' command lines only: abridge's own names the config file, inside `dir`.
+    const marker = `${path.basename(dir)}-upstream`;
     const none = path.join(dir, "none.toml");
     await writeFile(none, "");
     const hung = path.join(dir, "hung.toml");
     const hangServer = (name: string, extra: string[]): string =>
-      stdioServerToml(name, HANG_FIXTURE, ["--marker", dir, ...extra]);
+      stdioServerToml(name, HANG_FIXTURE, ["--marker", marker, ...extra]);
     await writeFile(hung, hangServer("hang", []));
     const two = path.join(dir, "two.toml");
     await writeFile(two, hangServer("stubborn", ["--ignore-sigterm"]) + hangServer("silent", []));
@@ -115,16 +117,16 @@ export async function runSlowStart(): Promise<SlowStartResult> {
       await slow.end("stdin");
       // Once the hung upstream runs, abridge is up and that upstream is in `initialize` for good.
       const up = await timeInitialize(hung, dir, async () => {
-        while ((await pidsWithMarker(dir)).length < 1) await delay(20);
+        while ((await pidsWithMarker(marker)).length < 1) await delay(20);
       });
       afterUp.push(up.ms);
       await up.end("stdin");
       for (const how of ["stdin", "SIGTERM"] as const) {
         const target = await timeInitialize(two, dir);
         // Both upstreams are running (and will never answer) before abridge is told to stop.
-        while ((await pidsWithMarker(dir)).length < 2) await delay(20);
+        while ((await pidsWithMarker(marker)).length < 2) await delay(20);
         (how === "stdin" ? stdinEnd : sigterm).push(await target.end(how));
-        const left = await pidsWithMarker(dir);
+        const left = await pidsWithMarker(marker);
         childrenLeft += left.length;
         for (const pid of left) process.kill(pid, "SIGKILL");
       }

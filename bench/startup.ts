@@ -211,7 +211,8 @@ export async function runStartup(options: StartupOptions): Promise<StartupResult
     for (const n of options.counts ?? [1, 10, 50]) rows.push(await startupRow(n, dir, serveOk, options.signal));
     return {
       method:
-        "wall time from spawning `abridge serve` (stdio) to the first complete tools/list answer, every upstream a tsx-run echo fixture (7 tools); " +
+        "wall time from spawning `abridge serve` (stdio) to the first tools/list answer, every upstream a tsx-run echo fixture (7 tools); " +
+        "that answer waits at most startup_grace_ms (3 s) for upstreams still starting, so `tools` counts those ready by then; " +
         "cold = empty cache dir, warm = the cache the cold run wrote; medians of 3 runs (1 run for 50 upstreams). Upstream start-up (tsx) dominates.",
       rows,
       listing: await listing(options.corpus, dir, serveOk, why, options.signal),

@@ -140,16 +140,29 @@ function perToolSizes(tools: readonly CatalogTool[]): PerToolSizes {
 export interface WordListCheck {
   summaries: number;
   withWordList: number;
+  /**
+   * Of those, the ones whose flagged sentence is not in the tool's own description: a list the
+   * summarizer wrote rather than a sentence of the description kept whole ("e.g. Size, Color").
+   */
+  notInDescription: number;
   /** Up to 10 examples, `tool: tail`. */
   examples: string[];
 }
 
 function wordListCheck(tools: readonly CatalogTool[]): WordListCheck {
+  const spaced = (text: string): string => text.replace(/\s+/g, " ").trim();
   const flagged = tools.flatMap((t) => {
     const tail = t.summary === undefined ? undefined : appendedWordList(t.summary.summary);
-    return tail === undefined ? [] : [`${t.name}: "${tail}"`];
+    if (tail === undefined) return [];
+    const copied = spaced(t.tool.description ?? "").includes(spaced(tail).replace(/[.!?…]+$/, ""));
+    return [{ text: `${t.name}: "${tail}"${copied ? "" : " (not in the description)"}`, copied }];
   });
-  return { summaries: tools.filter((t) => t.summary !== undefined).length, withWordList: flagged.length, examples: flagged.slice(0, 10) };
+  return {
+    summaries: tools.filter((t) => t.summary !== undefined).length,
+    withWordList: flagged.length,
+    notInDescription: flagged.filter((f) => !f.copied).length,
+    examples: flagged.map((f) => f.text).slice(0, 10),
+  };
 }
 
 function row(server: string, tools: readonly CatalogTool[]): { row: TokenRow; mcp: Record<Mode, number> } {
