@@ -193,17 +193,17 @@ export class CallForwarder {
     // abridge keeps its own clock instead of the SDK's: the SDK reports its timeout as an McpError
     // with code -32001, the same code an upstream may send in its own error response (a quota, a
     // gateway), so only the identity of our abort reason tells "we gave up" from "it answered -32001".
-    const timedOut = new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`);
+    // Made when a timer fires, not per call: an Error captures a stack trace, a cost every call paid.
+    let timedOut: McpError | undefined;
+    const timeOut = (): void => perCall.abort((timedOut ??= new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`)));
     let idleTimer: NodeJS.Timeout | undefined;
     const armIdleTimer = (): void => {
       if (idleTimer) clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => perCall.abort(timedOut), timeoutMs);
+      idleTimer = setTimeout(timeOut, timeoutMs);
       idleTimer.unref();
     };
     const totalTimer =
-      options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined
-        ? setTimeout(() => perCall.abort(timedOut), options.maxTotalTimeoutMs)
-        : undefined;
+      options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined ? setTimeout(timeOut, options.maxTotalTimeoutMs) : undefined;
     totalTimer?.unref();
     if (progressToken !== undefined) {
       this.progressHandlers.set(progressToken, (update) => {
@@ -218,7 +218,7 @@ export class CallForwarder {
     try {
       return await client.request({ method, params: sent }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
     } catch (err) {
-      throw this.mapError(err, method, timeoutMs, callerSignal, err === timedOut, client.transport === undefined);
+      throw this.mapError(err, method, timeoutMs, callerSignal, timedOut !== undefined && err === timedOut, client.transport === undefined);
     } finally {
       if (idleTimer) clearTimeout(idleTimer);
       if (totalTimer) clearTimeout(totalTimer);
