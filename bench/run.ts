@@ -6,7 +6,7 @@
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { runCache, type CacheResult } from "./cache.js";
@@ -19,6 +19,7 @@ import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
+import { compareRuns, comparisonMarkdown } from "./previousRun.js";
 import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowStart.js";
 import { runStartup, type StartupResult } from "./startup.js";
 import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
@@ -285,6 +286,15 @@ async function selectionProxies(
   }
 }
 
+/** The run `latest.json` holds before this one overwrites it, if it can be read. */
+async function readPrevious(file: string): Promise<(Partial<Results> & { startedAt?: string }) | undefined> {
+  try {
+    return JSON.parse(await readFile(file, "utf8")) as Partial<Results>;
+  } catch {
+    return undefined;
+  }
+}
+
 async function main(): Promise<number> {
   const started = performance.now();
   const only = parseOnly(process.argv.slice(2));
@@ -382,13 +392,19 @@ async function main(): Promise<number> {
   if (listenerWarnings > 0) process.stderr.write(`bench: ${listenerWarnings} MaxListenersExceededWarning(s) during HTTP client calls (SDK client side, see run.ts)\n`);
   results.targets = checkTargets(results);
   results.totalRuntimeMs = performance.now() - started;
+  const dir = path.join(REPO_ROOT, "bench", "results");
+  const previous = await readPrevious(path.join(dir, "latest.json"));
+  const previousFigure = new Map((previous?.targets ?? []).map((t) => [t.target, t.figure]));
   print(
     "## Targets\n\n" +
-      markdownTable(["target", "figure", "status"], results.targets.map((t) => [t.target, t.figure, t.status])) +
+      markdownTable(
+        ["target", "figure", "previous run", "status"],
+        results.targets.map((t) => [t.target, t.figure, previousFigure.get(t.target) ?? "—", t.status]),
+      ) +
       `\n\nTotal runtime: ${(results.totalRuntimeMs / 1000).toFixed(1)} s on ${results.machine.cpus} CPUs (${results.machine.node}). Benchmarks run: ${only.join(", ")}.`,
   );
+  if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time"));
 
-  const dir = path.join(REPO_ROOT, "bench", "results");
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
   await writeFile(path.join(dir, "latest.md"), `# abridge benchmarks\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`);
