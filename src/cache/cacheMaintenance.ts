@@ -1,6 +1,7 @@
 import { open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { parseCacheLine } from "./parseCacheLine.js";
 import { MAX_LINE_BYTES, readLines } from "./readLines.js";
@@ -251,7 +252,7 @@ async function withMaintenanceLock<T>(file: string, signal: AbortSignal | undefi
     if (Date.now() > deadline) {
       throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${file} is being maintained by another process (${lock}); try again later`, { retryable: true });
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await delay(20);
   }
   try {
     return await action();

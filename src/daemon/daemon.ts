@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { toolUri } from "../model/names.js";
+import { delay } from "../model/timers.js";
 import { VERSION } from "../model/version.js";
 import { configIdentity, type ConfigIdentity } from "../wire/configIdentity.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
@@ -440,6 +441,6 @@ export class Daemon implements SessionHost {
 async function waitUntil(done: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!done() && Date.now() < deadline) {
-    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+    await delay(20);
   }
 }
