@@ -213,12 +213,12 @@ export interface MetaToolHost {
 /**
  * True when a call of `name` is one of abridge's own tools in `mode`: the catalog's meta-tools in
  * compact, lazy and auto modes, `read_output` while a server spills; unless an upstream tool is
- * listed under that very name (`listed`), which then wins, as it did in the list.
+ * listed under that very name (`listed`), which then wins, as it did in the list. The two
+ * questions are asked only of a meta-tool's name: every upstream call passes here.
  */
-export function servesMetaTool(name: string, mode: Mode, options: { spills: boolean; listed: boolean }): boolean {
-  if (options.listed) return false;
-  if (name === READ_OUTPUT) return options.spills;
-  return isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto");
+export function servesMetaTool(name: string, mode: Mode, options: { spills: () => boolean; listed: () => boolean }): boolean {
+  if (name === READ_OUTPUT) return options.spills() && !options.listed();
+  return isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto") && !options.listed();
 }
 
 /**

@@ -72,7 +72,7 @@ export class CallPipeline {
   async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
     const { catalog, guard, config } = this.parts;
     const mode = options.mode ?? config().mode;
-    if (servesMetaTool(name, mode, { spills: guard.spills, listed: catalog.get(name) !== undefined })) {
+    if (servesMetaTool(name, mode, { spills: () => guard.spills, listed: () => catalog.get(name) !== undefined })) {
       return callMetaTool(name, args ?? {}, this.metaToolHost({ ...options, mode }), options.signal);
     }
     return this.callByName(name, args, { ...options, mode });
