@@ -1,7 +1,5 @@
 import path from "node:path";
-import type { CallCounts } from "../cache/callCounts.js";
 import type { CacheEntry } from "../cache/cacheEntry.js";
-import type { JsonlStore } from "../cache/jsonlStore.js";
 import { extraMetaTools, type SchemaResult } from "../catalog/metaTools.js";
 import type { ToolCatalog, DiscoveryCounts, DiscoverOptions } from "../catalog/toolCatalog.js";
 import type { CatalogTool, ListedTool, Mode } from "../catalog/types.js";
@@ -9,8 +7,6 @@ import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
-import type { SummarizeQueue } from "../summarize/summarizeQueue.js";
-import type { Summarizer } from "../summarize/types.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
@@ -21,7 +17,7 @@ import { reloadedConfig } from "./hotReload.js";
 import { ResourceAccess, type ResourceRequestOptions, type ResourceSubscription } from "./resourceAccess.js";
 import { ToolResolver } from "./toolResolver.js";
 import { UpstreamStart } from "./upstreamStart.js";
-import { openSummaryPipeline } from "./summaryPipeline.js";
+import { openSummaryPipeline, type SummaryPipeline } from "./summaryPipeline.js";
 import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 
 export { START_WAIT_SLACK_MS } from "./toolResolver.js";
@@ -38,10 +34,9 @@ export type { ResourceRequestOptions, ResourceSubscription } from "./resourceAcc
 export class Bridge {
   private currentConfig: Config;
   private readonly pool: UpstreamPool;
-  private readonly store: JsonlStore;
-  private readonly queue: SummarizeQueue;
+  /** The summary cache, its queue, the catalog serving from it and the call counts beside it. */
+  private readonly summaries: SummaryPipeline;
   private readonly catalog: ToolCatalog;
-  private readonly summarizer: Summarizer;
   /** Permission policy, output limits, trust marking and audit of every call. */
   private readonly guard: CallGuard;
   /** Name resolution: what a name a client used means, and why it means nothing. */
@@ -56,23 +51,12 @@ export class Bridge {
   /** The one start of the upstreams, and the grace lists give servers still starting. */
   private readonly startup: UpstreamStart;
   private lastDiscovery: DiscoveryCounts[] = [];
-  /** Calls per tool, kept beside the cache for `mode = "auto"`. */
-  private readonly callCounts: CallCounts;
   /** Hands the call counts to the catalog every `auto_update_minutes` (auto mode only). */
   private readonly countsTimer: NodeJS.Timeout | undefined;
 
-  private constructor(
-    options: BridgeOptions,
-    store: JsonlStore,
-    catalog: ToolCatalog,
-    queue: SummarizeQueue,
-    summarizer: Summarizer,
-    guard: CallGuard,
-    callCounts: CallCounts,
-  ) {
+  private constructor(options: BridgeOptions, summaries: SummaryPipeline, guard: CallGuard) {
     this.currentConfig = options.config;
-    this.callCounts = callCounts;
-    catalog.setCallCounts(callCounts.snapshot());
+    const { catalog, callCounts } = summaries;
     if (options.config.mode === "auto") {
       // The auto list follows the counts only at this pace, so a client's prompt cache holds
       // between two updates however busy the tools are.
@@ -81,10 +65,8 @@ export class Bridge {
     }
     this.guard = guard;
     this.logger = options.logger ?? silentLogger;
-    this.store = store;
+    this.summaries = summaries;
     this.catalog = catalog;
-    this.queue = queue;
-    this.summarizer = summarizer;
     this.pool = new UpstreamPool({
       servers: options.config.servers,
       separator: options.config.separator,
@@ -123,7 +105,7 @@ export class Bridge {
     // stop at once, so that its parent hears of it at once and not after a timeout.
     assertNotNested(options.config.source, options.env);
     const logger = options.logger ?? silentLogger;
-    const { store, catalog, queue, summarizer, callCounts } = await openSummaryPipeline({
+    const summaries = await openSummaryPipeline({
       cacheFile: options.cacheFile,
       summary: options.config.summary,
       env: options.env,
@@ -144,7 +126,7 @@ export class Bridge {
       ...(options.stateDir !== undefined ? { stateDir: options.stateDir } : {}),
       ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
     });
-    bridge = new Bridge(options, store, catalog, queue, summarizer, guard, callCounts);
+    bridge = new Bridge(options, summaries, guard);
     return bridge;
   }
 
@@ -375,22 +357,22 @@ export class Bridge {
 
   /** The summarizer and prompt version new summaries are written with (`summarize status`, `--stale`). */
   summarizerIdentity(): { summarizer: string; prompt: string } {
-    return { summarizer: this.summarizer.id, prompt: this.summarizer.promptId };
+    return { summarizer: this.summaries.summarizer.id, prompt: this.summaries.summarizer.promptId };
   }
 
   /** The cached summary of a catalog tool, when there is one (`summarize status`). */
   cachedEntry(tool: CatalogTool): CacheEntry | undefined {
-    return this.store.get(tool.key);
+    return this.summaries.store.get(tool.key);
   }
 
   /** Path of the summary cache (`summaries.jsonl`). */
   get cacheFile(): string {
-    return this.store.file;
+    return this.summaries.store.file;
   }
 
   /** Calls `listener` with every summary the background queue writes. Returns the unsubscribe. */
   onSummary(listener: (entry: CacheEntry) => void): () => void {
-    return this.queue.onEntry(listener);
+    return this.summaries.queue.onEntry(listener);
   }
 
   /**
@@ -400,18 +382,18 @@ export class Bridge {
    * @throws AbridgeError CANCELLED when `signal` aborts first (what was written stays).
    */
   drainSummaries(signal?: AbortSignal): Promise<void> {
-    return this.queue.drain(signal);
+    return this.summaries.queue.drain(signal);
   }
 
   /** Counters and states for `stats`. */
   stats(): BridgeStats {
-    const store = this.store.stats();
+    const store = this.summaries.store.stats();
     return {
       version: VERSION,
       uptimeMs: Date.now() - this.startedAt,
       upstreams: this.pool.servers(),
       catalog: this.catalog.stats(),
-      queue: this.queue.stats(),
+      queue: this.summaries.queue.stats(),
       cache: { entries: store.liveKeys, invalidLines: store.invalidLines, writeErrors: store.writeErrors },
       calls: this.pipeline.stats(),
     };
@@ -425,9 +407,7 @@ export class Bridge {
   close(): Promise<void> {
     this.closePromise ??= (async () => {
       if (this.countsTimer !== undefined) clearInterval(this.countsTimer);
-      this.catalog.close();
-      const results = await Promise.allSettled([this.queue.close({ abortRunning: true }), this.pool.close(), this.callCounts.close()]);
-      await this.store.close();
+      const results = await Promise.allSettled([this.summaries.close(), this.pool.close()]);
       await this.guard.close();
       for (const result of results) {
         if (result.status === "rejected") this.logger.warn("error while closing", { error: String(result.reason) });

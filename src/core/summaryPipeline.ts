@@ -49,8 +49,6 @@ export interface SummaryPipeline {
   readonly hasher: ToolHasher;
   /** The summarizer `[summary]` names (or the one given). */
   readonly summarizer: Summarizer;
-  /** Writes an entry when the summarizer fails, is rejected or is over its spend cap. */
-  readonly fallback: Summarizer;
   readonly queue: SummarizeQueue;
   readonly catalog: ToolCatalog;
   /** Calls per tool kept beside the cache; the catalog starts from its snapshot (auto mode). */
@@ -104,7 +102,6 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     store,
     hasher,
     summarizer,
-    fallback,
     queue,
     catalog,
     callCounts,
