@@ -17,9 +17,9 @@ const MAX_TIMER_MS = 2_147_483_647;
 /** `tools/list` result, loose: unknown keys of the result and of each tool are kept as sent. */
 export const listToolsResult = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 /** `tools/call` result, loose: `client.callTool` would validate structured output; a proxy must not. */
-export const callToolResult = z.looseObject({ content: z.array(z.unknown()).optional(), isError: z.boolean().optional() });
+const callToolResult = z.looseObject({ content: z.array(z.unknown()).optional(), isError: z.boolean().optional() });
 /** Any other result: an object, untouched. */
-export const anyResult = z.looseObject({});
+const anyResult = z.looseObject({});
 
 /** Capability that must be advertised before a list method is worth asking. */
 const LIST_CAPABILITY: Record<string, string> = {
@@ -243,9 +243,9 @@ export class CallForwarder {
   ): Promise<T> {
     const timeoutMs = this.config().connect_timeout_ms;
     // Our own timer, as in forward(): an upstream's -32001 answer to initialize is not a timeout.
-    const timedOut = new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`);
+    let timedOut: McpError | undefined;
     const clock = new AbortController();
-    const timer = setTimeout(() => clock.abort(timedOut), timeoutMs);
+    const timer = setTimeout(() => clock.abort((timedOut = new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`))), timeoutMs);
     timer.unref();
     try {
       const signals = [lifetime, clock.signal];
@@ -254,7 +254,7 @@ export class CallForwarder {
     } catch (err) {
       const closed = client.transport === undefined;
       retire(transport, client);
-      throw this.mapError(err, "initialize", timeoutMs, signal, err === timedOut, closed);
+      throw this.mapError(err, "initialize", timeoutMs, signal, timedOut !== undefined && err === timedOut, closed);
     } finally {
       clearTimeout(timer);
     }

@@ -3,13 +3,13 @@ import type { Logger, SecretSet } from "../log/logger.js";
 import { forEachBoundedLine } from "../util/boundedLines.js";
 
 /** Kept stderr lines per server, for failure messages. */
-export const STDERR_TAIL_LINES = 20;
+const STDERR_TAIL_LINES = 20;
 
 /**
  * Longest stderr line kept whole (8 KiB, newline excluded). stderr is a log, not a protocol: a
  * longer line is cut to its first 4 KiB and its size, never held whole.
  */
-export const MAX_STDERR_LINE_BYTES = 8 * 1024;
+const MAX_STDERR_LINE_BYTES = 8 * 1024;
 
 /** Options of a {@link StderrTail}. */
 export interface StderrTailOptions {

@@ -26,10 +26,6 @@ import type { ClientRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, 
 import { isObject } from "../model/json.js";
 import { delay } from "../model/timers.js";
 
-/** The relay types live in the model; importers of this module's older exports still find them. */
-export type { ClientRelay, UpstreamNotification } from "../model/types.js";
-export type { ClientInfo } from "./upstreamClient.js";
-
 /** Options of an {@link UpstreamConnection}. */
 export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   clientInfo?: ClientInfo;
