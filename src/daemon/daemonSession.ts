@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { answerLine, daemonRequestSchema, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
+import { answerLine, daemonRequestSchema, describeIssues, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -319,11 +319,7 @@ export class DaemonSession {
     const parsed = daemonRequestSchema.safeParse(value);
     if (!parsed.success) {
       this.host.count("badRequest");
-      const detail = parsed.error.issues
-        .slice(0, 5)
-        .map((i) => `${i.path.length > 0 ? i.path.join(".") : "request"}: ${i.message}`)
-        .join("; ");
-      return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${detail}`)) };
+      return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${describeIssues(parsed.error, "request")}`)) };
     }
     try {
       const result = await this.host.execute(parsed.data, this.controller.signal);

@@ -239,6 +239,14 @@ export type DaemonResponse<Op extends DaemonOp = DaemonOp> = DaemonOkAnswer<Op> 
 /** The first look at an answer line: enough to match it to its request. */
 export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional(), ok: z.boolean() });
 
+/** The first five problems zod found in a request or answer, each with its field (or `root`). */
+export function describeIssues(error: z.ZodError, root: string): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length > 0 ? i.path.join(".") : root}: ${i.message}`)
+    .join("; ");
+}
+
 /**
  * Checks a parsed answer line against `op`'s answer schema.
  *
@@ -247,10 +255,7 @@ export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional
 export function parseAnswer<Op extends DaemonOp>(op: Op, value: unknown): DaemonResponse<Op> {
   const parsed = answerSchemas[op].safeParse(value);
   if (!parsed.success) {
-    const detail = parsed.error.issues
-      .slice(0, 5)
-      .map((i) => `${i.path.length > 0 ? i.path.join(".") : "answer"}: ${i.message}`)
-      .join("; ");
+    const detail = describeIssues(parsed.error, "answer");
     throw new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `malformed answer from the daemon to ${op}: ${detail}`, { cause: parsed.error });
   }
   // Sound: the schema picked by `op` is the one `DaemonResponse<Op>` is inferred from (a generic
