@@ -7,6 +7,8 @@ import { REPO_ROOT } from "./corpus.js";
 
 /** The echo fixture the tests use: tools `echo`, `add` and `--tools N` generated ones. */
 export const ECHO_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "echoServer.ts");
+/** A stdio MCP echo with no SDK on its side (newline-delimited JSON-RPC by hand). */
+export const RAW_ECHO_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "rawEchoServer.ts");
 /** A stdio server that answers `tools/list` with one recorded corpus file (bench/fixtures). */
 export const CORPUS_FIXTURE = path.join(REPO_ROOT, "bench", "fixtures", "corpusServer.ts");
 /** The CLI entry, run as `node --import tsx`. */

@@ -3,12 +3,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Bridge } from "../src/core/bridge.js";
-import { benchConfig, configToml, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
+import { benchConfig, configToml, ECHO_FIXTURE, RAW_ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { connectDaemon } from "./daemonTarget.js";
 import { freePort, median, nowMs, percentile } from "./measure.js";
 import { connectHttp, connectStdio, installed, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";
-import { serveOverHttp, serveOverStdio, serveUnavailable } from "./serveProcess.js";
+import { connectRawStdio } from "./rawStdioClient.js";
+import { rawServeOverStdio, serveOverHttp, serveOverStdio, serveUnavailable } from "./serveProcess.js";
 
 /** Concurrency levels of the throughput runs. */
 export const CONCURRENCY = [1, 8, 64] as const;
@@ -22,7 +23,9 @@ export interface LatencyRow {
   calls?: number;
   p50Ms?: number;
   p99Ms?: number;
-  /** p50 above the direct SDK client's p50. */
+  /** Id of the row this path adds to (default the direct SDK client). */
+  baseline?: string;
+  /** p50 above the baseline row's p50. */
   addedP50Ms?: number;
   addedP99Ms?: number;
   /** Median calls per second at each concurrency. */
@@ -189,12 +192,29 @@ export async function runLatency(options: LatencyOptions = {}): Promise<LatencyR
     rows.push(await serveRow("serveHttp", "(c) abridge serve, streamable HTTP", () => serveOverHttp(serve)));
     rows.push(await measure({ id: "mcpProxy", label: "(c') mcp-proxy (npm), streamable HTTP [peer]" }, () => openMcpProxy(signal), "echo", options));
     rows.push(await measure({ id: "daemon", label: "(d) abridge daemon client" }, () => connectDaemon({ config: configFile, cacheDir: dir, server: "echo", ...(signal ? { signal } : {}) }), "echo", options));
+
+    // Without an SDK on either end: what one pipe hop costs, and what abridge adds to it.
+    const rawConfig = path.join(dir, "raw.toml");
+    await writeFile(rawConfig, configToml([stdioServerToml("echo", RAW_ECHO_FIXTURE)], "compact"));
+    const rawEcho = tsxCommand(RAW_ECHO_FIXTURE);
+    rows.push(await measure({ id: "rawDirect", label: "(e) raw client -> raw echo, stdio (one pipe hop)" }, () => connectRawStdio(rawEcho.command, rawEcho.args, signal ? { signal } : {}), "echo", options));
+    rows.push(
+      serveMissing !== undefined
+        ? { id: "rawServe", label: "(f) raw client -> abridge serve, stdio -> raw echo", notAvailable: serveMissing }
+        : await measure(
+            { id: "rawServe", label: "(f) raw client -> abridge serve, stdio -> raw echo", baseline: "rawDirect" },
+            () => rawServeOverStdio({ ...serve, config: rawConfig }),
+            "echo_echo",
+            options,
+          ),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  const base = rows.find((r) => r.id === "direct");
   for (const row of rows) {
-    if (row === base || base?.p50Ms === undefined || row.p50Ms === undefined) continue;
+    if (row.id === "direct" || row.id === "rawDirect") continue;
+    const base = rows.find((r) => r.id === (row.baseline ?? "direct"));
+    if (base?.p50Ms === undefined || row.p50Ms === undefined) continue;
     row.addedP50Ms = row.p50Ms - base.p50Ms;
     if (row.p99Ms !== undefined && base.p99Ms !== undefined) row.addedP99Ms = row.p99Ms - base.p99Ms;
   }

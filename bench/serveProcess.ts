@@ -4,6 +4,7 @@ import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { CLI_BIN, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { connectHttp, connectStdio, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";
+import { connectRawStdio } from "./rawStdioClient.js";
 
 const run = promisify(execFile);
 
@@ -41,6 +42,12 @@ function serveArgs(options: ServeOptions, extra: string[] = []): { command: stri
     ...(options.mode !== undefined ? ["--mode", options.mode] : []),
     ...extra,
   ]);
+}
+
+/** `abridge serve` over stdio, connected with the SDK-free client of bench/rawStdioClient.ts. */
+export function rawServeOverStdio(options: ServeOptions): Promise<Connected> {
+  const { command, args } = serveArgs(options);
+  return connectRawStdio(command, args, { cwd: REPO_ROOT, ...(options.signal ? { signal: options.signal } : {}) });
 }
 
 /** `abridge serve` over stdio, connected with the SDK client. */
