@@ -140,11 +140,13 @@ export class JsonRpcUpstream extends UpstreamBase {
       return;
     }
     this.watch();
+    // Front ends may serve before this server is up: its first list is a change for them. Told
+    // now, before connecting: the list does not depend on the socket, and a front end that waits
+    // for the state to leave `connecting` must find the tools named by then.
+    if (this.toolList.length > 0) this.onToolsChanged?.();
     await this.client.start();
     if (this.closed) return;
     this.logger.info("JSON-RPC backend listed", { tools: this.toolList.length, state: this.state });
-    // Front ends may serve before this server is up: its first list is a change for them.
-    if (this.toolList.length > 0) this.onToolsChanged?.();
   }
 
   /** Reads the manifests; the exposed list changes in place. True when it differs from before. */
