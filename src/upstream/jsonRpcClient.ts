@@ -80,26 +80,32 @@ export class JsonRpcClient {
   async call(method: string, params: unknown, options: RpcCallOptions): Promise<RpcOutcome> {
     const { signal, timeoutMs } = options;
     if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, `${method} was cancelled before it was sent`, { cause: signal.reason });
-    // One controller for both ends of the wait: its reason is the error the call fails with.
-    const perCall = new AbortController();
-    const onAbort = (): void => perCall.abort(new AbridgeError(ErrorCode.CANCELLED, `${method} was cancelled`, { cause: signal?.reason }));
-    signal?.addEventListener("abort", onAbort, { once: true });
+    // The timer's reason is the error a timed-out call fails with. Joined with AbortSignal.any
+    // rather than a listener on the caller's signal: one front-end signal may carry hundreds of
+    // pipelined calls, and a listener each would pile up on it.
+    const clock = new AbortController();
     const timer = setTimeout(
-      () => perCall.abort(new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${method}: no answer from ${this.options.label} within ${timeoutMs} ms`, { retryable: true })),
+      () => clock.abort(new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${method}: no answer from ${this.options.label} within ${timeoutMs} ms`, { retryable: true })),
       timeoutMs,
     );
     timer.unref();
+    const callSignal = signal === undefined ? clock.signal : AbortSignal.any([signal, clock.signal]);
     try {
-      const socket = await this.socketFor(perCall.signal);
-      const outcome = await socket.request(method, params, perCall.signal);
+      const socket = await this.socketFor(callSignal);
+      const outcome = await socket.request(method, params, callSignal);
       // An answer, not just an accepted connect, proves the backend works: only now does the
       // backoff start over (a backend that accepts and at once hangs up must not be reconnected
       // to in a tight loop).
       this.attempt = 0;
       return outcome;
+    } catch (err) {
+      // The caller gave up (whatever reason its signal carries): CANCELLED, unless our clock was first.
+      if (signal?.aborted && !(clock.signal.aborted && err === clock.signal.reason)) {
+        throw new AbridgeError(ErrorCode.CANCELLED, `${method} was cancelled`, { cause: signal.reason });
+      }
+      throw err;
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
     }
   }
 
