@@ -69,7 +69,7 @@ const manifestSchema = z.looseObject({
     { methods: z.record(z.string(), z.unknown(), { error: "expected an object mapping tool names to JSON-RPC methods" }) },
     { error: "expected an object with `methods`" },
   ),
-});
+}, { error: "expected a manifest object {id, tools, implementation}" });
 
 const toolSchema = z.looseObject({
   name: z.string({ error: "expected a non-empty string" }).min(1, { error: "expected a non-empty string" }),
@@ -110,11 +110,14 @@ export function parseManifest(text: string, file: string): ParsedManifest {
   const hidden: HiddenTool[] = [];
   const out: ManifestTool[] = [];
   const declared = new Set<string>();
+  const named = new Set<string>();
   tools.forEach((raw, i) => {
     if (!isObject(raw)) {
       problems.push({ file, field: `tools[${i}]`, message: `expected an object, got ${describeValue(raw, "json")}` });
       return;
     }
+    // A mapping for a tool skipped below is not a mapping of nothing: the tool's problem says it.
+    if (typeof raw.name === "string") named.add(raw.name);
     // Depth first: parsing (and everything after) walks the tool recursively.
     const deep = schemaTooDeep(raw);
     if (deep !== undefined) {
@@ -154,7 +157,7 @@ export function parseManifest(text: string, file: string): ParsedManifest {
     out.push({ tool: tool as RawTool, method, file, index: i });
   });
   for (const [name, method] of Object.entries(methods)) {
-    if (declared.has(name)) continue;
+    if (named.has(name)) continue;
     problems.push({
       file,
       field: formatPath(["implementation", "methods", name]),

@@ -1,4 +1,5 @@
-import { watch, type FSWatcher } from "node:fs";
+import { statSync, watch, type FSWatcher } from "node:fs";
+import path from "node:path";
 import { parseBackendAddress } from "../config/backendAddress.js";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
@@ -61,6 +62,9 @@ export class JsonRpcUpstream extends UpstreamBase {
   private backendError: AbridgeError | undefined;
   private everUp = false;
   private watcher: FSWatcher | undefined;
+  /** Inode of the folder {@link watcher} watches. */
+  private watchedIno: number | undefined;
+  private parentWatcher: FSWatcher | undefined;
   /** Hidden tools and problems already logged, so a re-list does not repeat them. */
   private readonly logged = new Set<string>();
   private startPromise: Promise<void> | undefined;
@@ -212,20 +216,47 @@ export class JsonRpcUpstream extends UpstreamBase {
   }
 
   /**
-   * Watches the manifests folder (recursively); changes are debounced into one re-list. A watch
-   * that fails is logged and the server keeps its tools; {@link refresh} still re-reads them.
+   * Watches the manifests folder (recursively) and its parent (for the folder itself being
+   * replaced, removed or put back); changes are debounced into one re-list. A watch that fails is
+   * logged and the server keeps its tools; {@link refresh} still re-reads them.
    */
   private watch(): void {
-    if (this.watcher !== undefined || this.closed) return;
+    if (this.closed) return;
+    const dir = this.manifestsDir;
+    if (this.parentWatcher === undefined) {
+      const base = path.basename(dir);
+      this.parentWatcher = this.watchPath(path.dirname(dir), false, (name) => name === base);
+    }
+    // A folder replaced by a new one (a deploy renames it into place) is another inode: the old
+    // watch would see nothing more, so it is renewed whenever the inode differs.
+    let ino: number | undefined;
     try {
-      this.watcher = watch(this.manifestsDir, { recursive: true, persistent: false }, () => this.relists.schedule());
-      this.watcher.on("error", (err) => {
-        this.logger.warn("watching the manifests failed; edits are picked up on the next refresh", { error: err.message });
-        this.watcher?.close();
-        this.watcher = undefined;
+      ino = statSync(dir).ino;
+    } catch {
+      ino = undefined;
+    }
+    if (ino === this.watchedIno && this.watcher !== undefined) return;
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.watchedIno = ino;
+    if (ino !== undefined) this.watcher = this.watchPath(dir, true, () => true);
+  }
+
+  private watchPath(target: string, recursive: boolean, relevant: (name: string | null) => boolean): FSWatcher | undefined {
+    try {
+      const watcher = watch(target, { recursive, persistent: false }, (_event, name) => {
+        if (relevant(name === null ? null : name.toString())) this.relists.schedule();
       });
+      watcher.on("error", (err) => {
+        this.logger.debug("a manifests watch ended", { path: target, error: err.message });
+        watcher.close();
+        if (this.watcher === watcher) this.watcher = undefined;
+        if (this.parentWatcher === watcher) this.parentWatcher = undefined;
+      });
+      return watcher;
     } catch (err) {
-      this.logger.warn("cannot watch the manifests; edits are picked up on the next refresh", { error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn("cannot watch the manifests; edits are picked up on the next refresh", { path: target, error: err instanceof Error ? err.message : String(err) });
+      return undefined;
     }
   }
 
@@ -238,6 +269,7 @@ export class JsonRpcUpstream extends UpstreamBase {
 
   private async relist(): Promise<void> {
     if (this.closed || this.folderError !== undefined) return;
+    const errorBefore = JSON.stringify(this.error);
     let changed: boolean;
     try {
       changed = await this.load();
@@ -255,15 +287,14 @@ export class JsonRpcUpstream extends UpstreamBase {
       this.toolList = [];
       this.problems = [{ file: this.manifestsDir, field: "", message: error.message }];
       this.updateError();
-      this.watcher?.close();
-      this.watcher = undefined;
+      // The parent's watch tells when it is back.
+      this.watch();
       changed = before !== "[]";
     }
     this.logger.info("manifests re-read", { tools: this.toolList.length, changed });
-    if (changed) {
-      this.onStatusChanged?.(this.status());
-      this.onToolsChanged?.();
-    }
+    // A new problem (or one fixed) changes the status even when the tools stay.
+    if (changed || JSON.stringify(this.error) !== errorBefore) this.onStatusChanged?.(this.status());
+    if (changed) this.onToolsChanged?.();
   }
 
   /**
@@ -319,6 +350,8 @@ export class JsonRpcUpstream extends UpstreamBase {
     this.relists.stop();
     this.watcher?.close();
     this.watcher = undefined;
+    this.parentWatcher?.close();
+    this.parentWatcher = undefined;
     this.client.close();
     if (this.state !== "disabled") this.setState("closed");
   }

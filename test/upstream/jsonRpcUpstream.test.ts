@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { rm, writeFile } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ServerConfig } from "../../src/config/schema.js";
@@ -198,6 +198,37 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     await added;
     expect(p.tools().map((t) => t.tool.name)).toContain("plus");
     expect(await p.callTool("svc", "plus", { a: 4, b: 4 })).toEqual({ content: [{ type: "text", text: "8" }] });
+  });
+
+  it("keeps a broken manifest's previous tools until it is fixed; a folder that goes and comes back is followed", async () => {
+    backend = await startJsonRpcBackend(socket);
+    const p = await openPool();
+    const next = (): Promise<void> => new Promise((resolve) => p.once("statusChanged", () => resolve()));
+    const calc = path.join(manifests, "calc", "manifest.json");
+
+    // A half-written edit: the status reports it, the tools stay.
+    const reported = next();
+    await writeFile(calc, '{"id": "calc", "tools": [');
+    await reported;
+    expect(p.status("svc")?.error?.message).toContain(`${calc}: its previous 2 tool(s) are kept until it is fixed`);
+    expect(p.tools().map((t) => t.tool.name)).toContain("add");
+
+    // The folder goes: no tools. A new one is put in its place: its tools, and its edits, are seen.
+    const gone = new Promise<void>((resolve) => p.once("toolsChanged", () => resolve()));
+    await rm(manifests, { recursive: true });
+    await gone;
+    expect(p.tools()).toEqual([]);
+    expect(p.status("svc")?.error?.code).toBe("CONFIG_INVALID");
+    const back = new Promise<void>((resolve) => p.once("toolsChanged", () => resolve()));
+    const staging = path.join(dir, "staging");
+    await writeBackendManifests(staging);
+    await rename(staging, manifests);
+    await back;
+    expect(p.tools().map((t) => t.tool.name)).toEqual(EXPOSED_TOOLS);
+    const edited = new Promise<void>((resolve) => p.once("toolsChanged", () => resolve()));
+    await rm(path.join(manifests, "misc.json"));
+    await edited;
+    expect(p.tools().map((t) => t.tool.name)).toEqual(["add", "say"]);
   });
 
   it("a manifests folder that cannot be read fails the pool's start with CONFIG_INVALID naming the field", async () => {
