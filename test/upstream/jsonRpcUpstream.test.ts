@@ -231,6 +231,22 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     expect(p.tools().map((t) => t.tool.name)).toEqual(["add", "say"]);
   });
 
+  it("follows a config reload: deny applies in place, a new manifests folder reconnects", async () => {
+    backend = await startJsonRpcBackend(socket);
+    const p = await openPool();
+    const connectionsBefore = backend.stats().connections;
+    expect(await p.reconfigure([config({ deny: ["say"] })])).toMatchObject({ updated: ["svc"], changed: [] });
+    expect(p.tools().map((t) => t.tool.name)).not.toContain("say");
+    expect(await p.callTool("svc", "add", { a: 1, b: 1 })).toEqual({ content: [{ type: "text", text: "2" }] });
+    expect(backend.stats().connections).toBe(connectionsBefore);
+
+    const other = path.join(dir, "other");
+    await rename(manifests, other);
+    expect(await p.reconfigure([config({ manifests: other })])).toMatchObject({ changed: ["svc"] });
+    expect(p.status("svc")).toMatchObject({ state: "ready" });
+    expect(p.tools().map((t) => t.tool.name)).toEqual(EXPOSED_TOOLS);
+  });
+
   it("a manifests folder that cannot be read fails the pool's start with CONFIG_INVALID naming the field", async () => {
     const error = await openPool({ manifests: path.join(dir, "missing") }).catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
