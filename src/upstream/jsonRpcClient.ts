@@ -50,6 +50,8 @@ export class JsonRpcClient {
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly lifetime = new AbortController();
   private readonly maxConnections: number;
+  /** Garbage lines of connections already closed. */
+  private garbage = 0;
 
   constructor(private readonly options: JsonRpcClientOptions) {
     this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
@@ -64,7 +66,6 @@ export class JsonRpcClient {
   get garbageLines(): number {
     return this.garbage + [...this.sockets].reduce((sum, s) => sum + s.garbageLines, 0);
   }
-  private garbage = 0;
 
   /** Opens the first connection; resolves whether or not it worked (the health says which). */
   async start(): Promise<void> {

@@ -24,6 +24,8 @@ export interface ManifestProblem {
 export interface HiddenTool {
   file: string;
   tool: string;
+  /** `mcpExpose`: the manifest keeps it from MCP on purpose; `unmapped`: no method to call. */
+  kind: "mcpExpose" | "unmapped";
   reason: string;
 }
 
@@ -139,11 +141,11 @@ export function parseManifest(text: string, file: string): ParsedManifest {
     const { mcpExpose, ...tool } = normalized as JsonObject & { mcpExpose?: boolean };
     const method = Object.hasOwn(methods, name) ? methods[name] : undefined;
     if (mcpExpose === false) {
-      hidden.push({ file, tool: name, reason: "mcpExpose is false" });
+      hidden.push({ file, tool: name, kind: "mcpExpose", reason: "mcpExpose is false" });
       return;
     }
     if (method === undefined) {
-      hidden.push({ file, tool: name, reason: `implementation.methods has no method for "${name}"` });
+      hidden.push({ file, tool: name, kind: "unmapped", reason: `implementation.methods has no method for "${name}"` });
       return;
     }
     if (typeof method !== "string" || method === "") {

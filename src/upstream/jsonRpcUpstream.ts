@@ -175,7 +175,8 @@ export class JsonRpcUpstream extends UpstreamBase {
     for (const h of hidden) {
       const key = `hidden\0${h.file}\0${h.tool}\0${h.reason}`;
       now.add(key);
-      if (!this.logged.has(key)) this.logger.info("manifest tool not exposed", { tool: h.tool, file: h.file, reason: h.reason });
+      // Kept from MCP on purpose is news only at info; a tool with nothing to call is likely a slip.
+      if (!this.logged.has(key)) this.logger[h.kind === "mcpExpose" ? "info" : "warn"]("manifest tool not exposed", { tool: h.tool, file: h.file, reason: h.reason });
     }
     for (const p of problems) {
       const line = renderManifestProblem(p);

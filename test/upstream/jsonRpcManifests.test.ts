@@ -43,8 +43,8 @@ describe("JSON-RPC manifests", () => {
     );
     expect(parsed.tools.map((t) => t.tool)).toEqual([{ name: "kept", title: "Kept", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, "x-vendor": 1 }]);
     expect(parsed.hidden).toEqual([
-      { file: "/m.json", tool: "off", reason: "mcpExpose is false" },
-      { file: "/m.json", tool: "unmapped", reason: 'implementation.methods has no method for "unmapped"' },
+      { file: "/m.json", tool: "off", kind: "mcpExpose", reason: "mcpExpose is false" },
+      { file: "/m.json", tool: "unmapped", kind: "unmapped", reason: 'implementation.methods has no method for "unmapped"' },
     ]);
   });
 
