@@ -198,7 +198,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
     const { type, read_only, destructive, sandbox, max_output_bytes, spill, cwd, sandbox_write, sandbox_read, ...rest } = server;
     const entry: ServerConfig = {
       name,
-      transport: rest.recorded !== undefined ? "recorded" : (type ?? (rest.url !== undefined ? "http" : "stdio")),
+      transport: rest.jsonrpc !== undefined ? "jsonrpc" : rest.recorded !== undefined ? "recorded" : (type ?? (rest.url !== undefined ? "http" : "stdio")),
       ...rest,
       sandbox_write: sandbox_write.map(resolve),
       sandbox_read: sandbox_read.map(resolve),
@@ -210,6 +210,10 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
     };
     if (cwd !== undefined) entry.cwd = resolve(cwd);
     if (entry.recorded !== undefined) entry.recorded = resolve(entry.recorded);
+    if (entry.manifests !== undefined) entry.manifests = resolve(entry.manifests);
+    // A unix socket given as a relative path means the same socket under serve, the CLI and a
+    // daemon started elsewhere: the config's folder, as for `recorded` and `manifests`.
+    if (entry.jsonrpc?.startsWith("unix:") === true) entry.jsonrpc = `unix:${resolve(entry.jsonrpc.slice("unix:".length))}`;
     if (entry.transport === "stdio") {
       // Relative paths mean the same under `serve`, the CLI and a daemon started elsewhere: the
       // config's folder is the default working directory, and a command given as a path

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseBackendAddress } from "./backendAddress.js";
 
 /**
  * The config file's schema. Field names mirror the file (snake_case) so an error path such as
@@ -51,6 +52,16 @@ export const serverSchema = z
       .min(1)
       .optional()
       .describe("A recorded tools/list answer (JSON file, e.g. from `abridge record`; relative to the config file) served instead of a live server: listed, searched and described like any server, calls refused"),
+    jsonrpc: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("A JSON-RPC 2.0 backend (newline-delimited) put behind MCP: `unix:/path/to.sock` (a relative path is taken from the config file's folder) or `tcp:127.0.0.1:PORT`; its tools come from `manifests`"),
+    manifests: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("With jsonrpc: folder of manifest files (every `*.json` below it, relative to the config file) naming the backend's tools and the method each one calls; watched, an edit re-lists the server"),
     allow: globList.optional().describe("Only tools matching one of these globs are exposed"),
     deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
     timeout_ms: positiveMs.default(30_000).describe("Per-call timeout"),
@@ -70,6 +81,25 @@ export const serverSchema = z
     ...policyFields,
   })
   .superRefine((server, ctx) => {
+    // A JSON-RPC backend is reached through its socket and described by its manifests: a process or
+    // an endpoint beside it would be ignored, and without manifests it would have no tools.
+    if (server.jsonrpc !== undefined) {
+      for (const key of ["type", "command", "url", "recorded"] as const) {
+        if (server[key] !== undefined) {
+          ctx.addIssue({ code: "custom", path: [key], message: `expected no ${key} on a jsonrpc server (jsonrpc replaces the MCP server)` });
+        }
+      }
+      if (parseBackendAddress(server.jsonrpc) === undefined) {
+        ctx.addIssue({ code: "custom", path: ["jsonrpc"], message: `expected "unix:/path/to.sock" or "tcp:HOST:PORT", got ${JSON.stringify(server.jsonrpc)}` });
+      }
+      if (server.manifests === undefined) {
+        ctx.addIssue({ code: "custom", path: ["manifests"], message: "expected a manifests folder beside jsonrpc, got nothing" });
+      }
+      return;
+    }
+    if (server.manifests !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["manifests"], message: "expected manifests only beside jsonrpc (they describe a JSON-RPC backend's tools)" });
+    }
     // A recorded server has no process or endpoint: a transport beside it would be ignored.
     if (server.recorded !== undefined) {
       for (const key of ["type", "command", "url"] as const) {
@@ -186,8 +216,11 @@ export type ConfigFile = z.infer<typeof configFileSchema>;
 /** A server after loading: its name, its resolved transport and the inherited policy filled in. */
 export interface ServerConfig extends Omit<ServerFileConfig, "type" | keyof typeof policyFields> {
   name: string;
-  /** `recorded`: tools come from the file `recorded` (an absolute path after loading). */
-  transport: "stdio" | "http" | "sse" | "recorded";
+  /**
+   * `recorded`: tools come from the file `recorded` (an absolute path after loading); `jsonrpc`:
+   * from the manifests under `manifests` (absolute after loading), calls go to the socket `jsonrpc`.
+   */
+  transport: "stdio" | "http" | "sse" | "recorded" | "jsonrpc";
   read_only: boolean;
   destructive: "allow" | "deny";
   sandbox: "none" | "bwrap";

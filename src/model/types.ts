@@ -47,7 +47,7 @@ export type ServerState = "connecting" | "ready" | "restarting" | "failed" | "cl
 /** What `abridge servers` and the daemon's `stats` show of one upstream. */
 export interface ServerStatus {
   name: string;
-  transport: "stdio" | "http" | "sse" | "recorded";
+  transport: "stdio" | "http" | "sse" | "recorded" | "jsonrpc";
   state: ServerState;
   /** Tools exposed after allow/deny filtering. */
   toolCount: number;

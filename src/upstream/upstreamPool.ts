@@ -8,13 +8,14 @@ import { compareStrings } from "../model/json.js";
 import { assignNames } from "../model/names.js";
 import { ChildWatchdog } from "./childWatchdog.js";
 import type { AssignedName } from "../model/names.js";
+import { JsonRpcUpstream } from "./jsonRpcUpstream.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { UpstreamConnectionOptions } from "./upstreamConnection.js";
 import type { ClientRelay, CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
 
-/** One server of the pool: a live connection, or a recorded tool list standing in for one. */
-type Upstream = UpstreamConnection | RecordedUpstream;
+/** One server of the pool: a live connection, a recorded tool list standing in for one, or a JSON-RPC backend. */
+type Upstream = UpstreamConnection | RecordedUpstream | JsonRpcUpstream;
 
 /** Events of an {@link UpstreamPool}. */
 export interface UpstreamPoolEvents {
@@ -65,6 +66,8 @@ export interface UpstreamPoolOptions
   separator: string;
   /** Server names in config-file order (name collisions go to the first); default: `servers` order. */
   serverOrder?: readonly string[];
+  /** Largest line a JSON-RPC backend may send (default 256 MiB); tests lower it. */
+  jsonRpcMaxLineBytes?: number;
 }
 
 /**
@@ -118,7 +121,18 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         onToolsChanged: () => this.handleToolsChanged(config.name),
       });
     }
-    const { servers: _servers, separator: _separator, serverOrder: _order, ...shared } = this.options;
+    if (config.transport === "jsonrpc") {
+      return new JsonRpcUpstream(config, {
+        logger: this.logger,
+        exposes: this.options.exposes,
+        ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
+        ...(this.options.random ? { random: this.options.random } : {}),
+        ...(this.options.jsonRpcMaxLineBytes !== undefined ? { maxLineBytes: this.options.jsonRpcMaxLineBytes } : {}),
+        onStatusChanged: (status) => this.emit("statusChanged", status),
+        onToolsChanged: () => this.handleToolsChanged(config.name),
+      });
+    }
+    const { servers: _servers, separator: _separator, serverOrder: _order, jsonRpcMaxLineBytes: _lineBytes, ...shared } = this.options;
     let wasReady = false;
     const connection: UpstreamConnection = new UpstreamConnection(config, {
       ...shared,
@@ -219,10 +233,11 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private async doStart(signal?: AbortSignal): Promise<void> {
     await Promise.all([...this.connections.values()].map((c) => c.start(signal)));
     if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "starting the upstream pool was cancelled", { cause: signal.reason });
-    // A recorded file that cannot be read is a mistake in the config, like a bad field: say so at
-    // start rather than serve on without the server. (A hot reload only marks it failed.)
+    // A recorded file or a manifests folder that cannot be read is a mistake in the config, like a
+    // bad field: say so at start rather than serve on without the server. (A hot reload only
+    // marks it failed; a bad manifest only costs its own tools.)
     const badFiles = [...this.connections.values()].flatMap((c) => {
-      const error = c instanceof RecordedUpstream ? c.status().error : undefined;
+      const error = c instanceof RecordedUpstream ? c.status().error : c instanceof JsonRpcUpstream ? c.startError() : undefined;
       return error?.code === ErrorCode.CONFIG_INVALID ? [error.message] : [];
     });
     if (badFiles.length > 0) throw new AbridgeError(ErrorCode.CONFIG_INVALID, badFiles.join("\n"));
