@@ -177,7 +177,8 @@ export class BusWorker {
   private refuse(msg: Msg, known: { id: BusId | null; mine: boolean }, problem: string): void {
     const error = busError("bad_request", `malformed message on ${msg.subject}: ${problem}`);
     const answer: InvokeResult | RefreshError = { id: known.id, agent: this.agent, worker: this.id, ok: false, error };
-    if (msg.reply !== undefined) this.send(msg.reply, answer, "error answer");
+    const reply = replyOf(msg);
+    if (reply !== undefined) this.send(reply, answer, "error answer");
     else if (known.mine && msg.subject === BUS_SUBJECTS.invoke) this.send(resultSubject(this.agent), answer, "error answer");
     else this.malformed.warn({ subject: msg.subject, problem });
   }
@@ -186,7 +187,7 @@ export class BusWorker {
     const request = this.read(msg, invokeRequestSchema);
     if (request === undefined) return;
     const answer = await this.call(request);
-    const subject = msg.reply ?? resultSubject(this.agent);
+    const subject = replyOf(msg) ?? resultSubject(this.agent);
     if (!this.send(subject, answer, "result")) {
       // Too large for the NATS server, or the connection is closed: say so if it can be said.
       const error = busError("too_large", `the result of ${request.tool} does not fit in a NATS message (max_payload ${this.nc.info?.max_payload ?? "unknown"} bytes); lower the server's max_output_bytes`);
@@ -226,23 +227,24 @@ export class BusWorker {
   private async refresh(msg: Msg): Promise<void> {
     const request = this.read(msg, refreshRequestSchema, {});
     if (request === undefined) return;
+    const reply = replyOf(msg);
     if (request.relist !== false) {
       try {
         await this.bridge.refresh();
       } catch (err) {
         const answer: RefreshError = { id: request.id ?? null, agent: this.agent, worker: this.id, ok: false, error: busErrorOf(err) };
-        if (msg.reply !== undefined) this.send(msg.reply, answer, "error answer");
+        if (reply !== undefined) this.send(reply, answer, "error answer");
         this.logger.warn("re-listing the upstreams failed", { error: answer.error.message });
         return;
       }
     }
     const message = this.discovery("refresh", request.id);
     // Everyone hears of a re-list; a request that only asked for the list as it is gets it alone.
-    if (request.relist !== false || msg.reply === undefined) {
+    if (request.relist !== false || reply === undefined) {
       this.lastDigest = message.digest;
       this.send(metaSubject(this.agent), message, "tool list");
     }
-    if (msg.reply !== undefined) this.send(msg.reply, message, "tool list");
+    if (reply !== undefined) this.send(reply, message, "tool list");
   }
 
   /** Publishes JSON marked untrusted. False when it could not be sent (too large, connection closed). */
@@ -285,6 +287,11 @@ export class BusWorker {
     })();
     return this.closePromise;
   }
+}
+
+/** The reply subject of a message; the client gives "" for a message sent without one. */
+function replyOf(msg: Msg): string | undefined {
+  return msg.reply === undefined || msg.reply === "" ? undefined : msg.reply;
 }
 
 /** True when `promise` settled within `ms`; its timer does not outlive it. */
