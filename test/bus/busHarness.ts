@@ -75,10 +75,10 @@ export function rawConnection(url: string): Promise<NatsConnection> {
   return connect({ servers: url, name: "abridge-test" });
 }
 
-/** Headers of a request as a host sends it (or, with `trust`, as a test wants to forge it). */
-export function requestHeaders(trust: string | undefined = "tool-request"): ReturnType<typeof headers> {
+/** Headers of a request as a host sends it (or, with `trust`, as a test forges it; null: no header). */
+export function requestHeaders(trust: string | null = "tool-request"): ReturnType<typeof headers> {
   const h = headers();
-  if (trust !== undefined) h.set("Content-Trust", trust);
+  if (trust !== null) h.set("Content-Trust", trust);
   return h;
 }
 
