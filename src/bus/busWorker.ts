@@ -5,6 +5,7 @@ import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
 import {
@@ -67,11 +68,13 @@ export class BusWorker {
   private readonly malformed: RateLimitedLog;
   private stopListening: (() => void) | undefined;
   private lastDigest: string | undefined;
+  /** Set once the list was published at start: list changes before that are in that list. */
+  private announced = false;
   private closePromise: Promise<void> | undefined;
 
   constructor(private readonly options: BusWorkerOptions) {
     const problem = agentNameProblem(options.agent);
-    if (problem !== undefined) throw new TypeError(`agent name: ${problem}`);
+    if (problem !== undefined) throw new AbridgeError(ErrorCode.INPUT_INVALID, `agent name: ${problem}`);
     this.bridge = options.bridge;
     this.nc = options.connection;
     this.agent = options.agent;
@@ -95,10 +98,13 @@ export class BusWorker {
     // The server has the subscriptions once this returns: a requester that saw the list can call.
     await this.nc.flush();
     this.stopListening = this.bridge.onListChanged(() => {
-      if (this.bridge.listDigest(this.options.mode) !== this.lastDigest) this.publishTools("list_changed");
+      if (this.announced && this.bridge.listDigest(this.options.mode) !== this.lastDigest) this.publishTools("list_changed");
     });
     void this.followReconnects();
     await this.bridge.waitReady(this.bridge.config.startup_grace_ms, signal).catch(() => false);
+    // Stopped while upstreams were starting: nothing to announce.
+    if (signal?.aborted) return;
+    this.announced = true;
     this.publishTools("start");
   }
 

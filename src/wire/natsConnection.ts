@@ -15,11 +15,12 @@ const RECONNECT_WAIT_MS = 1_000;
 
 /** A checked NATS server URL. */
 export interface NatsUrl {
-  /** What the client connects to (`nats://host:port`, credentials left in). */
+  /** What the client connects to and what logs and messages show: `nats://host:port`, no credentials. */
   server: string;
-  /** The same without credentials, safe for logs and messages. */
-  display: string;
-  /** User and password from the URL, for the logger's redaction. */
+  /** User and password from the URL (the client takes them as options, not in the URL). */
+  user?: string;
+  pass?: string;
+  /** The credentials again, for the logger's redaction. */
   secrets: string[];
 }
 
@@ -45,9 +46,14 @@ export function parseNatsUrl(text: string): NatsUrl | { problem: string } {
   const port = url.port === "" ? 4222 : Number(url.port);
   if (port === 0) return { problem: `port 0 is not a server's port in ${JSON.stringify(redactUrl(url))}` };
   const host = url.hostname;
-  const secrets = [url.username, url.password].filter((s) => s !== "").map((s) => decodeURIComponent(s));
-  const auth = url.username !== "" ? `${url.username}${url.password !== "" ? `:${url.password}` : ""}@` : "";
-  return { server: `${url.protocol}//${auth}${host}:${port}`, display: `${url.protocol}//${host}:${port}`, secrets };
+  const user = decodeURIComponent(url.username);
+  const pass = decodeURIComponent(url.password);
+  return {
+    server: `${url.protocol}//${host}:${port}`,
+    ...(user !== "" ? { user } : {}),
+    ...(pass !== "" ? { pass } : {}),
+    secrets: [user, pass].filter((s) => s !== ""),
+  };
 }
 
 function redactUrl(url: URL): string {
@@ -77,6 +83,8 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
   try {
     connection = await connect({
       servers: url.server,
+      ...(url.user !== undefined ? { user: url.user } : {}),
+      ...(url.pass !== undefined ? { pass: url.pass } : {}),
       name: options.name,
       timeout: options.timeoutMs ?? NATS_CONNECT_TIMEOUT_MS,
       reconnect: true,
@@ -87,9 +95,9 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
     });
   } catch (err) {
     const reason = err instanceof Error ? `${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ""}` : String(err);
-    throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `cannot connect to the NATS server at ${url.display}: ${reason}`, { cause: err, retryable: true });
+    throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `cannot connect to the NATS server at ${url.server}: ${reason}`, { cause: err, retryable: true });
   }
-  void watchStatus(connection, url.display, logger);
+  void watchStatus(connection, url.server, logger);
   return connection;
 }
 

@@ -37,7 +37,8 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close": the exit code once stderr is read to its end too.
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   const id = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`abridge bus did not start:\n${stderr}`)), 60_000);
     child.stderr!.on("data", (b: Buffer) => {
@@ -48,7 +49,8 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
         resolve(match[1]!);
       }
     });
-    void exited.then((code) => {
+    // "close", not "exit": stderr may still hold the last lines when the process has exited.
+    child.once("close", (code) => {
       clearTimeout(timer);
       reject(new Error(`abridge bus exited with ${code}:\n${stderr}`));
     });

@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 /** A worker of `agent` whose `host_wait` tool writes the returned mark file when a call arrives. */
-async function worker(agent: string, args: string[] = []): Promise<{ worker: WorkerProcess; mark: string; marker: string }> {
+async function worker(agent: string, args: string[] = [], natsUrl = nats.url): Promise<{ worker: WorkerProcess; mark: string; marker: string }> {
   const { dir, cleanup } = await tempDir("abridge-bus-life-");
   cleanups.push(cleanup);
   const marker = `bus-life-${path.basename(dir)}`;
@@ -50,7 +50,7 @@ async function worker(agent: string, args: string[] = []): Promise<{ worker: Wor
       fixtureServerToml("files", "annotatedServer.ts", ["--marker", marker]),
     ].join("\n"),
   );
-  const started = await startWorker({ config, nats: nats.url, agent, args });
+  const started = await startWorker({ config, nats: natsUrl, agent, args });
   cleanups.push(() => started.kill());
   return { worker: started, mark, marker };
 }
@@ -107,5 +107,20 @@ describe("abridge bus: the NATS server goes away", () => {
     expect(w.stderr().match(/lost the NATS server/g)).toHaveLength(1);
     expect(w.stderr().match(/reconnected to the NATS server/g)).toHaveLength(1);
     expect(w.child.exitCode).toBeNull();
+  });
+});
+
+describe("abridge bus: the NATS server refuses the worker for good", () => {
+  it("exits 1 with BUS_UNAVAILABLE, ending its upstreams, and never shows the password", async () => {
+    const guarded = await startNatsServer(["--user", "worker", "--pass", "first-pass"]);
+    cleanups.push(() => guarded.stop());
+    const { worker: w, marker } = await worker("locked", [], `nats://worker:first-pass@127.0.0.1:${guarded.port}`);
+    await guarded.stop();
+    // Back with other credentials: every reconnect is refused, and the client gives up.
+    await guarded.restart(["--user", "worker", "--pass", "second-pass"]);
+    expect(await w.exited).toBe(1);
+    expect(w.stderr()).toMatch(/the connection to the NATS server at nats:\/\/127\.0\.0\.1:\d+ ended: .*\[BUS_UNAVAILABLE\]/);
+    expect(w.stderr()).not.toContain("first-pass");
+    expect(await waitForNoMarkedPids(marker)).toEqual([]);
   });
 });

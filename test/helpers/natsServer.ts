@@ -12,8 +12,8 @@ export interface NatsServer {
   port: number;
   /** Kills the server (SIGKILL: gone, as a crash would leave it) and waits for the exit. */
   stop(): Promise<void>;
-  /** Starts it again on the same port. */
-  restart(): Promise<void>;
+  /** Starts it again on the same port (with other `args`, e.g. other credentials, when given). */
+  restart(args?: readonly string[]): Promise<void>;
 }
 
 /** A free TCP port on 127.0.0.1 (bound to port 0, read, released). */
@@ -28,8 +28,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-function launch(port: number): Promise<ChildProcess> {
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "ignore", "pipe"] });
+function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), ...args], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -54,13 +54,16 @@ function launch(port: number): Promise<ChildProcess> {
   });
 }
 
-/** Starts nats-server on a free loopback port (tries again if another process took the port meanwhile). */
-export async function startNatsServer(): Promise<NatsServer> {
+/**
+ * Starts nats-server on a free loopback port (tries again if another process took the port
+ * meanwhile), with extra `args` such as `--user U --pass P`.
+ */
+export async function startNatsServer(args: readonly string[] = []): Promise<NatsServer> {
   let port = await freePort();
   let child: ChildProcess | undefined;
   for (let attempt = 0; child === undefined; attempt++) {
     try {
-      child = await launch(port);
+      child = await launch(port, args);
     } catch (err) {
       if (attempt >= 3) throw err;
       port = await freePort();
@@ -78,9 +81,9 @@ export async function startNatsServer(): Promise<NatsServer> {
       running.kill("SIGKILL");
       await exited;
     },
-    async restart() {
+    async restart(again = args) {
       if (current !== undefined) throw new Error("nats-server is still running");
-      current = await launch(port);
+      current = await launch(port, again);
     },
   };
 }

@@ -5,6 +5,7 @@ import { usageError } from "../usageError.js";
 import { parseMode } from "./toolsCommand.js";
 import { BusWorker } from "../../bus/busWorker.js";
 import { Bridge } from "../../core/bridge.js";
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
 import { agentNameProblem, DEFAULT_WORKER_TIMEOUT_MS } from "../../wire/busProtocol.js";
 import { connectNats, parseNatsUrl } from "../../wire/natsConnection.js";
@@ -89,11 +90,16 @@ export const busCommand: CommandSpec = {
       }
       await worker.start(ctx.io.signal);
       const servers = bridge.servers().filter((s) => s.state !== "disabled").length;
-      writeLine(ctx.io.stderr, `abridge bus: agent ${agent}, ${servers} upstream server(s) (${mode} mode), worker ${worker.id} on ${url.display}`);
-      await new Promise<void>((resolve) => {
-        if (ctx.io.signal.aborted) resolve();
-        ctx.io.signal.addEventListener("abort", () => resolve(), { once: true });
+      writeLine(ctx.io.stderr, `abridge bus: agent ${agent}, ${servers} upstream server(s) (${mode} mode), worker ${worker.id} on ${url.server}`);
+      // Until a signal, or until the connection ends for good: the client reconnects by itself, so
+      // that is a fatal error (the server refused this client), and a worker that cannot hear
+      // calls must not linger as if it served.
+      const lost = await new Promise<Error | undefined>((resolve) => {
+        if (ctx.io.signal.aborted) resolve(undefined);
+        ctx.io.signal.addEventListener("abort", () => resolve(undefined), { once: true });
+        void connection.closed().then((err) => resolve(err ?? new Error("closed by the server")));
       });
+      if (lost !== undefined) throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the connection to the NATS server at ${url.server} ended: ${lost.message}`, { cause: lost });
       return ExitCode.OK;
     } finally {
       // Serve side first (answers flushed), then the config watch, the connection and the upstreams.
