@@ -43,3 +43,6 @@ export { ensureDaemon, pingDaemon } from "./client/ensureDaemon.js";
 export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js";
 export type { DaemonDiscovery, DaemonStats, DaemonTool, DaemonToolSchema } from "./wire/protocol.js";
 export type { LockInfo } from "./wire/lockfile.js";
+export { BusCallError, BusClient } from "./client/busClient.js";
+export type { BusCallOptions, BusClientOptions, BusDiscovery, BusListOptions } from "./client/busClient.js";
+export type { BusErrorCode } from "./wire/busProtocol.js";

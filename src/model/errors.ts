@@ -42,6 +42,10 @@ export const ErrorCode = {
   DAEMON_CONFIG_MISMATCH: "DAEMON_CONFIG_MISMATCH",
   /** The lockfile or its state directory could have been written by another user: not trusted. */
   DAEMON_LOCK_UNTRUSTED: "DAEMON_LOCK_UNTRUSTED",
+  /** The NATS server of `abridge bus` or a `BusClient` cannot be reached (or refused the connection). */
+  BUS_UNAVAILABLE: "BUS_UNAVAILABLE",
+  /** A call over the bus failed with a typed bus error (its `busCode` says which). */
+  BUS_CALL_FAILED: "BUS_CALL_FAILED",
   INTERNAL: "INTERNAL",
 } as const;
 

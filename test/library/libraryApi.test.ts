@@ -18,14 +18,15 @@ function runtimeClosure(entry: string): Set<string> {
 
 /** The library's API: every value and every type `src/index.ts` exports. */
 const VALUES = [
-  "AbridgeError", "Bridge", "ConfigWatcher", "DaemonClient", "ErrorCode", "ExtractiveSummarizer", "MODES", "OpenAiSummarizer",
+  "AbridgeError", "Bridge", "BusCallError", "BusClient", "ConfigWatcher", "DaemonClient", "ErrorCode", "ExtractiveSummarizer", "MODES", "OpenAiSummarizer",
   "SecretSet", "VERSION", "clearSummaryCache", "compactSummaryCache", "configFileSchema", "countTokens", "createLogger",
   "createMcpFrontend", "ensureDaemon", "findConfigPath", "isAbridgeError", "isMcpPath", "loadConfig", "parseConfigText",
   "parseToolUri", "pingDaemon", "serveStdio", "silentLogger", "startHttpServer", "stateDir", "summaryCacheFile",
   "tokenReport", "toolUri", "verifySummaryCache",
 ];
 const TYPES = [
-  "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "CacheEntry", "CallToolResult", "CatalogTool",
+  "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "BusCallOptions", "BusClientOptions", "BusDiscovery",
+  "BusErrorCode", "BusListOptions", "CacheEntry", "CallToolResult", "CatalogTool",
   "ClearReport", "ClientRelay", "CompactReport", "Config", "ConfigFile", "ConfigWatcherOptions", "DaemonCallOptions",
   "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonStats", "DaemonTool",
   "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
@@ -47,7 +48,7 @@ describe("library entry (src/index.ts)", () => {
   it("never loads the CLI, and the daemon's client never loads the daemon", () => {
     const loaded = [...runtimeClosure("index.ts")];
     expect(loaded.filter((m) => m.startsWith("cli/"))).toEqual([]);
-    const client = [...runtimeClosure("client/daemonClient.ts"), ...runtimeClosure("client/ensureDaemon.ts")];
+    const client = [...runtimeClosure("client/daemonClient.ts"), ...runtimeClosure("client/ensureDaemon.ts"), ...runtimeClosure("client/busClient.ts")];
     expect(client.filter((m) => m.startsWith("daemon/") || m.startsWith("core/"))).toEqual([]);
     expect(loaded).toContain("client/daemonClient.ts");
     expect(loaded).toContain("core/bridge.ts");

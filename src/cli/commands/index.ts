@@ -1,4 +1,5 @@
 import type { CommandSpec } from "../command.js";
+import { busCommand } from "./busCommand.js";
 import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
 import { daemonCommand, daemonStartCommand, daemonStatusCommand, daemonStopCommand } from "./daemonCommand.js";
@@ -25,4 +26,5 @@ export const COMMANDS: readonly CommandSpec[] = [
   cacheCompactCommand,
   cacheClearCommand,
   daemonCommand, daemonStartCommand, daemonStopCommand, daemonStatusCommand,
+  busCommand,
 ];

@@ -1,0 +1,33 @@
+import { ErrorCode, toAbridgeError } from "../model/errors.js";
+import type { BusError, BusErrorCode } from "../wire/busProtocol.js";
+
+/** The bus code of each core error code that has one of its own; the rest are `internal`. */
+const BUS_CODES: Partial<Record<ErrorCode, BusErrorCode>> = {
+  [ErrorCode.TOOL_NOT_FOUND]: "tool_not_found",
+  [ErrorCode.SERVER_NOT_FOUND]: "tool_not_found",
+  [ErrorCode.INVALID_ARGUMENTS]: "invalid_arguments",
+  [ErrorCode.TOOL_FILTERED]: "refused",
+  [ErrorCode.TOOL_REFUSED]: "refused",
+  [ErrorCode.UPSTREAM_TIMEOUT]: "timeout",
+  [ErrorCode.UPSTREAM_UNAVAILABLE]: "unavailable",
+  [ErrorCode.UPSTREAM_EXITED]: "unavailable",
+  [ErrorCode.UPSTREAM_START_FAILED]: "unavailable",
+  [ErrorCode.UPSTREAM_RECORDED]: "unavailable",
+  [ErrorCode.UPSTREAM_ERROR]: "upstream_error",
+};
+
+/**
+ * A core error as the bus tells it: the bus code, the message, whether to retry, and the core's own
+ * code beside it. A timeout is always worth retrying (on another worker, or later); otherwise the
+ * core's `retryable` stands.
+ */
+export function busErrorOf(err: unknown): BusError {
+  const error = toAbridgeError(err);
+  const code = BUS_CODES[error.code] ?? "internal";
+  return { code, message: error.message, retryable: code === "timeout" ? true : error.retryable, abridge_code: error.code };
+}
+
+/** A bus error made here (not from a core error). */
+export function busError(code: BusErrorCode, message: string, retryable = false): BusError {
+  return { code, message, retryable };
+}

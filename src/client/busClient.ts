@@ -1,0 +1,196 @@
+import { randomUUID } from "node:crypto";
+import { headers, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { silentLogger, type Logger } from "../log/logger.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { CallToolResult, JsonObject } from "../model/types.js";
+import {
+  agentNameProblem,
+  BUS_SUBJECTS,
+  checkMessage,
+  CONTENT_TRUST,
+  CONTENT_TRUST_HEADER,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  discoveryMessageSchema,
+  invokeResultSchema,
+  readJson,
+  refreshErrorSchema,
+  type BusErrorCode,
+  type BusId,
+  type DiscoveryMessage,
+} from "../wire/busProtocol.js";
+import { connectNats, parseNatsUrl } from "../wire/natsConnection.js";
+
+/** A worker's tool list as {@link BusClient.listTools} returns it. */
+export type BusDiscovery = DiscoveryMessage;
+
+/**
+ * A call over the bus that ended in a typed bus error: the worker's (its timeout, an unknown tool,
+ * a malformed request...) or the client's own (its timeout passed, no worker subscribed).
+ * `busCode` is the bus code, `retryable` whether another try (perhaps on another worker) may work.
+ */
+export class BusCallError extends AbridgeError {
+  readonly busCode: BusErrorCode;
+  /** `worker`: a worker answered with this error; `client`: no answer came (timeout, no responders). */
+  readonly origin: "worker" | "client";
+  /** The worker that answered, when one did. */
+  readonly worker: string | undefined;
+
+  constructor(busCode: BusErrorCode, message: string, options: { retryable: boolean; origin: "worker" | "client"; worker?: string; cause?: unknown }) {
+    super(ErrorCode.BUS_CALL_FAILED, message, { retryable: options.retryable, ...(options.cause !== undefined ? { cause: options.cause } : {}) });
+    this.name = "BusCallError";
+    this.busCode = busCode;
+    this.origin = options.origin;
+    this.worker = options.worker;
+  }
+}
+
+/** Options of {@link BusClient.connect}. */
+export interface BusClientOptions {
+  /** The NATS server, `nats://HOST:PORT`. */
+  nats: string;
+  /** The requester's timeout of each call (default 60 s: above the worker's 30 s, so its typed `timeout` arrives first). */
+  timeoutMs?: number;
+  /** The connection's name as the NATS server shows it (default `abridge-bus-client`). */
+  name?: string;
+  logger?: Logger;
+}
+
+/** Options of one {@link BusClient.callTool}. */
+export interface BusCallOptions {
+  /** This call's own timeout (default the client's). */
+  timeoutMs?: number;
+  /** Stops waiting (CANCELLED); the worker is not told. */
+  signal?: AbortSignal;
+  /** The request id (default a random UUID). */
+  id?: BusId;
+}
+
+/** Options of {@link BusClient.listTools}. */
+export interface BusListOptions {
+  /** Ask the worker to re-list its upstreams first (a `refresh` for everyone on the bus). Default false: the list as the worker has it. */
+  refresh?: boolean;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The host side of the bus: lists an agent's tools and calls them, as NATS requests on the
+ * subjects of `wire/busProtocol.ts`, each marked `Content-Trust: tool-request`. Answers are
+ * checked against the protocol's schemas; a bus error is thrown as a {@link BusCallError}.
+ */
+export class BusClient {
+  private closePromise: Promise<void> | undefined;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /**
+   * Connects to the NATS server.
+   *
+   * @throws AbridgeError INPUT_INVALID for a URL that is not `nats://HOST:PORT`; BUS_UNAVAILABLE when the server cannot be reached.
+   */
+  static async connect(options: BusClientOptions): Promise<BusClient> {
+    const url = parseNatsUrl(options.nats);
+    if ("problem" in url) throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS URL: ${url.problem}`);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new AbridgeError(ErrorCode.INPUT_INVALID, `timeoutMs: expected a positive number, got ${timeoutMs}`);
+    const nc = await connectNats({ url, name: options.name ?? "abridge-bus-client", logger: options.logger ?? silentLogger });
+    return new BusClient(nc, timeoutMs);
+  }
+
+  /**
+   * The tool list of `agent`'s workers (the first worker to answer), in the worker's mode.
+   *
+   * @throws BusCallError `timeout` or `unavailable` when no worker of the agent answers; AbridgeError INPUT_INVALID for a bad agent name.
+   */
+  async listTools(agent: string, options: BusListOptions = {}): Promise<BusDiscovery> {
+    checkAgent(agent);
+    const id = randomUUID();
+    const msg = await this.request(BUS_SUBJECTS.refresh, { agent, id, relist: options.refresh ?? false }, options.timeoutMs, options.signal);
+    const body = this.answerBody(msg);
+    const failed = refreshErrorSchema.safeParse(body);
+    if (failed.success) throw workerError(failed.data.error, failed.data.worker);
+    const checked = checkMessage(discoveryMessageSchema, body, "answer");
+    if (!checked.ok) throw malformedAnswer(checked.problem);
+    return checked.value;
+  }
+
+  /**
+   * Calls `tool` of `agent` with `args` and returns its result; a tool error is a result with
+   * `isError: true`, as on MCP.
+   *
+   * @throws BusCallError for a bus error: the worker's (`tool_not_found`, `timeout`, `bad_request`...)
+   * or this client's (`timeout` when no answer came in time, `unavailable` when no worker listens).
+   */
+  async callTool(agent: string, tool: string, args: JsonObject = {}, options: BusCallOptions = {}): Promise<CallToolResult> {
+    checkAgent(agent);
+    const id = options.id ?? randomUUID();
+    const msg = await this.request(BUS_SUBJECTS.invoke, { id, agent, tool, arguments: args }, options.timeoutMs, options.signal);
+    const checked = checkMessage(invokeResultSchema, this.answerBody(msg), "answer");
+    if (!checked.ok) throw malformedAnswer(checked.problem);
+    const answer = checked.value;
+    if (!answer.ok) throw workerError(answer.error, answer.worker);
+    if (answer.id !== id) throw malformedAnswer(`the answer is to request ${JSON.stringify(answer.id)}, not ${JSON.stringify(id)}`);
+    return answer.result as CallToolResult;
+  }
+
+  private async request(subject: string, body: JsonObject, timeoutMs = this.timeoutMs, signal?: AbortSignal): Promise<Msg> {
+    if (this.closePromise !== undefined) throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, "the bus client is closed");
+    if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "the request was cancelled", { cause: signal.reason });
+    const marked = headers();
+    marked.set(CONTENT_TRUST_HEADER, CONTENT_TRUST.request);
+    marked.set("Content-Type", "application/json");
+    const sent = this.nc.request(subject, JSON.stringify(body), { timeout: timeoutMs, headers: marked });
+    try {
+      if (signal === undefined) return await sent;
+      return await new Promise<Msg>((resolve, reject) => {
+        const onAbort = (): void => reject(new AbridgeError(ErrorCode.CANCELLED, "the request was cancelled", { cause: signal.reason }));
+        signal.addEventListener("abort", onAbort, { once: true });
+        sent.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+      });
+    } catch (err) {
+      throw requestError(err, subject, timeoutMs);
+    }
+  }
+
+  /** The answer's JSON, once its trust header says it is a worker's output. */
+  private answerBody(msg: Msg): unknown {
+    const trust = msg.headers?.get(CONTENT_TRUST_HEADER) ?? "";
+    if (trust !== CONTENT_TRUST.output) throw malformedAnswer(`expected the header ${CONTENT_TRUST_HEADER}: ${CONTENT_TRUST.output}, got ${trust === "" ? "none" : JSON.stringify(trust)}`);
+    const body = readJson(msg.data);
+    if (!body.ok) throw malformedAnswer(body.problem);
+    return body.value;
+  }
+
+  /** Closes the connection (requests still waiting fail). Idempotent. */
+  close(): Promise<void> {
+    this.closePromise ??= this.nc.close().catch(() => undefined);
+    return this.closePromise;
+  }
+}
+
+function checkAgent(agent: string): void {
+  const problem = agentNameProblem(agent);
+  if (problem !== undefined) throw new AbridgeError(ErrorCode.INPUT_INVALID, `agent name: ${problem}`);
+}
+
+function workerError(error: { code: BusErrorCode; message: string; retryable: boolean }, worker: string): BusCallError {
+  return new BusCallError(error.code, error.message, { retryable: error.retryable, origin: "worker", worker });
+}
+
+function malformedAnswer(problem: string): BusCallError {
+  return new BusCallError("internal", `malformed answer on the bus: ${problem}`, { retryable: false, origin: "client" });
+}
+
+/** What a failed NATS request means for the caller. */
+function requestError(err: unknown, subject: string, timeoutMs: number): Error {
+  if (err instanceof AbridgeError) return err;
+  const timedOut = err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError);
+  if (timedOut) return new BusCallError("timeout", `no answer on ${subject} within ${timeoutMs} ms`, { retryable: true, origin: "client", cause: err });
+  if (err instanceof RequestError && err.isNoResponders()) {
+    return new BusCallError("unavailable", `no worker listens on ${subject}`, { retryable: true, origin: "client", cause: err });
+  }
+  return new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `request on ${subject} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err, retryable: true });
+}

@@ -1,0 +1,142 @@
+/**
+ * Runs `abridge bus` as a real child process (the CLI under tsx) against a real nats-server, and
+ * reads what goes over the bus with a plain NATS connection.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { connect, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { abridgeCommand } from "../helpers/abridgeCommand.js";
+
+/** A running worker. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  /** The worker id it printed (`host/pid/n`). */
+  id: string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal) once the process ended. */
+  exited: Promise<number | null>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, as a crash. */
+  kill(): Promise<void>;
+}
+
+/** Options of {@link startWorker}. */
+export interface WorkerOptions {
+  config: string;
+  nats: string;
+  agent: string;
+  args?: string[];
+}
+
+/** Starts `abridge bus --nats URL --agent NAME --config FILE ...args` and waits for its ready line. */
+export async function startWorker(options: WorkerOptions): Promise<WorkerProcess> {
+  const { command, args } = abridgeCommand(["bus", "--nats", options.nats, "--agent", options.agent, "--config", options.config, ...(options.args ?? [])]);
+  const child = spawn(command, args, {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  // "close": the exit code once stderr is read to its end too.
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  const id = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`abridge bus did not start:\n${stderr}`)), 60_000);
+    child.stderr!.on("data", (b: Buffer) => {
+      stderr += b.toString("utf8");
+      const match = /worker (\S+) on nats:/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    // "close", not "exit": stderr may still hold the last lines when the process has exited.
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`abridge bus exited with ${code}:\n${stderr}`));
+    });
+  });
+  return {
+    child,
+    pid: child.pid!,
+    id,
+    stderr: () => stderr,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+/** A plain NATS connection for a test's own messages. */
+export function rawConnection(url: string): Promise<NatsConnection> {
+  return connect({ servers: url, name: "abridge-test" });
+}
+
+/** Headers of a request as a host sends it (or, with `trust`, as a test forges it; null: no header). */
+export function requestHeaders(trust: string | null = "tool-request"): ReturnType<typeof headers> {
+  const h = headers();
+  if (trust !== null) h.set("Content-Trust", trust);
+  return h;
+}
+
+/** Every message on a subject, kept in order, and a way to wait for one that matches. */
+export interface Collector {
+  messages: Msg[];
+  /** Resolves with the first message (seen or to come) that `match` accepts. */
+  next(match: (msg: Msg) => boolean, what: string, limitMs?: number): Promise<Msg>;
+  stop(): void;
+}
+
+/** Subscribes to `subject` and keeps what arrives. */
+export async function collect(nc: NatsConnection, subject: string): Promise<Collector> {
+  const messages: Msg[] = [];
+  const waiters: { match: (msg: Msg) => boolean; resolve: (msg: Msg) => void }[] = [];
+  const sub: Subscription = nc.subscribe(subject, {
+    callback: (_err, msg) => {
+      messages.push(msg);
+      for (const waiter of [...waiters]) {
+        if (waiter.match(msg)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(msg);
+        }
+      }
+    },
+  });
+  await nc.flush();
+  return {
+    messages,
+    next(match, what, limitMs = 30_000) {
+      const seen = messages.find(match);
+      if (seen) return Promise.resolve(seen);
+      return new Promise<Msg>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`gave up waiting for ${what} (a hang guard)`)), limitMs);
+        waiters.push({
+          match,
+          resolve: (msg) => {
+            clearTimeout(timer);
+            resolve(msg);
+          },
+        });
+      });
+    },
+    stop: () => sub.unsubscribe(),
+  };
+}
+
+/** The JSON body of a message. */
+export function body(msg: Msg): Record<string, unknown> {
+  return msg.json<Record<string, unknown>>();
+}
+
+/** Polls `predicate` (a hang guard, not a timing check). */
+export async function until(predicate: () => boolean | Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
+  for (let waited = 0; !(await predicate()); waited += 50) {
+    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
