@@ -17,6 +17,8 @@ import { runHeldOut, type HeldOutResult } from "./frontier/heldOut.js";
 import { Bm25Proxy, DenseProxy, type SelectionProxy } from "./frontier/proxies.js";
 import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
+import { busMarkdown, runBus, type BusResult } from "./bus.js";
+import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
 import { compareRuns, comparisonMarkdown } from "./previousRun.js";
@@ -27,7 +29,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart"] as const;
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart", "jsonRpc", "bus"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -50,6 +52,10 @@ interface Results {
   startup?: StartupResult;
   /** What a client waits for with hung upstreams: initialize, and exit on stdin end or SIGTERM. */
   slowStart?: SlowStartResult;
+  /** Calls through the bridge to a JSON-RPC backend on a unix socket, beside the socket alone. */
+  jsonRpc?: JsonRpcResult;
+  /** Calls over NATS to 1, 2 and 4 bus workers. */
+  bus?: BusResult;
   failures: { bench: string; error: string }[];
   /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
   listenerWarnings?: number;
@@ -391,6 +397,15 @@ async function main(): Promise<number> {
   await step("slowStart", async () => {
     results.slowStart = await runSlowStart();
     print(slowStartMarkdown(results.slowStart));
+  });
+
+  await step("jsonRpc", async () => {
+    results.jsonRpc = await runJsonRpc();
+    print(`## Backends and fleet\n\n${jsonRpcMarkdown(results.jsonRpc)}`);
+  });
+  await step("bus", async () => {
+    results.bus = await runBus();
+    print(busMarkdown(results.bus));
   });
 
   results.listenerWarnings = listenerWarnings;
