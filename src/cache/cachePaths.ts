@@ -130,3 +130,12 @@ export function resolveStateDir(options: StatePathOptions): string {
   if (explicit !== undefined) return userPath(explicit, options.cwd, home);
   return join(xdgDir(options.env.XDG_STATE_HOME, join(home, ".local", "state")), PACKAGE_NAME);
 }
+
+/**
+ * The spool of a Redis summary cache: `<state_dir>/redis-spool/<host>-<port>-<db>.jsonl`, one per
+ * server and database, so bridges of one machine using different caches never flush into the
+ * wrong one. `identity` is `host:port/db` (no credentials: the name is visible in listings).
+ */
+export function redisSpoolFile(stateDir: string, identity: string): string {
+  return join(stateDir, "redis-spool", `${identity.replace(/[^A-Za-z0-9.]+/g, "-")}.jsonl`);
+}

@@ -1,0 +1,29 @@
+import path from "node:path";
+import { redisSpoolFile, resolveStateDir } from "../cache/cachePaths.js";
+import { targetIdentity } from "../cache/redisConnection.js";
+import { parseRedisUrl } from "../config/redisUrl.js";
+import type { BridgeOptions } from "./bridgeOptions.js";
+import type { SummaryPipelineOptions } from "./summaryPipeline.js";
+
+/**
+ * The pipeline options of a config's shared cache (`cache_url`, `cache_lease_ms`), with the spool
+ * under the state dir the rest of the bridge uses. Nothing when the cache is the local file.
+ */
+export function sharedCacheOptions(options: Pick<BridgeOptions, "config" | "env" | "stateDir">): Pick<SummaryPipelineOptions, "cacheUrl" | "leaseMs" | "spoolFile"> {
+  const { config } = options;
+  if (config.cache_url === undefined) return {};
+  const parsed = parseRedisUrl(config.cache_url);
+  const stateDir =
+    options.stateDir ??
+    resolveStateDir({
+      env: options.env,
+      ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
+      cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
+    });
+  return {
+    cacheUrl: config.cache_url,
+    leaseMs: config.cache_lease_ms,
+    // A malformed URL fails in the store with a config error naming the field.
+    ...(parsed.ok ? { spoolFile: redisSpoolFile(stateDir, targetIdentity(parsed.target)) } : {}),
+  };
+}
