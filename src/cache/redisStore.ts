@@ -408,7 +408,15 @@ export class RedisStore implements SummaryStore {
       },
       release: async () => {
         if (this.client.status !== "ready") return;
-        await this.client.eval(RELEASE_SCRIPT, 1, claimKey, token).catch(() => undefined);
+        // Tracked like a write: close() must not send QUIT ahead of it, or the key stays claimed
+        // for a whole lease after this host is gone.
+        const released = this.client.eval(RELEASE_SCRIPT, 1, claimKey, token).catch(() => undefined);
+        this.writes.add(released);
+        try {
+          await released;
+        } finally {
+          this.writes.delete(released);
+        }
       },
     };
   }
