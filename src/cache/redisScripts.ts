@@ -5,12 +5,16 @@
 
 /**
  * Writes an entry unless the hash holds a newer one for its key, and publishes it when written.
- * KEYS[1] the hash; ARGV: field, JSON line, createdAt, channel. Returns 1 when written. Newest
+ * KEYS[1] the hash; ARGV: field, JSON line, createdAt, channel. Returns 1 when written, 0 when the hash
+ * holds this very entry or a newer one. Newest
  * `createdAt` wins (ISO-8601 UTC strings sort as times): a spool flushed after an outage, or an
  * import of an old export, never replaces a summary written since.
  */
 export const WRITE_SCRIPT = `
 local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current == ARGV[2] then
+  return 0
+end
 if current then
   local ok, entry = pcall(cjson.decode, current)
   if ok and type(entry) == 'table' and type(entry.createdAt) == 'string' and entry.createdAt > ARGV[3] then

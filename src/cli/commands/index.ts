@@ -1,5 +1,5 @@
 import type { CommandSpec } from "../command.js";
-import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
+import { cacheClearCommand, cacheCompactCommand, cacheExportCommand, cacheImportCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
 import { daemonCommand, daemonStartCommand, daemonStatusCommand, daemonStopCommand } from "./daemonCommand.js";
 import { recordCommand } from "./recordCommand.js";
@@ -24,5 +24,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   cacheVerifyCommand,
   cacheCompactCommand,
   cacheClearCommand,
+  cacheExportCommand,
+  cacheImportCommand,
   daemonCommand, daemonStartCommand, daemonStopCommand, daemonStatusCommand,
 ];
