@@ -98,8 +98,17 @@ export class ClaimGate {
     for (const [i, input] of batch.entries()) {
       const result = results[i];
       if (result === undefined || result.outcome === "run") run.push(input);
-      else if (result.outcome === "wait") this.park(input);
-      else if (result.entry !== undefined) this.events.landed(input, result.entry);
+      else if (result.outcome === "wait") {
+        // The holder may have finished while the claim was refused, and its news come before
+        // the job was parked to hear it.
+        const now = this.source.get(input.key);
+        if (now !== undefined && !sameEntry(now, this.before.get(input.key))) {
+          this.before.delete(input.key);
+          this.events.landed(input, now);
+        } else {
+          this.park(input);
+        }
+      } else if (result.entry !== undefined) this.events.landed(input, result.entry);
     }
     return run;
   }
