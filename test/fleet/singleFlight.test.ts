@@ -1,10 +1,11 @@
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeHosts, fleetToml, openHost } from "./fleetHarness.js";
+import { RedisStore } from "../../src/cache/redisStore.js";
+import { closeHosts, fleetToml, openHost, until } from "./fleetHarness.js";
 
 describe("fleet: one LLM request per tool across every host", () => {
   let redis: RedisServer;
@@ -70,6 +71,55 @@ describe("fleet: one LLM request per tool across every host", () => {
       expect(await admin.keys("abridge:claim:*")).toEqual([]);
     } finally {
       admin.disconnect();
+    }
+  });
+
+  it("a job longer than its lease keeps its claim by renewing it: a host arriving meanwhile waits", async () => {
+    // Each answer takes several leases; without renewal the second host would take every job over.
+    // Long enough that the second host, a whole CLI run starting its own server, arrives while it runs.
+    llm.setDefault({ kind: "ok", delayMs: 4_000 });
+    const toml = fleetToml({
+      cacheUrl: redis.url(6),
+      marker,
+      tools: 1,
+      extra: ["cache_lease_ms = 300"],
+      summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, "batch_size = 10"],
+    });
+    const first = await openHost(toml);
+    await first.bridge.start();
+    await until(() => llm.requests.length === 1, "the first host's request");
+    // The second host is `summarize warm`, which says where its summaries came from.
+    const config = await writeConfig(dir, toml);
+    const [second] = await Promise.all([
+      runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_STATE_DIR: path.join(dir, "state") } }),
+      first.bridge.drainSummaries(),
+    ]);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain("0 requests, 0 generated");
+    expect(second.stdout).toContain("3 written by other hosts meanwhile");
+    expect(llm.requests).toHaveLength(1);
+  });
+
+  it("closes at once with jobs parked behind another host's claim, and leaves that claim alone", async () => {
+    const toml = fleetToml({ cacheUrl: redis.url(7), marker, tools: 1, summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`] });
+    // Another host holds every key the bridge will want: claimed first, through the same store.
+    const other = await RedisStore.open({ url: redis.url(7) });
+    try {
+      const probe = await openHost(toml);
+      await probe.bridge.start(undefined, { queue: false });
+      const keys = probe.bridge.tools().map((t) => t.key);
+      for (const key of keys) expect((await other.claim(key)).granted).toBe(true);
+
+      const host = await openHost(toml);
+      await host.bridge.start();
+      await until(() => host.bridge.stats().queue.waiting === keys.length, "every job parked");
+      expect(llm.requests).toHaveLength(0);
+      await host.bridge.close();
+      expect(host.bridge.stats().queue).toMatchObject({ waiting: 0, requests: 0 });
+      // The claims are still the other host's.
+      for (const key of keys) expect((await other.claim(key)).granted).toBe(false);
+    } finally {
+      await other.close();
     }
   });
 });
