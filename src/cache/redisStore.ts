@@ -21,6 +21,8 @@ import type { CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, Sum
 export const DEFAULT_LEASE_MS = 30_000;
 /** How long {@link RedisStore.open} waits for the first load before serving without it. */
 const START_WAIT_MS = 3_000;
+/** How long after a refused write the spool is tried again over a connection that stayed up. */
+const RETRY_FLUSH_MS = 5_000;
 /** Entries written back per round trip when the spool is flushed. */
 const FLUSH_CHUNK = 500;
 
@@ -40,6 +42,8 @@ export interface RedisStoreOptions {
   logger?: Logger;
   /** How long {@link RedisStore.open} waits for the first load (default 3,000 ms). */
   startWaitMs?: number;
+  /** How long after a write Redis refused over a live connection the spool is tried again (default 5,000 ms). */
+  retryFlushMs?: number;
   client?: RedisClientOptions;
 }
 
@@ -83,6 +87,8 @@ export class RedisStore implements SummaryStore {
   private readonly writes = new Set<Promise<unknown>>();
   private counters = { entries: 0, invalidLines: 0, appended: 0, writeErrors: 0, loads: 0 };
   private down = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly retryFlushMs: number;
   private authLogged = false;
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
@@ -93,10 +99,11 @@ export class RedisStore implements SummaryStore {
 
   private constructor(target: RedisTarget, options: RedisStoreOptions) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.retryFlushMs = options.retryFlushMs ?? RETRY_FLUSH_MS;
     this.location = target.display;
     this.layout = redisLayout(options.prefix ?? DEFAULT_REDIS_PREFIX, target.db);
     this.logger = (options.logger ?? silentLogger).child({ cache: target.display });
-    this.outage = new RateLimitedLog(this.logger, "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting", 300_000);
+    this.outage = new RateLimitedLog(this.logger, "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting", 60_000);
     this.client = createRedisClient(target, options.client);
     this.subscriber = createRedisClient(target, options.client);
     this.firstSync = new Promise((resolve) => (this.firstSettled = resolve));
@@ -218,6 +225,7 @@ export class RedisStore implements SummaryStore {
   /** Writes what it can, stops listening and disconnects. Idempotent. */
   close(): Promise<void> {
     this.closed = true;
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     this.closing ??= (async () => {
       await Promise.allSettled([...this.writes]);
       if (this.syncing !== undefined) await this.syncing.catch(() => undefined);
@@ -247,7 +255,7 @@ export class RedisStore implements SummaryStore {
     this.subscriber.connect().catch(() => undefined);
   }
 
-  /** Records an outage and logs it once (then at most every five minutes while it lasts). */
+  /** Records an outage and logs it once per outage. */
   private noteDown(err: unknown): void {
     const message = messageOf(err);
     if (/WRONGPASS|NOAUTH|invalid password|invalid username/i.test(message)) {
@@ -255,11 +263,26 @@ export class RedisStore implements SummaryStore {
         this.authLogged = true;
         this.logger.error("Redis refused the credentials of cache_url; check its user and password", { code: ErrorCode.CONFIG_INVALID, error: message });
       }
-    } else {
+    } else if (!this.down) {
+      // Once per outage (the reconnection attempts that follow repeat it); an outage that comes
+      // back within a minute of the last one is counted into the next line instead.
       this.outage.warn({ code: ErrorCode.CACHE_UNAVAILABLE, error: message });
     }
     this.down = true;
     this.firstSettled();
+  }
+
+  /**
+   * Tries the spool again later when Redis refused a write while the connection stayed up (out of
+   * memory, a read-only replica): a reconnection, which also flushes, may then never come.
+   */
+  private retryLater(): void {
+    if (this.retryTimer !== undefined || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.pending.size > 0 && this.client.status === "ready" && !this.closed) void this.sync();
+    }, this.retryFlushMs);
+    this.retryTimer.unref();
   }
 
   /** On every (re)connection: write the spool, then load everything (what was missed meanwhile). */
@@ -282,6 +305,7 @@ export class RedisStore implements SummaryStore {
         } while (this.syncAgain && !this.closed);
       } catch (err) {
         this.noteDown(err);
+        if (this.pending.size > 0) this.retryLater();
       } finally {
         this.syncing = undefined;
         this.firstSettled();
@@ -371,6 +395,7 @@ export class RedisStore implements SummaryStore {
   /** Keeps an entry Redis could not take: in memory, and in the spool file when there is one. */
   private async keep(entry: CacheEntry): Promise<void> {
     this.pending.set(entry.key, entry);
+    if (this.client.status === "ready") this.retryLater();
     if (this.spool === undefined) return;
     try {
       await this.spool.append(entry);

@@ -211,4 +211,21 @@ describe("RedisStore", () => {
       await late.destroy();
     }
   });
+
+  it("spools a write Redis refuses over a live connection (out of memory) and writes it once Redis takes writes again", async () => {
+    const store = await open({ retryFlushMs: 100 });
+    await admin.config("SET", "maxmemory-policy", "noeviction");
+    await admin.config("SET", "maxmemory", "1");
+    const entry = makeEntry("s", "t", "Written while Redis was full.");
+    try {
+      await store.append(entry);
+      expect(store.get(entry.key)).toEqual(entry);
+      expect(store.stats()).toMatchObject({ connected: true, spooled: 1, writeErrors: 1 });
+      expect(await admin.hexists("abridge:summaries", entry.key)).toBe(0);
+    } finally {
+      await admin.config("SET", "maxmemory", "0");
+    }
+    expect(await store.flushed(15_000)).toBe(true);
+    expect(JSON.parse((await admin.hget("abridge:summaries", entry.key)) ?? "null")).toEqual(entry);
+  });
 });
