@@ -99,6 +99,8 @@ export class ClaimGate {
       const result = results[i];
       if (result === undefined || result.outcome === "run") run.push(input);
       else if (result.outcome === "wait") {
+        // Closed meanwhile: neither run nor parked, so the queue drops the job.
+        if (this.closed) continue;
         // The holder may have finished while the claim was refused, and its news come before
         // the job was parked to hear it.
         const now = this.source.get(input.key);

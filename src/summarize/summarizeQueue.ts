@@ -31,7 +31,9 @@ type Counters = Omit<SummarizeQueueStats, "queued" | "running" | "waiting">;
  * batches in flight, retries with exponential backoff and jitter (honouring `retry-after`) for
  * retryable failures only, a guard on every summary, and the extractive fallback whenever the
  * summarizer fails, is rejected or the spend cap is reached, so that every enqueued tool ends with
- * a stored entry unless the queue is closed first.
+ * a stored entry unless the queue is closed first. Given `claims`, a job runs only while this
+ * process holds its key's claim, and a job another process holds ends with that process's entry
+ * (see {@link ClaimGate}): one summary per key across a fleet sharing the store.
  */
 export class SummarizeQueue {
   private readonly summarizer: Summarizer;
@@ -95,7 +97,13 @@ export class SummarizeQueue {
     this.local = this.summarizer === this.fallback || this.summarizer.id === this.fallback.id;
     this.rateLimiter =
       options.requestsPerMinute !== undefined && !this.local ? new RateLimiter(options.requestsPerMinute) : undefined;
-    this.gate = options.claims && new ClaimGate({ source: options.claims, logger: this.logger, events: { landed: (input, entry) => this.landed(input, entry), resume: (input) => this.resume(input) } });
+    this.gate =
+      options.claims &&
+      new ClaimGate({
+        source: options.claims,
+        logger: this.logger,
+        events: { landed: (input, entry) => this.landed(input, entry), resume: (input) => this.resume(input) },
+      });
   }
 
   /**
