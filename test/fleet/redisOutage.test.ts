@@ -40,7 +40,8 @@ describe("fleet: when Redis is down", () => {
   it("loses nothing when Redis restarts in the middle of a warm", async () => {
     const redis = await startRedis({ persistent: true });
     servers.push(redis);
-    llm.setDefault({ kind: "ok", delayMs: 100 });
+    // Slow enough that stopping Redis takes far less than the summaries left to make.
+    llm.setDefault({ kind: "ok", delayMs: 300 });
     const tools = 8;
     const total = tools + 2;
     const host = await openHost(

@@ -74,10 +74,9 @@ describe("fleet: one LLM request per tool across every host", () => {
     }
   });
 
-  it("a job longer than its lease keeps its claim by renewing it: a host arriving meanwhile waits", async () => {
-    // Each answer takes several leases; without renewal the second host would take every job over.
-    // Long enough that the second host, a whole CLI run starting its own server, arrives while it runs.
-    llm.setDefault({ kind: "ok", delayMs: 4_000 });
+  it("a job longer than its lease keeps its claim by renewing it; closing releases it to a waiting host at once", async () => {
+    // The first host's request never answers: only its renewals keep the claim.
+    llm.setDefault({ kind: "hang" });
     const toml = fleetToml({
       cacheUrl: redis.url(6),
       marker,
@@ -88,16 +87,69 @@ describe("fleet: one LLM request per tool across every host", () => {
     const first = await openHost(toml);
     await first.bridge.start();
     await until(() => llm.requests.length === 1, "the first host's request");
-    // The second host is `summarize warm`, which says where its summaries came from.
-    const config = await writeConfig(dir, toml);
-    const [second] = await Promise.all([
-      runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_STATE_DIR: path.join(dir, "state") } }),
-      first.bridge.drainSummaries(),
-    ]);
-    expect(second.code).toBe(0);
-    expect(second.stdout).toContain("0 requests, 0 generated");
-    expect(second.stdout).toContain("3 written by other hosts meanwhile");
+    const second = await openHost(toml);
+    await second.bridge.start();
+    await until(() => second.bridge.stats().queue.waiting === 3, "the second host's jobs to wait");
+    // Five lease lengths: without renewals the second host would have taken the jobs over.
+    await new Promise((r) => setTimeout(r, 1_500));
     expect(llm.requests).toHaveLength(1);
+    expect(second.bridge.stats().queue).toMatchObject({ waiting: 3, requests: 0 });
+
+    llm.setDefault({ kind: "ok" });
+    await first.bridge.close();
+    await second.bridge.drainSummaries();
+    expect(llm.requests).toHaveLength(2);
+    expect([...llm.requests[1]!.tools].sort()).toEqual([...llm.requests[0]!.tools].sort());
+    expect(second.bridge.stats().catalog).toMatchObject({ tools: 3, summarized: 3 });
+  });
+
+  it("summarize warm waits for the keys another host holds and takes their summaries when they land", async () => {
+    const url = redis.url(8);
+    const toml = fleetToml({ cacheUrl: url, marker, tools: 2, summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`] });
+    const probe = await openHost(toml);
+    await probe.bridge.start(undefined, { queue: false });
+    const tools = probe.bridge.tools();
+    const held = tools.slice(0, 2);
+    const other = await RedisStore.open({ url });
+    const admin = new Redis({ host: "127.0.0.1", port: redis.port, db: 8, lazyConnect: true });
+    try {
+      await admin.connect();
+      const leases = [];
+      for (const tool of held) {
+        const claim = await other.claim(tool.key);
+        if (!claim.granted) throw new Error(`${tool.key} was claimed already`);
+        leases.push(claim.lease);
+      }
+      const config = await writeConfig(dir, toml);
+      const warming = runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_STATE_DIR: path.join(dir, "state") } });
+      // Everything it could claim is written: what is left is what it waits for.
+      await until(async () => (await admin.hlen("abridge:summaries")) === tools.length - held.length, "the warm host's own summaries");
+      for (const [i, tool] of held.entries()) {
+        await other.append({
+          key: tool.key,
+          server: tool.server,
+          tool: tool.tool.name,
+          hash: tool.key.slice(tool.key.lastIndexOf(":") + 1),
+          summary: "Written elsewhere",
+          summarizer: "openai:other-host",
+          prompt: "summarize-tool@1",
+          tokensBefore: 10,
+          tokensAfter: 2,
+          createdAt: new Date().toISOString(),
+        });
+        await leases[i]!.release();
+      }
+      const warm = await warming;
+      expect(warm.code).toBe(0);
+      expect(warm.stdout).toContain(`${tools.length - held.length} generated`);
+      expect(warm.stdout).toContain("2 written by other hosts meanwhile");
+      const asked = llm.requests.flatMap((r) => r.tools);
+      for (const tool of held) expect(asked).not.toContain(tool.tool.name);
+      expect(asked).toHaveLength(tools.length - held.length);
+    } finally {
+      admin.disconnect();
+      await other.close();
+    }
   });
 
   it("closes at once with jobs parked behind another host's claim, and leaves that claim alone", async () => {
