@@ -91,6 +91,26 @@ describe("fleet: when Redis is down", () => {
     expect(await readFile(spool, "utf8")).toBe("");
   });
 
+  it("a bridge started while Redis is down serves the originals and takes the summaries in when Redis comes", async () => {
+    const redis = await startRedis({ persistent: true });
+    servers.push(redis);
+    const toml = fleetToml({ cacheUrl: redis.url(), marker, tools: 3, summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`] });
+    const warm = await openHost(toml);
+    await warm.bridge.start();
+    await warm.bridge.drainSummaries();
+    const summarized = JSON.stringify(warm.bridge.list("summary"));
+    await warm.bridge.close();
+    await redis.stop();
+
+    const late = await openHost(toml);
+    await late.bridge.start(undefined, { queue: false });
+    expect(late.bridge.stats().catalog).toMatchObject({ tools: 5, summarized: 0 });
+    expect(late.bridge.list("summary").find((t) => t.name === "echo_echo")?.description).toBe("Returns the text it is given.");
+    await redis.restart();
+    await until(() => late.bridge.stats().catalog.summarized === 5, "the summaries loaded once Redis is back");
+    expect(JSON.stringify(late.bridge.list("summary"))).toBe(summarized);
+  });
+
   it("fails a malformed cache_url as a config error naming the field, without the password", async () => {
     const bad = await writeConfig(dir, fleetToml({ cacheUrl: "http://127.0.0.1:6379/0", marker, tools: 1 }));
     const http = await runAbridge(["summarize", "warm", "--config", bad], { cwd: dir });
