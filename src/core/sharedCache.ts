@@ -1,5 +1,4 @@
-import path from "node:path";
-import { redisSpoolFile, resolveStateDir } from "../cache/cachePaths.js";
+import { bridgeStateDir, redisSpoolFile } from "../cache/cachePaths.js";
 import { targetIdentity } from "../cache/redisConnection.js";
 import { parseRedisUrl } from "../config/redisUrl.js";
 import type { BridgeOptions } from "./bridgeOptions.js";
@@ -13,13 +12,8 @@ export function sharedCacheOptions(options: Pick<BridgeOptions, "config" | "env"
   const { config } = options;
   if (config.cache_url === undefined) return {};
   const parsed = parseRedisUrl(config.cache_url);
-  const stateDir =
-    options.stateDir ??
-    resolveStateDir({
-      env: options.env,
-      ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
-      cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
-    });
+  // The state dir the rest of the bridge uses (CallGuard's spilled outputs).
+  const stateDir = options.stateDir ?? bridgeStateDir(config, options.env);
   return {
     cacheUrl: config.cache_url,
     leaseMs: config.cache_lease_ms,
