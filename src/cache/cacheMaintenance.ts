@@ -9,8 +9,10 @@ import { writeFileAtomic } from "./writeFileAtomic.js";
 
 /** One problem line found by {@link verifyCache}. */
 export interface InvalidLine {
-  /** 1-based physical line number. */
+  /** 1-based physical line number (in a Redis cache: the field's place in the scan). */
   line: number;
+  /** The hash field (`server:tool:hash`) of an invalid entry in a Redis cache. */
+  field?: string;
   reason: string;
 }
 
@@ -350,4 +352,32 @@ export async function clearCache(file: string, options: ClearOptions = {}): Prom
   } catch (err) {
     throw ioError("clear", file, err);
   }
+}
+
+/** What {@link readCacheEntries} found in a cache file. */
+export interface CacheFileEntries {
+  /** Whether the file exists. */
+  exists: boolean;
+  /** The newest valid entry per key, in file order of those lines. */
+  entries: CacheEntry[];
+  /** Lines that are not valid entries (torn, unparsable, oversized, not matching the schema). */
+  invalid: InvalidLine[];
+}
+
+/**
+ * Reads every valid entry of a cache file (newest per key) and lists the lines that are not, for
+ * `abridge cache import` and `export`.
+ *
+ * @throws AbridgeError CACHE_IO when the file exists but cannot be read.
+ */
+export async function readCacheEntries(file: string, options: MaintenanceOptions = {}): Promise<CacheFileEntries> {
+  let scanned: ScannedFile | undefined;
+  try {
+    scanned = await scanFile(file, options.signal);
+  } catch (err) {
+    throw ioError("read", file, err);
+  }
+  if (scanned === undefined) return { exists: false, entries: [], invalid: [] };
+  const invalid = scanned.lines.flatMap((line) => (line.entry === undefined ? [{ line: line.lineNumber, reason: line.reason ?? "invalid" }] : []));
+  return { exists: true, entries: newestPerKey(scanned.lines).flatMap((line) => (line.entry === undefined ? [] : [line.entry])), invalid };
 }

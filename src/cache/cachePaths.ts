@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Config } from "../config/schema.js";
 
 /** Name of the summary cache file inside the cache directory. */
 export const CACHE_FILE_NAME = "summaries.jsonl";
@@ -129,4 +130,26 @@ export function resolveStateDir(options: StatePathOptions): string {
   const explicit = nonEmpty(options.flag) ?? nonEmpty(options.env.ABRIDGE_STATE_DIR) ?? nonEmpty(options.configStateDir);
   if (explicit !== undefined) return userPath(explicit, options.cwd, home);
   return join(xdgDir(options.env.XDG_STATE_HOME, join(home, ".local", "state")), PACKAGE_NAME);
+}
+
+/**
+ * The spool of a Redis summary cache: `<state_dir>/redis-spool/<host>-<port>-<db>.jsonl`, one per
+ * server and database, so bridges of one machine using different caches never flush into the
+ * wrong one. `identity` is `host:port/db` (no credentials: the name is visible in listings).
+ */
+export function redisSpoolFile(stateDir: string, identity: string): string {
+  return join(stateDir, "redis-spool", `${identity.replace(/[^A-Za-z0-9.]+/g, "-")}.jsonl`);
+}
+
+/**
+ * The state dir of a bridge on `config` when none is given: `$ABRIDGE_STATE_DIR`, then config
+ * `state_dir`, then the default; relative paths are taken from the config file's folder. The
+ * spilled outputs and a shared cache's spool both live under it.
+ */
+export function bridgeStateDir(config: Pick<Config, "state_dir" | "source">, env: PathEnv): string {
+  return resolveStateDir({
+    env,
+    ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
+    cwd: isAbsolute(config.source) ? dirname(config.source) : resolve("."),
+  });
 }

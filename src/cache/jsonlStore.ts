@@ -1,16 +1,16 @@
 import { mkdir, open, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { z } from "zod";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import type { CacheEntry, cacheEntrySchema } from "./cacheEntry.js";
+import type { CacheEntry } from "./cacheEntry.js";
 import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
 import { MAX_LINE_BYTES, readLines } from "./readLines.js";
+import { LOCAL_LEASE } from "./summaryStore.js";
+import type { CacheEntryInput, ClaimResult, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
 
-/** What {@link JsonlStore.append} accepts: an entry before schema defaults (`params`) are applied. */
-export type CacheEntryInput = z.input<typeof cacheEntrySchema>;
+export type { CacheEntryInput } from "./summaryStore.js";
 
 /** Options of {@link JsonlStore.open}. */
 export interface JsonlStoreOptions {
@@ -23,18 +23,7 @@ export interface JsonlStoreOptions {
 }
 
 /** Counters of a {@link JsonlStore}, for `abridge stats` and the daemon. */
-export interface JsonlStoreStats {
-  /** Valid lines read from the file (superseded ones included). */
-  entries: number;
-  /** Distinct keys served. */
-  liveKeys: number;
-  /** Lines skipped as unparsable, torn, oversized or not matching the schema. */
-  invalidLines: number;
-  /** Entries this store appended successfully. */
-  appended: number;
-  /** Appends whose write failed (the entry is still served from memory). */
-  writeErrors: number;
-}
+export type JsonlStoreStats = SummaryStoreStats;
 
 /** How many line numbers the once-per-load warning names. */
 const REPORTED_LINE_NUMBERS = 5;
@@ -69,9 +58,11 @@ interface LoadReport {
  * interleaving or losing lines. A broken line never stops a load; it is skipped, counted and
  * reported once per load.
  */
-export class JsonlStore {
+export class JsonlStore implements SummaryStore {
   /** Path of the file this store reads and appends to. */
   readonly file: string;
+  /** Claims are granted at once: processes sharing a file on one machine do not coordinate. */
+  readonly leaseMs = 0;
   /** Whether {@link append} is refused. */
   readonly readOnly: boolean;
   private readonly logger: Logger;
@@ -136,9 +127,29 @@ export class JsonlStore {
     return store;
   }
 
+  /** The file path. */
+  get location(): string {
+    return this.file;
+  }
+
   /** Number of distinct keys served. */
   get size(): number {
     return this.byKey.size;
+  }
+
+  /** Always granted: the queue of this process runs one job per key already. */
+  claim(): Promise<ClaimResult> {
+    return Promise.resolve({ granted: true, lease: LOCAL_LEASE });
+  }
+
+  /** What memory holds: the file is read again by {@link reload}, not per claim. */
+  latest(key: string): Promise<CacheEntry | undefined> {
+    return Promise.resolve(this.get(key));
+  }
+
+  /** A file tells nobody about lines others append; {@link reload} reads them. */
+  onRemoteEntry(): () => void {
+    return () => undefined;
   }
 
   /** The newest entry for `key` (`server:tool:hash`), if any. */

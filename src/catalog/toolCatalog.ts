@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheKey } from "../cache/cacheEntry.js";
-import type { JsonlStore } from "../cache/jsonlStore.js";
+import type { SummaryStore } from "../cache/summaryStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { guardSummary } from "../summarize/guard.js";
 import type { SummarizeInput } from "../summarize/types.js";
@@ -33,7 +33,8 @@ export interface DiscoveryCounts {
 
 /** Options of {@link ToolCatalog}. */
 export interface ToolCatalogOptions {
-  store: JsonlStore;
+  /** Where summaries are looked up (only `get` is used). */
+  store: Pick<SummaryStore, "get">;
   hasher: ToolHasher;
   /** Receives a job for every miss; without one, misses are served with their original text only. */
   jobs?: SummaryJobSink;
@@ -69,7 +70,7 @@ export interface DiscoverOptions {
  * the summary lands, listeners hear one debounced change.
  */
 export class ToolCatalog {
-  private readonly store: JsonlStore;
+  private readonly store: Pick<SummaryStore, "get">;
   private readonly hasher: ToolHasher;
   private readonly jobs: SummaryJobSink | undefined;
   private readonly separator: string;

@@ -33,14 +33,14 @@ export interface ParseConfigOptions {
   logger?: Logger;
 }
 
-/** Native paths whose values are credentials: `servers.<name>.env.*` and `servers.<name>.headers.*`. */
+/** Native paths whose values are credentials: `servers.<name>.env.*`, `servers.<name>.headers.*`, `cache_url`. */
 function isSecretPath(p: readonly PropertyKey[]): boolean {
-  return p[0] === "servers" && (p[2] === "env" || p[2] === "headers") && p.length >= 3;
+  return (p[0] === "servers" && (p[2] === "env" || p[2] === "headers") && p.length >= 3) || (p[0] === "cache_url" && p.length === 1);
 }
 
-/** `servers.<name>.url` (native form). */
+/** `servers.<name>.url` (native form), and `cache_url`: URLs that may carry credentials. */
 function isUrlPath(p: readonly PropertyKey[]): boolean {
-  return p[0] === "servers" && p[2] === "url" && p.length === 3;
+  return (p[0] === "servers" && p[2] === "url" && p.length === 3) || (p[0] === "cache_url" && p.length === 1);
 }
 
 /** `servers.<name>.args[i]` (native form). */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseBackendAddress } from "./backendAddress.js";
+import { parseRedisUrl } from "./redisUrl.js";
 
 /**
  * The config file's schema. Field names mirror the file (snake_case) so an error path such as
@@ -174,6 +175,21 @@ export const configFileSchema = z.strictObject({
     .default(3_000)
     .describe("How long after start a tools/list waits for upstreams still starting; later ones are announced with list_changed"),
   cache_dir: z.string().min(1).optional().describe("Where summaries.jsonl lives"),
+  cache_url: z
+    .string()
+    .superRefine((value, ctx) => {
+      const parsed = parseRedisUrl(value);
+      if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.message });
+    })
+    .optional()
+    .describe("Summary cache on Redis, shared by every bridge of a fleet: `redis://[:password@]host[:port][/db]` (a password as `${VAR}`); unset: summaries.jsonl in cache_dir"),
+  cache_lease_ms: z
+    .number()
+    .int()
+    .min(100)
+    .max(3_600_000)
+    .default(30_000)
+    .describe("cache_url: how long a host's claim on a summary lasts unless renewed; a host that dies mid-job holds the others back this long"),
   state_dir: z.string().min(1).optional().describe("Where the daemon lockfile and spilled outputs live"),
   log_level: z
     .enum(["debug", "info", "warn", "error", "silent"])

@@ -19,6 +19,7 @@ import { ToolResolver } from "./toolResolver.js";
 import { UpstreamStart } from "./upstreamStart.js";
 import { openSummaryPipeline, type SummaryPipeline } from "./summaryPipeline.js";
 import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
+import { sharedCacheOptions } from "./sharedCache.js";
 
 export { START_WAIT_SLACK_MS } from "./toolResolver.js";
 export type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
@@ -107,6 +108,7 @@ export class Bridge {
     const logger = options.logger ?? silentLogger;
     const summaries = await openSummaryPipeline({
       cacheFile: options.cacheFile,
+      ...sharedCacheOptions(options),
       summary: options.config.summary,
       env: options.env,
       logger,
@@ -365,9 +367,9 @@ export class Bridge {
     return this.summaries.store.get(tool.key);
   }
 
-  /** Path of the summary cache (`summaries.jsonl`). */
+  /** Where the summary cache is: the path of `summaries.jsonl`, or the Redis URL without its password. */
   get cacheFile(): string {
-    return this.summaries.store.file;
+    return this.summaries.store.location;
   }
 
   /** Calls `listener` with every summary the background queue writes. Returns the unsubscribe. */

@@ -1,10 +1,47 @@
 import path from "node:path";
-import { clearCache, compactCache, verifyCache, type ClearReport, type CompactReport, type VerifyReport } from "../cache/cacheMaintenance.js";
+import type { CacheEntry } from "../cache/cacheEntry.js";
+import { clearCache, compactCache, readCacheEntries, verifyCache, type ClearReport, type CompactReport, type InvalidLine, type VerifyReport } from "../cache/cacheMaintenance.js";
 import { resolveCacheFile, resolveStateDir, type PathEnv } from "../cache/cachePaths.js";
+import { JsonlStore } from "../cache/jsonlStore.js";
+import { clearRedisCache, compactRedisCache, readRedisEntries, verifyRedisCache, writeRedisEntries } from "../cache/redisMaintenance.js";
+import { writeFileAtomic } from "../cache/writeFileAtomic.js";
+import { parseRedisUrl } from "../config/redisUrl.js";
 import type { Config } from "../config/schema.js";
 import { guardCachedEntry } from "../summarize/guard.js";
 
-export type { ClearReport, CompactReport, VerifyReport } from "../cache/cacheMaintenance.js";
+export type { ClearReport, CompactReport, InvalidLine, VerifyReport } from "../cache/cacheMaintenance.js";
+
+/** A summary cache to maintain: the path of a `summaries.jsonl`, or a Redis `cache_url`. */
+export type CacheLocation = string | { url: string };
+
+/** Report of {@link exportSummaryCache}. */
+export interface ExportReport {
+  /** Where the entries came from (a file path, or the URL without its password). */
+  from: string;
+  /** Entries written to the file. */
+  entries: number;
+}
+
+/** Report of {@link importSummaryCache}. */
+export interface ImportReport {
+  /** Where the entries went. */
+  to: string;
+  /** Valid entries in the file (newest per key). */
+  read: number;
+  /** Entries written into the cache. */
+  imported: number;
+  /** Entries left out because the cache holds a newer summary of the same key. */
+  kept: number;
+  /** Lines of the file that are not valid entries (nothing is imported from them). */
+  invalid: InvalidLine[];
+}
+
+/** Where a location is, for messages: the path, or the URL without its password. */
+export function describeLocation(cache: CacheLocation): string {
+  if (typeof cache === "string") return cache;
+  const parsed = parseRedisUrl(cache.url);
+  return parsed.ok ? parsed.target.display : "cache_url";
+}
 
 /** Where a command looks for the summary cache or the state dir, highest precedence first. */
 export interface LocationOptions {
@@ -52,22 +89,62 @@ export function stateDir(options: LocationOptions): string {
  * parameters it lacks) run when a bridge loads the entry. A missing file is
  * an empty, valid cache.
  */
-export function verifySummaryCache(file: string, options: { signal?: AbortSignal } = {}): Promise<VerifyReport> {
-  return verifyCache(file, {
-    ...options,
-    check: (entry) => {
-      const verdict = guardCachedEntry(entry);
-      return verdict.ok ? [] : verdict.reasons;
-    },
-  });
+export function verifySummaryCache(cache: CacheLocation, options: { signal?: AbortSignal } = {}): Promise<VerifyReport> {
+  const check = (entry: CacheEntry): string[] => {
+    const verdict = guardCachedEntry(entry);
+    return verdict.ok ? [] : verdict.reasons;
+  };
+  return typeof cache === "string" ? verifyCache(cache, { ...options, check }) : verifyRedisCache(cache, { check });
 }
 
-/** Rewrites a summary cache atomically with one line per live key (invalid and superseded lines go). */
-export function compactSummaryCache(file: string, options: { signal?: AbortSignal } = {}): Promise<CompactReport> {
-  return compactCache(file, options);
+/**
+ * Rewrites a summary cache atomically with one line per live key (invalid and superseded lines
+ * go); on Redis, removes the fields that are not valid entries.
+ */
+export function compactSummaryCache(cache: CacheLocation, options: { signal?: AbortSignal } = {}): Promise<CompactReport> {
+  return typeof cache === "string" ? compactCache(cache, options) : compactRedisCache(cache);
 }
 
-/** Removes every line of a summary cache, or only those of `server`. */
-export function clearSummaryCache(file: string, options: { server?: string; signal?: AbortSignal } = {}): Promise<ClearReport> {
-  return clearCache(file, options);
+/** Removes every entry of a summary cache, or only those of `server`. */
+export function clearSummaryCache(cache: CacheLocation, options: { server?: string; signal?: AbortSignal } = {}): Promise<ClearReport> {
+  return typeof cache === "string" ? clearCache(cache, options) : clearRedisCache(cache, options.server === undefined ? {} : { server: options.server });
+}
+
+/**
+ * Writes every valid entry of a cache (file or Redis) to `file` as JSONL, atomically: what
+ * `import` reads, and what a JSONL store serves as it is.
+ */
+export async function exportSummaryCache(cache: CacheLocation, file: string, options: { signal?: AbortSignal } = {}): Promise<ExportReport> {
+  const { from, entries } =
+    typeof cache === "string"
+      ? { from: cache, entries: (await readCacheEntries(cache, options)).entries }
+      : await readRedisEntries(cache).then((read) => ({ from: read.location, entries: read.entries }));
+  await writeFileAtomic(file, entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""), options.signal);
+  return { from, entries: entries.length };
+}
+
+/**
+ * Reads the entries of a JSONL file into a cache (file or Redis). Newest wins: an entry is left
+ * out where the cache holds a newer summary of its key. Invalid lines are reported, not imported.
+ */
+export async function importSummaryCache(cache: CacheLocation, file: string, options: { signal?: AbortSignal } = {}): Promise<ImportReport> {
+  const read = await readCacheEntries(file, options);
+  const base = { to: describeLocation(cache), read: read.entries.length, invalid: read.invalid };
+  if (typeof cache !== "string") {
+    const written = await writeRedisEntries(cache, read.entries);
+    return { ...base, imported: written.written, kept: written.kept };
+  }
+  const store = await JsonlStore.open({ file: cache, ...(options.signal ? { signal: options.signal } : {}) });
+  let imported = 0;
+  try {
+    for (const entry of read.entries) {
+      const current = store.get(entry.key);
+      if (current !== undefined && current.createdAt >= entry.createdAt) continue;
+      await store.append(entry);
+      imported += 1;
+    }
+  } finally {
+    await store.close();
+  }
+  return { ...base, imported, kept: read.entries.length - imported };
 }

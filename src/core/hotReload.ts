@@ -9,6 +9,8 @@ const FIXED_AT_START = [
   "audit_arguments",
   "state_dir",
   "cache_dir",
+  "cache_url",
+  "cache_lease_ms",
   "compact_schema",
   "token_budget",
   "auto_update_minutes",

@@ -6,6 +6,7 @@ import { assignNames } from "../model/names.js";
 import type { ExposedTool } from "../model/types.js";
 import { parseRecordedList } from "../upstream/recordedList.js";
 import { openSummaryPipeline } from "./summaryPipeline.js";
+import { sharedCacheOptions } from "./sharedCache.js";
 
 /** Options of {@link renderRecorded}. */
 export interface RenderRecordedOptions {
@@ -63,6 +64,8 @@ export async function renderRecorded(options: RenderRecordedOptions): Promise<Re
   const config = options.config;
   const pipeline = await openSummaryPipeline({
     cacheFile: options.cacheFile,
+    // A fleet's shared cache serves `render` as it serves the bridges.
+    ...sharedCacheOptions({ config, env: options.env }),
     summary: config.summary,
     env: options.env,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),

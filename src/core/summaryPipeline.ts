@@ -1,5 +1,7 @@
 import { CallCounts, callCountsFileFor } from "../cache/callCounts.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
+import { RedisStore } from "../cache/redisStore.js";
+import type { SummaryStore } from "../cache/summaryStore.js";
 import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
 import { createToolHasher, type ToolHasher } from "../catalog/toolHash.js";
@@ -17,6 +19,12 @@ export type { Summarizer } from "../summarize/types.js";
 export interface SummaryPipelineOptions {
   /** Path of `summaries.jsonl`; the call counts live beside it. */
   cacheFile: string;
+  /** Config `cache_url`: the summaries live on this Redis instead of in `cacheFile`. */
+  cacheUrl?: string;
+  /** Config `cache_lease_ms`: lease of a summary claim on the shared cache. */
+  leaseMs?: number;
+  /** Where entries Redis could not take yet are kept (see {@link RedisStore}). */
+  spoolFile?: string;
   /** The `[summary]` section: summarizer, extractive word budget, queue limits (default: its defaults). */
   summary?: SummaryConfig;
   /** Environment for the summarizer's API key. */
@@ -45,7 +53,7 @@ export interface SummaryPipelineOptions {
  * Built here alone, for the bridge, `render` and the benchmarks.
  */
 export interface SummaryPipeline {
-  readonly store: JsonlStore;
+  readonly store: SummaryStore;
   readonly hasher: ToolHasher;
   /** The summarizer `[summary]` names (or the one given). */
   readonly summarizer: Summarizer;
@@ -69,7 +77,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
   const summary = options.summary ?? summarySchema.parse({});
   const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
   const [store, hasher, callCounts] = await Promise.all([
-    JsonlStore.open({ file: options.cacheFile, logger }),
+    openStore(options, logger),
     createToolHasher(),
     CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger }),
   ]);
@@ -78,6 +86,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     summarizer,
     fallback,
     sink: store,
+    claims: store,
     measure: summaryTokens,
     logger,
     ...queueLimitsFromConfig(summary),
@@ -97,6 +106,8 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
   });
   catalog.setCallCounts(callCounts.snapshot());
   queue.onEntry((entry) => catalog.applyEntry(entry));
+  // Entries other bridges wrote to a shared cache reach the catalog as this bridge's own do.
+  store.onRemoteEntry((entry) => catalog.applyEntry(entry));
   let closing: Promise<void> | undefined;
   return {
     store,
@@ -117,4 +128,15 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
       return closing;
     },
   };
+}
+
+/** The JSONL file, or the Redis of `cache_url`. */
+function openStore(options: SummaryPipelineOptions, logger: Logger): Promise<SummaryStore> {
+  if (options.cacheUrl === undefined) return JsonlStore.open({ file: options.cacheFile, logger });
+  return RedisStore.open({
+    url: options.cacheUrl,
+    logger,
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    ...(options.spoolFile !== undefined ? { spoolFile: options.spoolFile } : {}),
+  });
 }

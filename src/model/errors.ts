@@ -28,6 +28,8 @@ export const ErrorCode = {
   CANCELLED: "CANCELLED",
   CACHE_CORRUPT_LINE: "CACHE_CORRUPT_LINE",
   CACHE_IO: "CACHE_IO",
+  /** The shared summary cache (Redis, `cache_url`) cannot be reached; a bridge serves from memory meanwhile. */
+  CACHE_UNAVAILABLE: "CACHE_UNAVAILABLE",
   SUMMARIZER_FAILED: "SUMMARIZER_FAILED",
   SUMMARIZER_RATE_LIMITED: "SUMMARIZER_RATE_LIMITED",
   SUMMARY_REJECTED: "SUMMARY_REJECTED",

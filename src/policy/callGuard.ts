@@ -1,5 +1,5 @@
 import path from "node:path";
-import { resolveStateDir } from "../cache/cachePaths.js";
+import { bridgeStateDir } from "../cache/cachePaths.js";
 import type { Config, ServerConfig } from "../config/schema.js";
 import { isAbridgeError } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
@@ -87,13 +87,7 @@ export class CallGuard {
             ...(options.logger ? { logger: options.logger } : {}),
           });
     // Nothing is created on disk until a result is actually spilled.
-    const stateDir =
-      options.stateDir ??
-      resolveStateDir({
-        env: options.env,
-        ...(config.state_dir !== undefined ? { configStateDir: config.state_dir } : {}),
-        cwd: path.isAbsolute(config.source) ? path.dirname(config.source) : path.resolve("."),
-      });
+    const stateDir = options.stateDir ?? bridgeStateDir(config, options.env);
     const spill = new SpillStore({ dir: path.join(stateDir, "outputs"), ...(options.logger ? { logger: options.logger } : {}) });
     return new CallGuard(configOf, auditLog, spill, options);
   }

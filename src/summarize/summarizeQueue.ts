@@ -1,6 +1,5 @@
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { cacheEntrySchema, cacheKey } from "../cache/cacheEntry.js";
-import type { SummaryConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
@@ -12,96 +11,11 @@ import { guardSummary } from "./guard.js";
 import { RateLimiter } from "./rateLimiter.js";
 import { delay } from "../model/timers.js";
 import type { MeasureSummary, SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
+import { ClaimGate } from "./claimGate.js";
+import type { CloseOptions, EnqueueOptions, EntryListener, SummarizeQueueOptions, SummarizeQueueStats, SummarySink } from "./summarizeQueueTypes.js";
 
-/** Where finished entries go: the JSONL store, or anything with the same `append`. */
-export interface SummarySink {
-  append(entry: CacheEntry): Promise<void>;
-}
-
-/** Called with every stored entry (the catalog updates its list from it). */
-export type EntryListener = (entry: CacheEntry) => void;
-
-/** Options of {@link SummarizeQueue}. */
-export interface SummarizeQueueOptions {
-  summarizer: Summarizer;
-  /** Writes the entry when the summarizer fails or is rejected (default: extractive). */
-  fallback?: Summarizer;
-  sink: SummarySink;
-  /**
-   * The token counts of each entry: the catalog's `summaryTokens`, so that an entry's `tokensAfter`
-   * is what summary mode serves for its tool.
-   */
-  measure: MeasureSummary;
-  /** Batches in flight at once (config `max_concurrency`; default 4). */
-  concurrency?: number;
-  /** Summarizer requests per minute (config `requests_per_minute`). */
-  requestsPerMinute?: number;
-  /** Spend cap: summarizer calls in this process; later jobs use the fallback (config `max_requests`). */
-  maxRequests?: number;
-  /** Retries of a retryable failure before falling back (config `max_retries`; default 4). */
-  maxRetries?: number;
-  /** First backoff; doubles per attempt, with jitter (default 500). */
-  baseBackoffMs?: number;
-  /** Longest backoff between two attempts, `retry-after` aside (default 60,000). */
-  maxBackoffMs?: number;
-  logger?: Logger;
-  /** Clock of `createdAt` (tests pin it). */
-  now?: () => Date;
-}
-
-/** Options of {@link SummarizeQueue.enqueue}. */
-export interface EnqueueOptions {
-  /** Summarize again even if this key was already done in this process. */
-  force?: boolean;
-}
-
-/** Options of {@link SummarizeQueue.close}. */
-export interface CloseOptions {
-  /** Abort requests in flight instead of letting them finish. */
-  abortRunning?: boolean;
-  /** Aborts requests still in flight when it fires (e.g. a shutdown deadline). */
-  signal?: AbortSignal;
-}
-
-/** Counters of a {@link SummarizeQueue}. */
-export interface SummarizeQueueStats {
-  /** Jobs waiting for a slot. */
-  queued: number;
-  /** Jobs in batches being worked on (requests, backoff sleeps, rate-limit waits). */
-  running: number;
-  /** Jobs that ended with an entry. */
-  done: number;
-  /** Entries written by the summarizer and accepted by the guard. */
-  generated: number;
-  /** Entries written by the fallback (guard rejection, failure, spend cap). */
-  fallbacks: number;
-  /** Summaries the guard rejected. */
-  guardRejections: number;
-  /** Jobs whose summarizer call failed for good (after retries, or not retryable). */
-  failed: number;
-  /** Retry attempts (one per batch re-sent). */
-  retries: number;
-  /** Summarizer calls made. */
-  requests: number;
-  /** Rate-limited (429) answers. */
-  rateLimited: number;
-  /** Jobs handed to the fallback because the spend cap was reached. */
-  capReached: number;
-  /** Entries the sink failed to store (they still reached the listeners). */
-  sinkErrors: number;
-}
-
-/** The queue's limits from the `[summary]` config section. */
-export function queueLimitsFromConfig(
-  config: SummaryConfig,
-): Pick<SummarizeQueueOptions, "concurrency" | "requestsPerMinute" | "maxRequests" | "maxRetries"> {
-  return {
-    concurrency: config.max_concurrency,
-    maxRetries: config.max_retries,
-    ...(config.requests_per_minute === undefined ? {} : { requestsPerMinute: config.requests_per_minute }),
-    ...(config.max_requests === undefined ? {} : { maxRequests: config.max_requests }),
-  };
-}
+export type { CloseOptions, EnqueueOptions, EntryListener, SummarizeQueueOptions, SummarizeQueueStats, SummarySink } from "./summarizeQueueTypes.js";
+export { queueLimitsFromConfig } from "./summarizeQueueTypes.js";
 
 /** A `retry-after` longer than this is cut: a summary is not worth waiting hours for. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -110,14 +24,16 @@ const MAX_REASON_CHARS = 500;
 
 const HASH_PATTERN = /^[0-9a-f]{16}$/;
 
-type Counters = Omit<SummarizeQueueStats, "queued" | "running">;
+type Counters = Omit<SummarizeQueueStats, "queued" | "running" | "waiting">;
 
 /**
  * Background summarization: one job per cache key, jobs of one server batched, a bounded number of
  * batches in flight, retries with exponential backoff and jitter (honouring `retry-after`) for
  * retryable failures only, a guard on every summary, and the extractive fallback whenever the
  * summarizer fails, is rejected or the spend cap is reached, so that every enqueued tool ends with
- * a stored entry unless the queue is closed first.
+ * a stored entry unless the queue is closed first. Given `claims`, a job runs only while this
+ * process holds its key's claim, and a job another process holds ends with that process's entry
+ * (see {@link ClaimGate}): one summary per key across a fleet sharing the store.
  */
 export class SummarizeQueue {
   private readonly summarizer: Summarizer;
@@ -162,7 +78,9 @@ export class SummarizeQueue {
     rateLimited: 0,
     capReached: 0,
     sinkErrors: 0,
+    fromPeers: 0,
   };
+  private readonly gate: ClaimGate | undefined;
 
   constructor(options: SummarizeQueueOptions) {
     this.summarizer = options.summarizer;
@@ -179,6 +97,13 @@ export class SummarizeQueue {
     this.local = this.summarizer === this.fallback || this.summarizer.id === this.fallback.id;
     this.rateLimiter =
       options.requestsPerMinute !== undefined && !this.local ? new RateLimiter(options.requestsPerMinute) : undefined;
+    this.gate =
+      options.claims &&
+      new ClaimGate({
+        source: options.claims,
+        logger: this.logger,
+        events: { landed: (input, entry) => this.landed(input, entry), resume: (input) => this.resume(input) },
+      });
   }
 
   /**
@@ -198,6 +123,7 @@ export class SummarizeQueue {
     if (this.active.has(input.key)) return false;
     if (this.doneKeys.has(input.key) && !options.force) return false;
     this.active.add(input.key);
+    this.gate?.noteQueued(input.key);
     this.pending.push(input);
     this.schedulePump();
     return true;
@@ -213,7 +139,7 @@ export class SummarizeQueue {
 
   /** A snapshot of the counters. */
   stats(): SummarizeQueueStats {
-    return { queued: this.pending.length, running: this.runningKeys.size, ...this.counters };
+    return { queued: this.pending.length, running: this.runningKeys.size, waiting: this.gate?.parkedCount ?? 0, ...this.counters };
   }
 
   /** Resolves when nothing is queued or running; rejects with `CANCELLED` if `signal` aborts first. */
@@ -245,7 +171,7 @@ export class SummarizeQueue {
   close(options: CloseOptions = {}): Promise<void> {
     if (this.closePromise) return this.closePromise;
     this.closed = true;
-    for (const input of this.pending) this.active.delete(input.key);
+    for (const input of [...this.pending, ...(this.gate?.dropParked() ?? [])]) this.active.delete(input.key);
     this.pending.length = 0;
     this.waitAbort.abort();
     let detach = (): void => {};
@@ -260,6 +186,7 @@ export class SummarizeQueue {
     this.closePromise = new Promise<void>((resolve) => {
       const done = (): void => {
         detach();
+        this.gate?.close();
         resolve();
       };
       if (this.isIdle()) done();
@@ -274,7 +201,7 @@ export class SummarizeQueue {
   }
 
   private isIdle(): boolean {
-    return this.pending.length === 0 && this.activeBatches === 0;
+    return this.pending.length === 0 && this.activeBatches === 0 && (this.gate?.parkedCount ?? 0) === 0;
   }
 
   private notifyIdle(): void {
@@ -330,8 +257,26 @@ export class SummarizeQueue {
   }
 
   private finishJob(key: string): void {
-    this.active.delete(key);
     this.runningKeys.delete(key);
+    if (this.gate?.isParked(key)) return; // waits for another process; still queued here
+    this.active.delete(key);
+    this.gate?.release(key);
+  }
+
+  /** A parked job whose key another process summarized: done here without a request. */
+  private landed(input: SummarizeInput, entry: CacheEntry): void {
+    this.counters.fromPeers++;
+    this.counters.done++;
+    if (entry.key === input.key) this.doneKeys.add(input.key);
+    this.finishJob(input.key);
+    this.notifyIdle();
+  }
+
+  /** A parked job whose claim's holder went away: it runs here. */
+  private resume(input: SummarizeInput): void {
+    if (this.closed) this.finishJob(input.key);
+    else this.pending.push(input);
+    this.schedulePump();
   }
 
   private capReached(): boolean {
@@ -347,7 +292,7 @@ export class SummarizeQueue {
   }
 
   private async runBatch(batch: SummarizeInput[]): Promise<void> {
-    let remaining = batch;
+    let remaining = this.gate ? await this.gate.acquire(batch) : batch;
     let attempt = 0;
     while (remaining.length > 0) {
       if (this.capReached()) {

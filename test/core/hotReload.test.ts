@@ -25,4 +25,12 @@ describe("reloadedConfig", () => {
     expect(needsRestart).toEqual(["summary"]);
     expect(config.summary.word_budget).toBe(30);
   });
+
+  it("keeps the shared cache (cache_url, cache_lease_ms) until a restart: the store is opened once", () => {
+    const running = parse(`cache_url = "redis://127.0.0.1:6379/0"\n${server}`);
+    const edited = parse(`cache_url = "redis://127.0.0.1:6380/1"\ncache_lease_ms = 5000\n${server}`);
+    const { config, needsRestart } = reloadedConfig(running, edited);
+    expect(needsRestart).toEqual(["cache_url", "cache_lease_ms"]);
+    expect(config).toMatchObject({ cache_url: "redis://127.0.0.1:6379/0", cache_lease_ms: 30_000 });
+  });
 });

@@ -1,6 +1,6 @@
 import type { CommandSpec } from "../command.js";
 import { busCommand } from "./busCommand.js";
-import { cacheClearCommand, cacheCompactCommand, cacheVerifyCommand } from "./cacheCommands.js";
+import { cacheClearCommand, cacheCompactCommand, cacheExportCommand, cacheImportCommand, cacheVerifyCommand } from "./cacheCommands.js";
 import { callCommand } from "./callCommand.js";
 import { daemonCommand, daemonStartCommand, daemonStatusCommand, daemonStopCommand } from "./daemonCommand.js";
 import { recordCommand } from "./recordCommand.js";
@@ -25,6 +25,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   cacheVerifyCommand,
   cacheCompactCommand,
   cacheClearCommand,
+  cacheExportCommand,
+  cacheImportCommand,
   daemonCommand, daemonStartCommand, daemonStopCommand, daemonStatusCommand,
   busCommand,
 ];

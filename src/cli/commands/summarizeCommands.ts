@@ -98,7 +98,7 @@ function printWarmTable(ctx: CommandContext, bridge: Bridge, rows: WarmRow[]): v
   const q = bridge.stats().queue;
   writeLine(
     ctx.io.stdout,
-    `summarizer ${bridge.summarizerIdentity().summarizer}: ${formatCount(q.requests)} requests, ${formatCount(q.generated)} generated, ${formatCount(q.fallbacks)} fell back to extractive, ${formatCount(q.retries)} retries`,
+    `summarizer ${bridge.summarizerIdentity().summarizer}: ${formatCount(q.requests)} requests, ${formatCount(q.generated)} generated, ${formatCount(q.fallbacks)} fell back to extractive, ${formatCount(q.retries)} retries${q.fromPeers > 0 ? `, ${formatCount(q.fromPeers)} written by other hosts meanwhile` : ""}`,
   );
 }
 

@@ -1,0 +1,169 @@
+import type { Redis } from "ioredis";
+import { parseRedisUrl } from "../config/redisUrl.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { CacheEntry } from "./cacheEntry.js";
+import type { ClearReport, CompactReport, InvalidLine, VerifyOptions, VerifyReport } from "./cacheMaintenance.js";
+import { parseCacheLine } from "./parseCacheLine.js";
+import { createRedisClient } from "./redisConnection.js";
+import { DEFAULT_REDIS_PREFIX, redisLayout, SCAN_COUNT, type RedisLayout } from "./redisLayout.js";
+import { WRITE_SCRIPT } from "./redisScripts.js";
+
+/** Entries written per round trip by {@link writeRedisEntries}. */
+const WRITE_CHUNK = 500;
+
+/** A Redis summary cache to maintain: `cache_url`, and the key prefix (default `abridge`). */
+export interface RedisCacheRef {
+  url: string;
+  prefix?: string;
+}
+
+/** Report of {@link writeRedisEntries}. */
+export interface WriteReport {
+  /** Entries written. */
+  written: number;
+  /** Entries not written because the cache holds a newer one for their key. */
+  kept: number;
+}
+
+/**
+ * Runs `action` on a fresh connection that must come up: maintenance, unlike serving, has nothing
+ * to fall back on, so an unreachable Redis is an error here.
+ *
+ * @throws AbridgeError CONFIG_INVALID for a malformed URL; CACHE_UNAVAILABLE when Redis cannot be reached.
+ */
+async function withRedis<T>(ref: RedisCacheRef, action: (client: Redis, layout: RedisLayout, display: string) => Promise<T>): Promise<T> {
+  const parsed = parseRedisUrl(ref.url);
+  if (!parsed.ok) throw new AbridgeError(ErrorCode.CONFIG_INVALID, `cache_url: ${parsed.message}`, { details: { field: "cache_url" } });
+  const { target } = parsed;
+  const client = createRedisClient(target, { maxReconnectDelayMs: 1_000 });
+  // Errors are answered through the rejected commands; without a listener they would be printed.
+  client.on("error", () => undefined);
+  try {
+    try {
+      await client.connect();
+    } catch (err) {
+      throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, `cannot reach the summary cache at ${target.display}: ${messageOf(err)}`, { cause: err, retryable: true });
+    }
+    try {
+      return await action(client, redisLayout(ref.prefix ?? DEFAULT_REDIS_PREFIX, target.db), target.display);
+    } catch (err) {
+      if (err instanceof AbridgeError) throw err;
+      throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, `summary cache at ${target.display}: ${messageOf(err)}`, { cause: err, retryable: true });
+    }
+  } finally {
+    if (client.status === "ready") await client.quit().catch(() => client.disconnect());
+    else client.disconnect();
+  }
+}
+
+/** Calls `visit` with every field and value of the entries hash, a page per round trip. */
+async function scan(client: Redis, layout: RedisLayout, visit: (field: string, value: string) => void, match?: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, flat] =
+      match === undefined
+        ? await client.hscan(layout.entries, cursor, "COUNT", SCAN_COUNT)
+        : await client.hscan(layout.entries, cursor, "MATCH", match, "COUNT", SCAN_COUNT);
+    cursor = next;
+    for (let i = 0; i + 1 < flat.length; i += 2) visit(flat[i] as string, flat[i + 1] as string);
+  } while (cursor !== "0");
+}
+
+/** Why a field is not a servable entry, or undefined when it is one. */
+function problemOf(field: string, value: string): { entry?: CacheEntry; reason?: string } {
+  const parsed = parseCacheLine(value);
+  if (!parsed.ok) return { reason: parsed.reason };
+  if (parsed.entry.key !== field) return { reason: `holds the entry of ${parsed.entry.key}` };
+  return { entry: parsed.entry };
+}
+
+/** {@link verifyCache} for Redis: every field checked; `line` counts fields in scan order. */
+export function verifyRedisCache(ref: RedisCacheRef, options: Pick<VerifyOptions, "check"> = {}): Promise<VerifyReport> {
+  return withRedis(ref, async (client, layout) => {
+    const invalid: InvalidLine[] = [];
+    let lines = 0;
+    let valid = 0;
+    await scan(client, layout, (field, value) => {
+      lines += 1;
+      const { entry, reason } = problemOf(field, value);
+      const rejected = entry === undefined ? [] : (options.check?.(entry) ?? []);
+      if (reason !== undefined) invalid.push({ line: lines, field, reason });
+      else if (rejected.length > 0) invalid.push({ line: lines, field, reason: rejected.join("; ") });
+      else valid += 1;
+    });
+    // One field per key: nothing is ever superseded in a hash.
+    return { exists: lines > 0, lines, valid, invalid, liveKeys: valid, superseded: 0 };
+  });
+}
+
+/** {@link compactCache} for Redis: removes fields that are not valid entries (a hash has no superseded lines). */
+export function compactRedisCache(ref: RedisCacheRef): Promise<CompactReport> {
+  return withRedis(ref, async (client, layout) => {
+    const bad: string[] = [];
+    let before = 0;
+    await scan(client, layout, (field, value) => {
+      before += 1;
+      if (problemOf(field, value).reason !== undefined) bad.push(field);
+    });
+    if (bad.length > 0) await client.hdel(layout.entries, ...bad);
+    return { before, after: before - bad.length };
+  });
+}
+
+/** {@link clearCache} for Redis: the whole hash, or the fields of one server. */
+export function clearRedisCache(ref: RedisCacheRef, options: { server?: string } = {}): Promise<ClearReport> {
+  return withRedis(ref, async (client, layout) => {
+    const server = options.server;
+    if (server === undefined) {
+      const removed = await client.hlen(layout.entries);
+      await client.del(layout.entries);
+      return { removed };
+    }
+    const fields: string[] = [];
+    // Server names have no glob characters (SERVER_NAME_PATTERN), so the pattern is literal.
+    await scan(client, layout, (field) => {
+      if (field.startsWith(`${server}:`)) fields.push(field);
+    }, `${server}:*`);
+    for (let i = 0; i < fields.length; i += WRITE_CHUNK) await client.hdel(layout.entries, ...fields.slice(i, i + WRITE_CHUNK));
+    return { removed: fields.length };
+  });
+}
+
+/** Every valid entry of a Redis cache (invalid fields are left out; `verify` lists them). */
+export function readRedisEntries(ref: RedisCacheRef): Promise<{ location: string; entries: CacheEntry[] }> {
+  return withRedis(ref, async (client, layout, display) => {
+    const entries: CacheEntry[] = [];
+    await scan(client, layout, (field, value) => {
+      const { entry } = problemOf(field, value);
+      if (entry !== undefined) entries.push(entry);
+    });
+    return { location: display, entries };
+  });
+}
+
+/**
+ * Writes entries into a Redis cache, each unless the cache holds a newer one for its key, and
+ * publishes each written one so running bridges take it at once.
+ */
+export function writeRedisEntries(ref: RedisCacheRef, entries: readonly CacheEntry[]): Promise<WriteReport> {
+  return withRedis(ref, async (client, layout) => {
+    const report: WriteReport = { written: 0, kept: 0 };
+    for (let i = 0; i < entries.length; i += WRITE_CHUNK) {
+      const batch = client.multi();
+      for (const entry of entries.slice(i, i + WRITE_CHUNK)) {
+        batch.eval(WRITE_SCRIPT, 1, layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, layout.channel);
+      }
+      const results = (await batch.exec()) ?? [];
+      for (const [err, written] of results) {
+        if (err) throw err;
+        if (written === 1) report.written += 1;
+        else report.kept += 1;
+      }
+    }
+    return report;
+  });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

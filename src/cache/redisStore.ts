@@ -1,0 +1,465 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { parseRedisUrl } from "../config/redisUrl.js";
+import type { RedisTarget } from "../config/redisUrl.js";
+import { silentLogger } from "../log/logger.js";
+import type { Logger } from "../log/logger.js";
+import { RateLimitedLog } from "../log/rateLimitedLog.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { delay } from "../model/timers.js";
+import type { CacheEntry } from "./cacheEntry.js";
+import { clearCache, compactCache } from "./cacheMaintenance.js";
+import { JsonlStore } from "./jsonlStore.js";
+import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
+import { createRedisClient, type RedisClientOptions } from "./redisConnection.js";
+import { DEFAULT_REDIS_PREFIX, redisLayout, SCAN_COUNT, type RedisLayout } from "./redisLayout.js";
+import { RELEASE_SCRIPT, RENEW_SCRIPT, WRITE_SCRIPT } from "./redisScripts.js";
+import { LOCAL_LEASE } from "./summaryStore.js";
+import type { CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
+
+/** Default lease of a summary claim (config `cache_lease_ms`). */
+export const DEFAULT_LEASE_MS = 30_000;
+/** How long {@link RedisStore.open} waits for the first load before serving without it. */
+const START_WAIT_MS = 3_000;
+/** How long after a refused write the spool is tried again over a connection that stayed up. */
+const RETRY_FLUSH_MS = 5_000;
+/** Entries written back per round trip when the spool is flushed. */
+const FLUSH_CHUNK = 500;
+
+/** Options of {@link RedisStore.open}. */
+export interface RedisStoreOptions {
+  /** `cache_url`: `redis://[[user]:password@]host[:port][/db]`. */
+  url: string;
+  /** Lease of a summary claim (config `cache_lease_ms`). */
+  leaseMs?: number;
+  /** Key prefix (default `abridge`): several caches may share one database. */
+  prefix?: string;
+  /**
+   * JSONL file keeping entries written while Redis could not be reached, until they are written
+   * there (`<state_dir>/redis-spool/...`). Without one they wait in memory only.
+   */
+  spoolFile?: string;
+  logger?: Logger;
+  /** How long {@link RedisStore.open} waits for the first load (default 3,000 ms). */
+  startWaitMs?: number;
+  /** How long after a write Redis refused over a live connection the spool is tried again (default 5,000 ms). */
+  retryFlushMs?: number;
+  client?: RedisClientOptions;
+}
+
+/** Counters of a {@link RedisStore}. */
+export interface RedisStoreStats extends SummaryStoreStats {
+  /** Whether the connection is up now. */
+  connected: boolean;
+  /** Entries written here and not yet in Redis (in memory and in the spool file). */
+  spooled: number;
+  /** Full loads done (the first, and one after every reconnection). */
+  loads: number;
+}
+
+/**
+ * The summary cache on a Redis shared by a fleet of bridges (config `cache_url`); the key layout
+ * is in `redisLayout.ts`. Like {@link JsonlStore}, every entry is held in memory, so lookups stay
+ * synchronous: the whole cache is loaded when the connection comes up (and again after every
+ * reconnection, since entries published meanwhile were missed), and entries other hosts write
+ * arrive through pub/sub. An entry written here goes to memory first; if Redis cannot take it, it
+ * is kept in the spool until the connection is back, so nothing a bridge generated is lost to an
+ * outage. Opening never waits on an unreachable Redis beyond a short start wait: a bridge serves
+ * what it has (the spool, the original descriptions) and loads the rest when Redis comes.
+ *
+ * Claims ({@link claim}) are `SET NX PX` leases with a random token, renewed and released by
+ * scripts that compare the token first, so a host can never extend or drop another's lease.
+ */
+export class RedisStore implements SummaryStore {
+  readonly leaseMs: number;
+  /** The URL without its password. */
+  readonly location: string;
+  private readonly layout: RedisLayout;
+  private readonly logger: Logger;
+  private readonly client: Redis;
+  private readonly subscriber: Redis;
+  private readonly memory = new Map<string, CacheEntry>();
+  /** Entries not yet written to Redis, by key. */
+  private readonly pending = new Map<string, CacheEntry>();
+  private spool: JsonlStore | undefined;
+  private readonly listeners = new Set<RemoteEntryListener>();
+  private readonly outage: RateLimitedLog;
+  private readonly writes = new Set<Promise<unknown>>();
+  private counters = { entries: 0, invalidLines: 0, appended: 0, writeErrors: 0, loads: 0 };
+  private down = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly retryFlushMs: number;
+  private authLogged = false;
+  private syncing: Promise<void> | undefined;
+  private syncAgain = false;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private firstSettled: () => void = () => undefined;
+  private readonly firstSync: Promise<void>;
+
+  private constructor(target: RedisTarget, options: RedisStoreOptions) {
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.retryFlushMs = options.retryFlushMs ?? RETRY_FLUSH_MS;
+    this.location = target.display;
+    this.layout = redisLayout(options.prefix ?? DEFAULT_REDIS_PREFIX, target.db);
+    this.logger = (options.logger ?? silentLogger).child({ cache: target.display });
+    this.outage = new RateLimitedLog(this.logger, "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting", 60_000);
+    this.client = createRedisClient(target, options.client);
+    this.subscriber = createRedisClient(target, options.client);
+    this.firstSync = new Promise((resolve) => (this.firstSettled = resolve));
+  }
+
+  /**
+   * Connects and loads every entry, waiting at most `startWaitMs`: when Redis is down or slow the
+   * store is returned anyway, serving what the spool holds, and loads once the connection is up.
+   *
+   * @throws AbridgeError CONFIG_INVALID for a malformed URL; CACHE_IO when the spool cannot be read.
+   */
+  static async open(options: RedisStoreOptions): Promise<RedisStore> {
+    const parsed = parseRedisUrl(options.url);
+    if (!parsed.ok) throw new AbridgeError(ErrorCode.CONFIG_INVALID, `cache_url: ${parsed.message}`, { details: { field: "cache_url" } });
+    const store = new RedisStore(parsed.target, options);
+    if (options.spoolFile !== undefined) {
+      store.spool = await JsonlStore.open({ file: options.spoolFile, logger: options.logger ?? silentLogger });
+      // Entries a previous run could not write: served now, written when Redis is reachable.
+      for (const entry of store.spool.entries()) {
+        store.take(entry, false);
+        store.pending.set(entry.key, entry);
+      }
+    }
+    store.connect();
+    const wait = new AbortController();
+    await Promise.race([store.firstSync, delay(options.startWaitMs ?? START_WAIT_MS, wait.signal, { unref: true }).catch(() => undefined)]);
+    wait.abort();
+    return store;
+  }
+
+  get size(): number {
+    return this.memory.size;
+  }
+
+  get(key: string): CacheEntry | undefined {
+    return this.memory.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.memory.has(key);
+  }
+
+  entries(): IterableIterator<CacheEntry> {
+    return this.memory.values();
+  }
+
+  forServer(server: string): CacheEntry[] {
+    return [...this.memory.values()].filter((entry) => entry.server === server);
+  }
+
+  servers(): string[] {
+    return [...new Set([...this.memory.values()].map((entry) => entry.server))];
+  }
+
+  stats(): RedisStoreStats {
+    const { loads, ...counts } = this.counters;
+    return { ...counts, liveKeys: this.memory.size, connected: this.client.status === "ready", spooled: this.pending.size, loads };
+  }
+
+  /** Resolves once the spool is empty (every entry written here is in Redis); false on timeout. */
+  async flushed(timeoutMs: number): Promise<boolean> {
+    const end = Date.now() + timeoutMs;
+    while (this.pending.size > 0 || this.syncing !== undefined) {
+      if (Date.now() >= end) return false;
+      await delay(20);
+    }
+    return true;
+  }
+
+  onRemoteEntry(listener: RemoteEntryListener): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  async append(entry: CacheEntryInput): Promise<void> {
+    if (this.closed) throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${this.location} is closed`);
+    const checked = checkCacheEntry(entry);
+    if (!checked.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry rejected: ${checked.reason}`);
+    const stored = checked.entry;
+    this.memory.set(stored.key, stored);
+    const write = this.writeThrough(stored);
+    this.writes.add(write);
+    try {
+      await write;
+    } finally {
+      this.writes.delete(write);
+    }
+  }
+
+  async claim(key: string): Promise<ClaimResult> {
+    // Unreachable: granted here, so an outage costs duplicate work at worst, never a stall.
+    if (this.closed || this.client.status !== "ready") return { granted: true, lease: LOCAL_LEASE };
+    const claimKey = this.layout.claim(key);
+    const token = randomUUID();
+    try {
+      const answer = await this.client.set(claimKey, token, "PX", this.leaseMs, "NX");
+      return answer === "OK" ? { granted: true, lease: this.lease(claimKey, token) } : { granted: false };
+    } catch (err) {
+      this.noteDown(err);
+      return { granted: true, lease: LOCAL_LEASE };
+    }
+  }
+
+  async latest(key: string): Promise<CacheEntry | undefined> {
+    if (this.client.status === "ready") {
+      try {
+        const text = await this.client.hget(this.layout.entries, key);
+        if (text !== null) {
+          const parsed = parseCacheLine(text);
+          if (parsed.ok && parsed.entry.key === key) this.take(parsed.entry, true);
+        }
+      } catch (err) {
+        this.noteDown(err);
+      }
+    }
+    return this.memory.get(key);
+  }
+
+  /** Writes what it can, stops listening and disconnects. Idempotent. */
+  close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.closing ??= (async () => {
+      await Promise.allSettled([...this.writes]);
+      if (this.syncing !== undefined) await this.syncing.catch(() => undefined);
+      if (this.pending.size > 0 && this.client.status === "ready") await this.flush().catch(() => undefined);
+      if (this.pending.size > 0) {
+        this.logger.warn("closing with summaries not yet written to Redis; they are kept in the spool for the next run", { count: this.pending.size });
+      }
+      this.listeners.clear();
+      await Promise.allSettled([quit(this.subscriber), quit(this.client)]);
+      await this.spool?.close();
+      this.firstSettled();
+    })();
+    return this.closing;
+  }
+
+  private connect(): void {
+    this.client.on("ready", () => void this.sync());
+    this.client.on("error", (err: unknown) => this.noteDown(err));
+    this.client.on("end", () => this.firstSettled());
+    this.subscriber.on("ready", () => {
+      this.subscriber.subscribe(this.layout.channel).catch((err: unknown) => this.logger.debug("subscribe failed", { error: messageOf(err) }));
+    });
+    this.subscriber.on("message", (_channel: string, message: string) => this.heard(message));
+    // The main connection reports outages; the subscriber's errors would repeat them.
+    this.subscriber.on("error", () => undefined);
+    this.client.connect().catch(() => this.firstSettled());
+    this.subscriber.connect().catch(() => undefined);
+  }
+
+  /** Records an outage and logs it once per outage. */
+  private noteDown(err: unknown): void {
+    const message = messageOf(err);
+    if (/WRONGPASS|NOAUTH|invalid password|invalid username/i.test(message)) {
+      if (!this.authLogged) {
+        this.authLogged = true;
+        this.logger.error("Redis refused the credentials of cache_url; check its user and password", { code: ErrorCode.CONFIG_INVALID, error: message });
+      }
+    } else if (!this.down) {
+      // Once per outage (the reconnection attempts that follow repeat it); an outage that comes
+      // back within a minute of the last one is counted into the next line instead.
+      this.outage.warn({ code: ErrorCode.CACHE_UNAVAILABLE, error: message });
+    }
+    this.down = true;
+    this.firstSettled();
+  }
+
+  /**
+   * Tries the spool again later when Redis refused a write while the connection stayed up (out of
+   * memory, a read-only replica): a reconnection, which also flushes, may then never come.
+   */
+  private retryLater(): void {
+    if (this.retryTimer !== undefined || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.pending.size > 0 && this.client.status === "ready" && !this.closed) void this.sync();
+    }, this.retryFlushMs);
+    this.retryTimer.unref();
+  }
+
+  /** On every (re)connection: write the spool, then load everything (what was missed meanwhile). */
+  private sync(): Promise<void> {
+    if (this.syncing !== undefined) {
+      this.syncAgain = true;
+      return this.syncing;
+    }
+    this.syncing = (async () => {
+      try {
+        do {
+          this.syncAgain = false;
+          const flushed = await this.flush();
+          await this.load();
+          this.counters.loads++;
+          if (this.down) {
+            this.down = false;
+            this.logger.info("summary cache on Redis is reachable again", { flushed, entries: this.memory.size });
+          }
+        } while (this.syncAgain && !this.closed);
+      } catch (err) {
+        this.noteDown(err);
+        if (this.pending.size > 0) this.retryLater();
+      } finally {
+        this.syncing = undefined;
+        this.firstSettled();
+      }
+    })();
+    return this.syncing;
+  }
+
+  /** Reads every entry of the hash, a page per round trip. */
+  private async load(): Promise<void> {
+    let cursor = "0";
+    let valid = 0;
+    let invalid = 0;
+    do {
+      const [next, flat] = await this.client.hscan(this.layout.entries, cursor, "COUNT", SCAN_COUNT);
+      cursor = next;
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const field = flat[i] as string;
+        const parsed = parseCacheLine(flat[i + 1] as string);
+        if (parsed.ok && parsed.entry.key === field) {
+          valid++;
+          this.take(parsed.entry, true);
+        } else {
+          invalid++;
+        }
+      }
+    } while (cursor !== "0");
+    this.counters.entries = valid;
+    if (invalid > 0 && invalid !== this.counters.invalidLines) {
+      this.logger.warn("skipped invalid entries in the summary cache; `abridge cache verify` lists them", { count: invalid });
+    }
+    this.counters.invalidLines = invalid;
+  }
+
+  /** An entry published by any host (this one included). */
+  private heard(message: string): void {
+    const parsed = parseCacheLine(message);
+    if (parsed.ok) this.take(parsed.entry, true);
+    else this.logger.debug("ignored an invalid entry on the summary channel", { reason: parsed.reason });
+  }
+
+  /**
+   * Takes an entry into memory unless memory has it or a newer one for its key (newest `createdAt`
+   * wins, as in Redis itself). Returns whether it was new; listeners hear of new ones.
+   */
+  private take(entry: CacheEntry, tell: boolean): boolean {
+    const current = this.memory.get(entry.key);
+    if (current !== undefined && (current.createdAt > entry.createdAt || sameEntry(current, entry))) return false;
+    this.memory.set(entry.key, entry);
+    if (tell) {
+      for (const listener of this.listeners) {
+        try {
+          listener(entry);
+        } catch (err) {
+          this.logger.error("summary entry listener threw", { key: entry.key, error: messageOf(err) });
+        }
+      }
+    }
+    return true;
+  }
+
+  private async writeThrough(entry: CacheEntry): Promise<void> {
+    if (this.client.status === "ready") {
+      try {
+        await this.write([entry]);
+        this.counters.appended++;
+        return;
+      } catch (err) {
+        this.counters.writeErrors++;
+        this.noteDown(err);
+      }
+    }
+    await this.keep(entry);
+  }
+
+  /** One round trip: each entry set unless Redis has a newer one for its key, and published. */
+  private async write(entries: readonly CacheEntry[]): Promise<void> {
+    const batch = this.client.multi();
+    for (const entry of entries) {
+      batch.eval(WRITE_SCRIPT, 1, this.layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, this.layout.channel);
+    }
+    const results = await batch.exec();
+    if (results === null) throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, "Redis discarded the write");
+    for (const [err] of results) if (err) throw err;
+  }
+
+  /** Keeps an entry Redis could not take: in memory, and in the spool file when there is one. */
+  private async keep(entry: CacheEntry): Promise<void> {
+    this.pending.set(entry.key, entry);
+    if (this.client.status === "ready") this.retryLater();
+    if (this.spool === undefined) return;
+    try {
+      await this.spool.append(entry);
+    } catch (err) {
+      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot write ${entry.key} to Redis or to the spool ${this.spool.file}; it is kept in memory until Redis is back`, { cause: err });
+    }
+  }
+
+  /** Writes the spooled entries to Redis and empties the spool of them. Returns how many. */
+  private async flush(): Promise<number> {
+    if (this.pending.size === 0) return 0;
+    const batch = [...this.pending.values()];
+    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await this.write(batch.slice(i, i + FLUSH_CHUNK));
+    for (const entry of batch) if (this.pending.get(entry.key) === entry) this.pending.delete(entry.key);
+    this.counters.appended += batch.length;
+    if (this.spool !== undefined) {
+      const file = this.spool.file;
+      // Entries spooled during the flush stay in the file.
+      if (this.pending.size === 0) await clearCache(file);
+      else await compactCache(file, { keep: (entry) => this.pending.get(entry.key)?.createdAt === entry.createdAt });
+    }
+    this.logger.info("wrote spooled summaries to Redis", { count: batch.length });
+    return batch.length;
+  }
+
+  private lease(claimKey: string, token: string): ClaimLease {
+    return {
+      renew: async () => {
+        try {
+          return (await this.client.eval(RENEW_SCRIPT, 1, claimKey, token, this.leaseMs)) === 1;
+        } catch {
+          // Unreachable: whether the lease holds cannot be told; the job goes on either way.
+          return true;
+        }
+      },
+      release: async () => {
+        if (this.client.status !== "ready") return;
+        // Tracked like a write: close() must not send QUIT ahead of it, or the key stays claimed
+        // for a whole lease after this host is gone.
+        const released = this.client.eval(RELEASE_SCRIPT, 1, claimKey, token).catch(() => undefined);
+        this.writes.add(released);
+        try {
+          await released;
+        } finally {
+          this.writes.delete(released);
+        }
+      },
+    };
+  }
+}
+
+function sameEntry(a: CacheEntry, b: CacheEntry): boolean {
+  return a.createdAt === b.createdAt && a.summarizer === b.summarizer && a.summary === b.summary;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Ends a connection: politely when it is up, at once otherwise (QUIT cannot be sent to nobody). */
+async function quit(client: Redis): Promise<void> {
+  if (client.status === "ready") {
+    await client.quit().catch(() => client.disconnect());
+  } else {
+    client.disconnect();
+  }
+}
