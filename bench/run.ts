@@ -18,6 +18,7 @@ import { Bm25Proxy, DenseProxy, type SelectionProxy } from "./frontier/proxies.j
 import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
+import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
@@ -29,7 +30,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart", "jsonRpc", "bus"] as const;
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -56,6 +57,8 @@ interface Results {
   jsonRpc?: JsonRpcResult;
   /** Calls over NATS to 1, 2 and 4 bus workers. */
   bus?: BusResult;
+  /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
+  fleetCache?: FleetCacheResult;
   failures: { bench: string; error: string }[];
   /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
   listenerWarnings?: number;
@@ -406,6 +409,10 @@ async function main(): Promise<number> {
   await step("bus", async () => {
     results.bus = await runBus();
     print(busMarkdown(results.bus));
+  });
+  await step("fleetCache", async () => {
+    results.fleetCache = await runFleetCache();
+    print(fleetCacheMarkdown(results.fleetCache));
   });
 
   results.listenerWarnings = listenerWarnings;
