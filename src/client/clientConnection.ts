@@ -36,8 +36,6 @@ export class ClientConnection {
   private readonly splitter = new LineSplitter(MAX_RESPONSE_BYTES);
   private nextId = 1;
   private ended: Error | undefined;
-  /** When the connection last went back to the idle set (`performance.now()`), while it is there. */
-  idleSince: number | undefined;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
@@ -155,7 +153,6 @@ export class ClientConnection {
    * process alive: a script that finished its calls and forgot `close()` still exits.
    */
   setIdle(idle: boolean): void {
-    this.idleSince = idle ? performance.now() : undefined;
     if (idle) this.socket.unref();
     else this.socket.ref();
   }

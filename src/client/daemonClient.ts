@@ -9,9 +9,6 @@ import { parseToolUri } from "../model/names.js";
 import { ClientConnection, ConnectionLostError } from "./clientConnection.js";
 import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
 
-/** An idle connection answered within this long is taken without checking the daemon's pid. */
-const RECENT_ANSWER_MS = 20;
-
 /** Options of a {@link DaemonClient}. */
 export interface DaemonClientOptions {
   /** The daemon's state directory (where its lockfile is). */
@@ -149,14 +146,8 @@ export class DaemonClient {
       // A daemon known to have died since the last call (its pid is gone) is not called through
       // an idle connection whose reset may not have been read yet: a call is not retried once
       // sent, so it would fail where a fresh lookup finds (or starts) the new daemon.
-      // A connection answered a moment ago needs no second look: looking on every call cost a
-      // tenth of a busy client's time (a kill(2) and a /proc read per call at 64 in flight). The
-      // price: a daemon that dies within RECENT_ANSWER_MS of an answer fails the next call on
-      // that connection as a lost connection, where a later call finds or starts a new daemon.
       const known = this.info;
-      const next = this.idle.at(-1);
-      const justAnswered = next?.idleSince !== undefined && performance.now() - next.idleSince < RECENT_ANSWER_MS;
-      const gone = attempt === 0 && known !== undefined && !justAnswered && !isPidAlive(known.pid);
+      const gone = attempt === 0 && known !== undefined && !isPidAlive(known.pid);
       const info = await this.locate(attempt > 0 || gone, options.signal);
       let connection: ClientConnection;
       try {
