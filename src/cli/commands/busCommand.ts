@@ -1,7 +1,7 @@
 import { writeLine } from "../cliIo.js";
-import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
+import { ExitCode, type CommandSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
-import { usageError } from "../usageError.js";
+import { positiveIntOption, usageError } from "../usageError.js";
 import { parseMode } from "./toolsCommand.js";
 import { BusWorker } from "../../bus/busWorker.js";
 import { Bridge } from "../../core/bridge.js";
@@ -13,13 +13,6 @@ import { connectNats, parseNatsUrl } from "../../wire/natsConnection.js";
 /** How long calls in flight may finish after SIGTERM (as `serve` and the daemon give). */
 const DEFAULT_BUS_GRACE_MS = 10_000;
 
-function positiveInt(ctx: CommandContext, name: string): number | undefined {
-  const text = ctx.values[name];
-  if (typeof text !== "string") return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
-  return value;
-}
 
 /** `abridge bus`: one agent's worker on a NATS bus. */
 export const busCommand: CommandSpec = {
@@ -52,8 +45,8 @@ export const busCommand: CommandSpec = {
     const agentProblem = agentNameProblem(agent);
     if (agentProblem !== undefined) throw usageError(`--agent: ${agentProblem}`);
     const flagMode = ctx.values.mode === undefined ? undefined : parseMode(ctx.values.mode, "compact");
-    const callTimeoutMs = positiveInt(ctx, "timeout-ms") ?? DEFAULT_WORKER_TIMEOUT_MS;
-    const graceMs = positiveInt(ctx, "grace-ms") ?? DEFAULT_BUS_GRACE_MS;
+    const callTimeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? DEFAULT_WORKER_TIMEOUT_MS;
+    const graceMs = positiveIntOption(ctx.values, "grace-ms") ?? DEFAULT_BUS_GRACE_MS;
     const config = await ctx.loadConfig();
 
     // Before any upstream is started: a wrong address fails at once, with nothing to clean up.

@@ -3,7 +3,7 @@ import type { JsonObject } from "../../model/types.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, selectServers, withBridge } from "../openBridge.js";
-import { usageError } from "../usageError.js";
+import { positiveIntOption, usageError } from "../usageError.js";
 
 function parseArguments(text: string | undefined): JsonObject {
   if (text === undefined) return {};
@@ -33,11 +33,7 @@ export const callCommand: CommandSpec = {
   async run(ctx) {
     const [server, tool] = ctx.positionals as [string, string];
     const args = parseArguments(ctx.values.args as string | undefined);
-    const timeoutText = ctx.values["timeout-ms"] as string | undefined;
-    const timeoutMs = timeoutText === undefined ? undefined : Number(timeoutText);
-    if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs <= 0)) {
-      throw usageError(`--timeout-ms: expected a positive integer, got "${timeoutText}"`);
-    }
+    const timeoutMs = positiveIntOption(ctx.values, "timeout-ms");
     const config = selectServers(await ctx.loadConfig(), [server], "positional");
     return withBridge(
       ctx,

@@ -11,20 +11,8 @@ import { delay } from "../../model/timers.js";
 import type { DaemonStats } from "../../wire/protocol.js";
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
-import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
-import { STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
-import { usageError } from "../usageError.js";
-
-
-function positiveInt(ctx: CommandContext, name: string): number | undefined {
-  const text = ctx.values[name];
-  if (typeof text !== "string") return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
-  return value;
-}
-
-/** The state dir: `--state-dir`, `$ABRIDGE_STATE_DIR`, config `state_dir` (relative to the config file), default. */
+import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
+import { positiveIntOption, usageError } from "../usageError.js";
 
 /**
  * The config, when one is named or found. `status` and `stop` only need it for `state_dir`, so
@@ -64,8 +52,8 @@ export const daemonCommand: CommandSpec = {
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
-    const heartbeatMs = positiveInt(ctx, "heartbeat-ms");
-    const graceMs = positiveInt(ctx, "grace-ms");
+    const heartbeatMs = positiveIntOption(ctx.values, "heartbeat-ms");
+    const graceMs = positiveIntOption(ctx.values, "grace-ms");
     const socket = ctx.values.socket;
     const config = await ctx.loadConfig();
     const stateDir = stateDirFor(ctx, config);
@@ -115,7 +103,7 @@ export const daemonStartCommand: CommandSpec = {
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
-    const timeoutMs = positiveInt(ctx, "timeout-ms");
+    const timeoutMs = positiveIntOption(ctx.values, "timeout-ms");
     const config = await ctx.loadConfig();
     const stateDir = stateDirFor(ctx, config);
     const level = ctx.values["log-level"];
@@ -154,7 +142,7 @@ export const daemonStopCommand: CommandSpec = {
     "timeout-ms": { type: "string", value: "MS", description: "How long to wait for it to exit (default 30000)" },
   },
   async run(ctx) {
-    const timeoutMs = positiveInt(ctx, "timeout-ms") ?? 30_000;
+    const timeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? 30_000;
     const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
     const lockFile = lockFilePath(stateDir);
     const seen = await readLock(lockFile);

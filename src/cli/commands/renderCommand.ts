@@ -9,7 +9,7 @@ import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { formatCount, formatShare, formatTable } from "../formatTable.js";
 import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
-import { usageError } from "../usageError.js";
+import { positiveIntOption, usageError } from "../usageError.js";
 import { parseMode } from "./toolsCommand.js";
 
 async function readInput(ctx: CommandContext): Promise<{ text: string; source: string }> {
@@ -51,9 +51,7 @@ export const renderCommand: CommandSpec = {
   async run(ctx) {
     const config = await renderConfig(ctx);
     const mode = parseMode(ctx.values.mode, config.mode);
-    const budgetText = ctx.values.budget as string | undefined;
-    const budget = budgetText === undefined ? config.token_budget : Number(budgetText);
-    if (!Number.isInteger(budget) || budget <= 0) throw usageError(`--budget: expected a positive integer, got "${budgetText}"`);
+    const budget = positiveIntOption(ctx.values, "budget") ?? config.token_budget;
     const { text, source } = await readInput(ctx);
     const input = ctx.values.input as string | undefined;
     const rendered = await renderRecorded({

@@ -3,7 +3,7 @@ import path from "node:path";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
-import { usageError } from "../usageError.js";
+import { positiveIntOption, usageError } from "../usageError.js";
 import { ErrorCode, isAbridgeError } from "../../model/errors.js";
 import { parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
@@ -71,9 +71,7 @@ export const serveCommand: CommandSpec = {
   async run(ctx) {
     const flagMode = ctx.values.mode === undefined ? undefined : parseMode(ctx.values.mode, "compact");
     const listen = typeof ctx.values.http === "string" ? parseListen(ctx.values.http) : undefined;
-    const pageText = ctx.values["page-size"] as string | undefined;
-    const pageSize = pageText === undefined ? undefined : Number(pageText);
-    if (pageSize !== undefined && (!Number.isInteger(pageSize) || pageSize < 1)) throw usageError(`--page-size: expected a positive integer, got "${pageText}"`);
+    const pageSize = positiveIntOption(ctx.values, "page-size");
     if (ctx.values.token !== undefined) {
       throw usageError("--token is refused: a token on the command line is visible to every local user (ps, /proc/PID/cmdline); set $ABRIDGE_TOKEN or put it in a file and pass --token-file FILE");
     }
