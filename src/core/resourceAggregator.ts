@@ -62,24 +62,31 @@ export class ResourceAggregator {
     return next;
   }
 
+  /**
+   * Lists `method` of every ready server offering `capability`, all at once; the lists of those
+   * that answered, in server order (a failing upstream is skipped, and not counted as answered).
+   */
+  private async listEvery(capability: "resources" | "prompts", method: string, key: string, signal: AbortSignal | undefined): Promise<{ server: string; items: JsonObject[] }[]> {
+    const options = signal ? { signal } : {};
+    const lists = await Promise.allSettled(this.servers(capability).map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, method, key, options) })));
+    return lists.flatMap((list) => (list.status === "fulfilled" ? [list.value] : []));
+  }
+
   /** Every upstream's resources; names prefixed, URIs kept. A failing upstream is skipped. */
   async listResources(signal?: AbortSignal): Promise<JsonObject[]> {
     const out: JsonObject[] = [];
-    const lists = await Promise.allSettled(
-      this.servers("resources").map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, "resources/list", "resources", { ...(signal ? { signal } : {}) }) })),
-    );
+    const lists = await this.listEvery("resources", "resources/list", "resources", signal);
     const owners = new Map<string, string>();
     const answered = new Set<string>();
-    for (const list of lists) {
-      if (list.status !== "fulfilled") continue;
-      answered.add(list.value.server);
-      for (const item of list.value.items) {
+    for (const { server, items } of lists) {
+      answered.add(server);
+      for (const item of items) {
         const uri = typeof item.uri === "string" ? item.uri : undefined;
         if (uri === undefined) continue;
         // Two servers listing one URI: the one that owned it keeps it, so reads do not move.
         const previous = this.uriOwner.get(uri);
-        if (!owners.has(uri) || previous === list.value.server) owners.set(uri, list.value.server);
-        out.push({ ...item, name: this.exposed(list.value.server, String(item.name ?? uri)) });
+        if (!owners.has(uri) || previous === server) owners.set(uri, server);
+        out.push({ ...item, name: this.exposed(server, String(item.name ?? uri)) });
       }
     }
     this.uriOwner = this.merged(this.uriOwner, owners, answered);
@@ -90,18 +97,11 @@ export class ResourceAggregator {
   async listTemplates(signal?: AbortSignal): Promise<JsonObject[]> {
     const out: JsonObject[] = [];
     const templates: { server: string; template: string; pattern: RegExp }[] = [];
-    const lists = await Promise.allSettled(
-      this.servers("resources").map(async (s) => ({
-        server: s.name,
-        items: await this.pool.listAll(s.name, "resources/templates/list", "resourceTemplates", { ...(signal ? { signal } : {}) }),
-      })),
-    );
-    for (const list of lists) {
-      if (list.status !== "fulfilled") continue;
-      for (const item of list.value.items) {
+    for (const { server, items } of await this.listEvery("resources", "resources/templates/list", "resourceTemplates", signal)) {
+      for (const item of items) {
         if (typeof item.uriTemplate !== "string") continue;
-        templates.push({ server: list.value.server, template: item.uriTemplate, pattern: templatePattern(item.uriTemplate) });
-        out.push({ ...item, name: this.exposed(list.value.server, String(item.name ?? item.uriTemplate)) });
+        templates.push({ server, template: item.uriTemplate, pattern: templatePattern(item.uriTemplate) });
+        out.push({ ...item, name: this.exposed(server, String(item.name ?? item.uriTemplate)) });
       }
     }
     this.templates = templates;
@@ -141,18 +141,14 @@ export class ResourceAggregator {
   /** Every upstream's prompts under exposed names. */
   async listPrompts(signal?: AbortSignal): Promise<JsonObject[]> {
     const out: JsonObject[] = [];
-    const lists = await Promise.allSettled(
-      this.servers("prompts").map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, "prompts/list", "prompts", { ...(signal ? { signal } : {}) }) })),
-    );
     const origins = new Map<string, Origin>();
     const answered = new Set<string>();
-    for (const list of lists) {
-      if (list.status !== "fulfilled") continue;
-      answered.add(list.value.server);
-      for (const item of list.value.items) {
+    for (const { server, items } of await this.listEvery("prompts", "prompts/list", "prompts", signal)) {
+      answered.add(server);
+      for (const item of items) {
         if (typeof item.name !== "string") continue;
-        const name = this.exposed(list.value.server, item.name);
-        origins.set(name, { server: list.value.server, original: item.name });
+        const name = this.exposed(server, item.name);
+        origins.set(name, { server, original: item.name });
         out.push({ ...item, name });
       }
     }
