@@ -8,27 +8,19 @@ import path from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { killAll } from "../helpers/processes.js";
-import { pidsWithMarker } from "../helpers/cliHarness.js";
-import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
-import { body, collect, rawConnection, requestHeaders, startWorker, type WorkerProcess } from "./busHarness.js";
+import { fixtureServerToml, pidsWithMarker, writeConfig } from "../helpers/cliHarness.js";
+import { body, BusRig, collect, requestHeaders, type WorkerProcess } from "./busHarness.js";
 
-let nats: NatsServer;
+let rig: BusRig;
 let worker: WorkerProcess;
 let client: BusClient;
 let raw: NatsConnection;
 let dir: string;
 let marker: string;
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  nats = await startNatsServer();
-  cleanups.push(() => nats.stop());
-  const temp = await tempDir("abridge-bus-calls-");
-  cleanups.push(temp.cleanup);
-  dir = temp.dir;
-  marker = `bus-calls-${path.basename(dir)}`;
+  rig = await BusRig.open("bus-calls");
+  ({ raw, dir, marker } = rig);
   const config = await writeConfig(
     dir,
     [
@@ -43,19 +35,12 @@ beforeAll(async () => {
       fixtureServerToml("wide", "annotatedServer.ts", ["--marker", marker], "max_output_bytes = 4000000"),
     ].join("\n"),
   );
-  worker = await startWorker({ config, nats: nats.url, agent: "alpha" });
-  cleanups.push(async () => void (await worker.stop()));
-  client = await BusClient.connect({ nats: nats.url });
-  cleanups.push(() => client.close());
-  raw = await rawConnection(nats.url);
-  cleanups.push(() => raw.close());
+  worker = await rig.worker({ config, nats: rig.nats.url, agent: "alpha" });
+  client = await rig.client();
 }, 120_000);
 
 afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  const left = await waitForNoMarkedPids(marker);
-  killAll(left);
-  expect(left, "upstreams left behind").toEqual([]);
+  await rig?.close();
   expect(pidsWithMarker(marker)).toEqual([]);
 });
 

@@ -8,12 +8,10 @@ import path from "node:path";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusClient } from "../../src/index.js";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { killAll } from "../helpers/processes.js";
-import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
-import { body, collect, rawConnection, requestHeaders, startWorker, type Collector, type WorkerProcess } from "./busHarness.js";
+import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
+import { body, BusRig, collect, requestHeaders, type Collector, type WorkerProcess } from "./busHarness.js";
 
-let nats: NatsServer;
+let rig: BusRig;
 let worker: WorkerProcess;
 let client: BusClient;
 let raw: NatsConnection;
@@ -21,37 +19,24 @@ let lists: Collector;
 let configFile: string;
 let baseToml: string;
 let marker: string;
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  nats = await startNatsServer();
-  cleanups.push(() => nats.stop());
-  const temp = await tempDir("abridge-bus-discovery-");
-  cleanups.push(temp.cleanup);
-  marker = `bus-discovery-${path.basename(temp.dir)}`;
+  rig = await BusRig.open("bus-discovery");
+  ({ raw, marker } = rig);
   baseToml = [
     'mode = "full"',
     'cache_dir = "cache"',
     fixtureServerToml("dyn", "listChangedServer.ts", ["--marker", marker]),
     fixtureServerToml("echo", "echoServer.ts", ["--marker", marker, "--tools", "1"]),
   ].join("\n");
-  configFile = await writeConfig(temp.dir, baseToml);
-  raw = await rawConnection(nats.url);
-  cleanups.push(() => raw.close());
+  configFile = await writeConfig(rig.dir, baseToml);
   // Listening before the worker starts, so the list it publishes at start is heard.
   lists = await collect(raw, "tool.meta.mcp.alpha");
-  worker = await startWorker({ config: configFile, nats: nats.url, agent: "alpha" });
-  cleanups.push(async () => void (await worker.stop()));
-  client = await BusClient.connect({ nats: nats.url });
-  cleanups.push(() => client.close());
+  worker = await rig.worker({ config: configFile, nats: rig.nats.url, agent: "alpha" });
+  client = await rig.client();
 }, 120_000);
 
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  const left = await waitForNoMarkedPids(marker);
-  killAll(left);
-  expect(left, "upstreams left behind").toEqual([]);
-});
+afterAll(async () => rig?.close());
 
 function names(msg: Msg): string[] {
   return (body(msg).tools as { name: string }[]).map((t) => t.name).sort();

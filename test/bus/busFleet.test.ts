@@ -10,29 +10,23 @@ import path from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { killAll } from "../helpers/processes.js";
-import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
-import { body, rawConnection, requestHeaders, startWorker, until, type WorkerProcess } from "./busHarness.js";
+import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
+import { body, BusRig, requestHeaders, until, type WorkerProcess } from "./busHarness.js";
 
-let nats: NatsServer;
+let rig: BusRig;
 let client: BusClient;
 let raw: NatsConnection;
 let marker: string;
 /** Two workers of agent `fleet`, each with its own config folder, and the file each one's `wait` tool writes when a call arrives. */
 const fleet: { worker: WorkerProcess; mark: string }[] = [];
 let slowpoke: WorkerProcess;
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  nats = await startNatsServer();
-  cleanups.push(() => nats.stop());
-  const temp = await tempDir("abridge-bus-fleet-");
-  cleanups.push(temp.cleanup);
-  marker = `bus-fleet-${path.basename(temp.dir)}`;
+  rig = await BusRig.open("bus-fleet");
+  ({ raw, marker } = rig);
   const configs: { config: string; mark: string }[] = [];
   for (const name of ["one", "two"]) {
-    const dir = path.join(temp.dir, name);
+    const dir = path.join(rig.dir, name);
     await mkdir(dir);
     const mark = path.join(dir, "call-arrived");
     const config = await writeConfig(
@@ -47,26 +41,18 @@ beforeAll(async () => {
     );
     configs.push({ config, mark });
   }
+  const nats = rig.nats.url;
   const started = await Promise.all([
-    ...configs.map((c) => startWorker({ config: c.config, nats: nats.url, agent: "fleet" })),
+    ...configs.map((c) => rig.worker({ config: c.config, nats, agent: "fleet" })),
     // A worker of its own agent with a short call timeout, for the hanging tool.
-    startWorker({ config: configs[0]!.config, nats: nats.url, agent: "slowpoke", args: ["--timeout-ms", "1500"] }),
+    rig.worker({ config: configs[0]!.config, nats, agent: "slowpoke", args: ["--timeout-ms", "1500"] }),
   ]);
-  for (const worker of started) cleanups.push(async () => void (await worker.stop()));
   fleet.push({ worker: started[0]!, mark: configs[0]!.mark }, { worker: started[1]!, mark: configs[1]!.mark });
   slowpoke = started[2]!;
-  client = await BusClient.connect({ nats: nats.url });
-  cleanups.push(() => client.close());
-  raw = await rawConnection(nats.url);
-  cleanups.push(() => raw.close());
+  client = await rig.client();
 }, 180_000);
 
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  const left = await waitForNoMarkedPids(marker);
-  killAll(left);
-  expect(left, "upstreams left behind").toEqual([]);
-});
+afterAll(async () => rig?.close());
 
 /** A call as raw NATS request, to see which worker answered. */
 async function callRaw(agent: string, tool: string, args: Record<string, unknown>, id: string): Promise<Record<string, unknown>> {

@@ -3,8 +3,14 @@
  * reads what goes over the bus with a plain NATS connection.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
 import { connect, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { expect } from "vitest";
+import { BusClient } from "../../src/index.js";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
+import { tempDir, waitForNoMarkedPids } from "../helpers/cliHarness.js";
+import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
+import { killAll } from "../helpers/processes.js";
 
 /** A running worker. */
 export interface WorkerProcess {
@@ -138,5 +144,61 @@ export async function until(predicate: () => boolean | Promise<boolean>, what: s
   for (let waited = 0; !(await predicate()); waited += 50) {
     if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * What a bus test file starts once: a nats-server, a temporary folder with a marker for the
+ * upstreams' command lines, and a plain NATS connection; workers and a BusClient on demand. `close`
+ * ends them all in reverse order and checks no marked upstream is left behind.
+ */
+export class BusRig {
+  private readonly cleanups: (() => Promise<void>)[] = [];
+
+  private constructor(
+    readonly nats: NatsServer,
+    readonly dir: string,
+    readonly marker: string,
+    readonly raw: NatsConnection,
+  ) {}
+
+  /** `prefix` names the folder and the marker (`<prefix>-<folder>`). */
+  static async open(prefix: string): Promise<BusRig> {
+    const cleanups: (() => Promise<void>)[] = [];
+    try {
+      const nats = await startNatsServer();
+      cleanups.push(() => nats.stop());
+      const temp = await tempDir(`abridge-${prefix}-`);
+      cleanups.push(temp.cleanup);
+      const raw = await rawConnection(nats.url);
+      cleanups.push(() => raw.close());
+      const rig = new BusRig(nats, temp.dir, `${prefix}-${path.basename(temp.dir)}`, raw);
+      rig.cleanups.push(...cleanups);
+      return rig;
+    } catch (err) {
+      for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A worker, stopped by {@link close}. */
+  async worker(options: WorkerOptions): Promise<WorkerProcess> {
+    const worker = await startWorker(options);
+    this.cleanups.push(async () => void (await worker.stop()));
+    return worker;
+  }
+
+  /** A library client on this rig's server, closed by {@link close}. */
+  async client(): Promise<BusClient> {
+    const client = await BusClient.connect({ nats: this.nats.url });
+    this.cleanups.push(() => client.close());
+    return client;
+  }
+
+  async close(): Promise<void> {
+    for (const cleanup of this.cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+    const left = await waitForNoMarkedPids(this.marker);
+    killAll(left);
+    expect(left, "upstreams left behind").toEqual([]);
   }
 }

@@ -8,40 +8,27 @@ import path from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusClient } from "../../src/index.js";
-import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { freePort, startNatsServer, type NatsServer } from "../helpers/natsServer.js";
-import { killAll } from "../helpers/processes.js";
-import { body, collect, rawConnection, requestHeaders, startWorker, until, type WorkerProcess } from "./busHarness.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { freePort, type NatsServer } from "../helpers/natsServer.js";
+import { body, BusRig, collect, requestHeaders, until, type WorkerProcess } from "./busHarness.js";
 
+let rig: BusRig;
 let nats: NatsServer;
 let worker: WorkerProcess;
 let client: BusClient;
 let raw: NatsConnection;
 let configFile: string;
 let marker: string;
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  nats = await startNatsServer();
-  cleanups.push(() => nats.stop());
-  const temp = await tempDir("abridge-bus-malformed-");
-  cleanups.push(temp.cleanup);
-  marker = `bus-malformed-${path.basename(temp.dir)}`;
-  configFile = await writeConfig(temp.dir, ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker])].join("\n"));
-  worker = await startWorker({ config: configFile, nats: nats.url, agent: "alpha" });
-  cleanups.push(async () => void (await worker.stop()));
-  client = await BusClient.connect({ nats: nats.url });
-  cleanups.push(() => client.close());
-  raw = await rawConnection(nats.url);
-  cleanups.push(() => raw.close());
+  rig = await BusRig.open("bus-malformed");
+  ({ nats, raw, marker } = rig);
+  configFile = await writeConfig(rig.dir, ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker])].join("\n"));
+  worker = await rig.worker({ config: configFile, nats: nats.url, agent: "alpha" });
+  client = await rig.client();
 }, 120_000);
 
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  const left = await waitForNoMarkedPids(marker);
-  killAll(left);
-  expect(left, "upstreams left behind").toEqual([]);
-});
+afterAll(async () => rig?.close());
 
 /** A request on tool.invoke.mcp with a reply subject; the answer's body. */
 async function ask(payload: string, headers = requestHeaders()): Promise<Record<string, unknown>> {

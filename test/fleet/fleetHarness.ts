@@ -8,7 +8,8 @@ import { expect } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { Bridge, type BridgeOptions } from "../../src/core/bridge.js";
 import { createLogger } from "../../src/log/logger.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { tempDir, waitForNoMarkedPids } from "../helpers/cliHarness.js";
+import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
 
 /** One host of the fleet. */
@@ -68,6 +69,35 @@ export async function closeHosts(): Promise<void> {
   const alive = alivePids(closing.flatMap(({ pids }) => [...pids]));
   killAll(alive);
   expect(alive, "child processes left behind after close()").toEqual([]);
+}
+
+/** What one fleet test starts: a temporary folder, a marker for its upstreams' command lines, an OpenAI-compatible test server. */
+export interface FleetCase {
+  dir: string;
+  marker: string;
+  llm: FakeOpenAi;
+  cleanup: () => Promise<void>;
+}
+
+/** `prefix` starts the marker (`<prefix>-<folder>`). */
+export async function openFleetCase(prefix: string): Promise<FleetCase> {
+  const { dir, cleanup } = await tempDir();
+  try {
+    return { dir, cleanup, marker: `${prefix}-${path.basename(dir)}`, llm: await startFakeOpenAi() };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Ends what a case started (its hosts, its LLM server, its folder) and checks no marked upstream outlived it. */
+export async function closeFleetCase(fleetCase: FleetCase): Promise<void> {
+  await closeHosts();
+  await fleetCase.llm.close();
+  const left = await waitForNoMarkedPids(fleetCase.marker);
+  killAll(left);
+  expect(left, "upstreams left behind").toEqual([]);
+  await fleetCase.cleanup();
 }
 
 /** Polls `check` until it holds. */

@@ -3,16 +3,16 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
-import { runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { fleetToml, until } from "./fleetHarness.js";
+import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, until } from "./fleetHarness.js";
 
 describe("fleet: a host that dies mid-job", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let fleetCase: FleetCase;
   let marker: string;
   let child: ChildProcess | undefined;
   beforeAll(async () => {
@@ -20,16 +20,14 @@ describe("fleet: a host that dies mid-job", () => {
   });
   afterAll(async () => redis.destroy());
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `dies-${path.basename(dir)}`;
-    llm = await startFakeOpenAi();
+    fleetCase = await openFleetCase("dies");
+    ({ dir, marker, llm } = fleetCase);
   });
+
   afterEach(async () => {
     if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     child = undefined;
-    await llm.close();
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    await closeFleetCase(fleetCase);
   });
 
   it("its lease runs out and another host does exactly the work that was left", async () => {

@@ -4,30 +4,28 @@ import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseCacheLine } from "../../src/cache/parseCacheLine.js";
 import { ErrorCode } from "../../src/model/errors.js";
-import { pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { freePort, startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeHosts, fleetToml, openHost, until } from "./fleetHarness.js";
+import { closeFleetCase, closeHosts, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
 
 describe("fleet: when Redis is down", () => {
   let llm: FakeOpenAi;
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let fleetCase: FleetCase;
   let marker: string;
   const servers: RedisServer[] = [];
   const clients: Redis[] = [];
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `outage-${path.basename(dir)}`;
-    llm = await startFakeOpenAi();
+    fleetCase = await openFleetCase("outage");
+    ({ dir, marker, llm } = fleetCase);
   });
+
   afterEach(async () => {
     await closeHosts();
     for (const client of clients.splice(0)) client.disconnect();
     await Promise.all(servers.splice(0).map((s) => s.destroy()));
-    await llm.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    await closeFleetCase(fleetCase);
   });
 
   async function admin(port: number): Promise<Redis> {

@@ -6,10 +6,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createMcpFrontend } from "../../src/serve/mcpFrontend.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { Summarizer } from "../../src/summarize/types.js";
-import { pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeHosts, fleetToml, openHost, until } from "./fleetHarness.js";
+import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
 
 /** The extractive summarizer, counting its calls. */
 function countingSummarizer(): Summarizer & { calls: number } {
@@ -31,23 +31,18 @@ describe("fleet: bridges sharing one summary cache on Redis", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let fleetCase: FleetCase;
   let marker: string;
   beforeAll(async () => {
     redis = await startRedis();
   });
   afterAll(async () => redis.destroy());
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `fleet-${path.basename(dir)}`;
-    llm = await startFakeOpenAi();
+    fleetCase = await openFleetCase("fleet");
+    ({ dir, marker, llm } = fleetCase);
   });
-  afterEach(async () => {
-    await closeHosts();
-    await llm.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
-  });
+
+  afterEach(async () => closeFleetCase(fleetCase));
 
   it("summarize warm on one host makes another serve every summary with no generation", async () => {
     const tools = 6;

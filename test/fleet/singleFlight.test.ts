@@ -1,33 +1,28 @@
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
 import { RedisStore } from "../../src/cache/redisStore.js";
-import { closeHosts, fleetToml, openHost, until } from "./fleetHarness.js";
+import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
 
 describe("fleet: one LLM request per tool across every host", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let fleetCase: FleetCase;
   let marker: string;
   beforeAll(async () => {
     redis = await startRedis();
   });
   afterAll(async () => redis.destroy());
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `flight-${path.basename(dir)}`;
-    llm = await startFakeOpenAi();
+    fleetCase = await openFleetCase("flight");
+    ({ dir, marker, llm } = fleetCase);
   });
-  afterEach(async () => {
-    await closeHosts();
-    await llm.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
-  });
+
+  afterEach(async () => closeFleetCase(fleetCase));
 
   it("three bridges warming the same catalog at once make exactly one request per tool", async () => {
     // Slow answers keep every host's requests overlapping with the others' claims.
