@@ -22,7 +22,7 @@ import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./flee
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
-import { compareRuns, comparisonMarkdown } from "./previousRun.js";
+import { compareRuns, comparisonMarkdown, newFigures } from "./previousRun.js";
 import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowStart.js";
 import { runStartup, type StartupResult } from "./startup.js";
 import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
@@ -430,7 +430,7 @@ async function main(): Promise<number> {
       ) +
       `\n\nTotal runtime: ${(results.totalRuntimeMs / 1000).toFixed(1)} s on ${results.machine.cpus} CPUs (${results.machine.node}). Benchmarks run: ${only.join(", ")}.`,
   );
-  if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time"));
+  if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time", 0.05, newFigures(previous, results)));
 
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compareRuns, comparisonMarkdown, figures } from "../../bench/previousRun.js";
+import { compareRuns, comparisonMarkdown, figures, newFigures } from "../../bench/previousRun.js";
 
 describe("the previous bench run beside this one", () => {
   it("matches figures by path, array rows by their key field, and skips when and where a run ran", () => {
@@ -29,7 +29,19 @@ describe("the previous bench run beside this one", () => {
     const markdown = comparisonMarkdown(changes, "2026-01-01", 0.05);
     expect(markdown).toContain("3 figures in both runs; 2 moved by 5% or more");
     expect(markdown).toContain("| `latency.p50` | 0.5 | 1 | +100.0% |");
-    expect(markdown).not.toContain("server=memory");
+    const [moved, every] = markdown.split("<details>");
+    expect(moved).not.toContain("server=memory");
+    expect(every).toContain("Every figure of this run beside the previous run's (3)");
+    expect(every).toContain("| `tokens.rows[server=memory].full` | 50 | 50 | 0.0% |");
+    expect(every).toContain("| `latency.p50` | 0.5 | 1 | +100.0% |");
+  });
+
+  it("lists a figure the previous run did not have as new, with no previous value", () => {
+    const before = { a: 1 };
+    const after = { a: 1, b: 7 };
+    const markdown = comparisonMarkdown(compareRuns(before, after), "t", 0.05, newFigures(before, after));
+    expect(markdown).toContain("1 figures are new in this run.");
+    expect(markdown).toContain("| `b` | — | 7 | — |");
   });
 
   it("says a figure that was zero and is not any more is new", () => {
