@@ -1,7 +1,7 @@
 /**
  * Child-process probe of the cache benchmark: opens one `summaries.jsonl` with {@link JsonlStore}
  * in a fresh process (so earlier runs leave no warm heap or JIT state behind) and prints one JSON
- * line `{loadMs, heapMiB, rssMiB, liveKeys, invalidLines}` to stdout. Run as
+ * line `{loadMs, heapMiB, rssMiB, rssPeakMiB, liveKeys, invalidLines}` to stdout. Run as
  * `node --expose-gc --import tsx bench/cacheLoadProbe.ts <file>`; this file is the only bench code
  * that touches `process`, because it is a process entry.
  */
@@ -27,6 +27,8 @@ process.stdout.write(
     loadMs,
     heapMiB: (usage.heapUsed - heapBefore) / 2 ** 20,
     rssMiB: (usage.rss - rssBefore) / 2 ** 20,
+    // maxRSS is in KiB: the process's high-water mark, reached during the load.
+    rssPeakMiB: (process.resourceUsage().maxRSS * 1024 - rssBefore) / 2 ** 20,
     liveKeys: stats.liveKeys,
     invalidLines: stats.invalidLines,
   })}\n`,

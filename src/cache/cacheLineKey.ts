@@ -1,0 +1,47 @@
+import type { CacheEntry } from "./cacheEntry.js";
+
+/** `{"key":"`: how every line {@link formatCacheLine} writes begins. */
+const PREFIX = Buffer.from('{"key":"', "latin1");
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * The line `JsonlStore` appends for `entry`, newline included, with `key` as the first field: the
+ * loader reads the key of such a line from its first bytes ({@link quickLineKey}) instead of
+ * parsing the whole line. zod's output already follows the schema's field order (key first); the
+ * explicit `key` first keeps that true whatever produced `entry`.
+ */
+export function formatCacheLine(entry: CacheEntry): string {
+  const { key, ...fields } = entry;
+  return `${JSON.stringify({ key, ...fields })}\n`;
+}
+
+/**
+ * The key of a cache line in `bytes[from..to)` when the line has the layout {@link formatCacheLine}
+ * writes: `{"key":"<key without escapes>",...}`. Returns undefined for any other layout (another
+ * key order, whitespace, an escaped key, not an object): such a line needs a full `JSON.parse`.
+ *
+ * Only the key is looked at, so a line this accepts may still be broken further on; the store
+ * validates it fully when it is first asked for.
+ */
+export function quickLineKey(bytes: Buffer, from: number, to: number): string | undefined {
+  const keyStart = from + PREFIX.length;
+  // The shortest line of this shape is {"key":"k",} plus at least one more field.
+  if (to - from < PREFIX.length + 3 || bytes[to - 1] !== CLOSE_BRACE) return undefined;
+  for (let i = 0; i < PREFIX.length; i++) {
+    if (bytes[from + i] !== PREFIX[i]) return undefined;
+  }
+  let ascii = true;
+  let at = keyStart;
+  for (; at < to; at++) {
+    const byte = bytes[at] as number;
+    if (byte === QUOTE) break;
+    // An escape (the key text differs from its bytes) or a raw control character (not JSON).
+    if (byte === BACKSLASH || byte < 0x20) return undefined;
+    if (byte >= 0x80) ascii = false;
+  }
+  if (at === keyStart || at + 1 >= to || bytes[at + 1] !== COMMA) return undefined;
+  return bytes.toString(ascii ? "latin1" : "utf8", keyStart, at);
+}
