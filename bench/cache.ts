@@ -23,6 +23,8 @@ export interface CacheLoadRow {
   /** Median wall time of `JsonlStore.open` in a fresh process. */
   loadMsMedian: number;
   loadMsRuns: number[];
+  /** Median CPU time of the load (user + system, all threads of the process). */
+  loadCpuMsMedian: number;
   /** Median heap growth after a forced GC (what the entries keep alive). */
   heapMiBMedian: number;
   /** Median RSS growth after the load and a forced GC. */
@@ -87,6 +89,7 @@ async function writeSyntheticCache(file: string, count: number, corpus: readonly
 
 interface ProbeResult {
   loadMs: number;
+  loadCpuMs: number;
   heapMiB: number;
   rssMiB: number;
   rssPeakMiB: number;
@@ -133,6 +136,7 @@ export async function runCache(options: CacheOptions): Promise<CacheResult> {
         runs,
         loadMsMedian: median(results.map((r) => r.loadMs)),
         loadMsRuns: results.map((r) => r.loadMs),
+        loadCpuMsMedian: median(results.map((r) => r.loadCpuMs)),
         heapMiBMedian: median(results.map((r) => r.heapMiB)),
         rssMiBMedian: median(results.map((r) => r.rssMiB)),
         rssPeakMiBMedian: median(results.map((r) => r.rssPeakMiB)),
@@ -162,8 +166,8 @@ export function cacheLoadMarkdown(r: CacheResult): string {
   return [
     "## Cache\n",
     markdownTable(
-      ["entries>", "file MiB>", "load ms (median)>", "runs>", "heap MiB>", "RSS MiB>", "peak RSS MiB>"],
-      r.load.map((l) => [l.entries, round(l.fileMiB, 1), round(l.loadMsMedian, 1), l.runs, round(l.heapMiBMedian, 1), round(l.rssMiBMedian, 1), round(l.rssPeakMiBMedian, 1)]),
+      ["entries>", "file MiB>", "load ms (median)>", "CPU ms>", "runs>", "heap MiB>", "RSS MiB>", "peak RSS MiB>"],
+      r.load.map((l) => [l.entries, round(l.fileMiB, 1), round(l.loadMsMedian, 1), round(l.loadCpuMsMedian, 1), l.runs, round(l.heapMiBMedian, 1), round(l.rssMiBMedian, 1), round(l.rssPeakMiBMedian, 1)]),
     ),
     `\nEach load runs in a fresh process (\`JsonlStore.open\`, read-only): it indexes key -> line offset, entries are parsed on first use. RSS is the growth over the process before the load (after it and a forced GC; peak: the high-water mark). Hashing (canonical JSON + xxhash64): ${round(r.hashing.msPer1000Median, 2)} ms per 1,000 corpus tools (median of ${r.hashing.rounds} rounds of ${r.hashing.toolsPerRound}).`,
   ].join("\n");

@@ -18,30 +18,39 @@ export function formatCacheLine(entry: CacheEntry): string {
   return `${JSON.stringify({ key, ...fields })}\n`;
 }
 
+/** Where the key of a line {@link quickKeyEnd} accepts begins: this many bytes after the line's start. */
+export const KEY_OFFSET = PREFIX.length;
+
 /**
- * The key of a cache line in `bytes[from..to)` when the line has the layout {@link formatCacheLine}
- * writes: `{"key":"<key without escapes>",...}`. Returns undefined for any other layout (another
- * key order, whitespace, an escaped key, not an object): such a line needs a full `JSON.parse`.
+ * Where the key of the cache line in `bytes[from..to)` ends (exclusive; it begins at
+ * `from + KEY_OFFSET`) when the line has the layout {@link formatCacheLine} writes:
+ * `{"key":"<key without escapes>",...}`. Returns -1 for any other layout (another key order,
+ * whitespace, an escaped key, not an object): such a line needs a full `JSON.parse`. The key's
+ * bytes are then its UTF-8 text, since JSON strings without escapes are that text verbatim.
  *
  * Only the key is looked at, so a line this accepts may still be broken further on; the store
  * validates it fully when it is first asked for.
  */
-export function quickLineKey(bytes: Buffer, from: number, to: number): string | undefined {
+export function quickKeyEnd(bytes: Uint8Array, from: number, to: number): number {
   const keyStart = from + PREFIX.length;
   // The shortest line of this shape is {"key":"k",} plus at least one more field.
-  if (to - from < PREFIX.length + 3 || bytes[to - 1] !== CLOSE_BRACE) return undefined;
+  if (to - from < PREFIX.length + 3 || bytes[to - 1] !== CLOSE_BRACE) return -1;
   for (let i = 0; i < PREFIX.length; i++) {
-    if (bytes[from + i] !== PREFIX[i]) return undefined;
+    if (bytes[from + i] !== PREFIX[i]) return -1;
   }
-  let ascii = true;
   let at = keyStart;
   for (; at < to; at++) {
     const byte = bytes[at] as number;
     if (byte === QUOTE) break;
     // An escape (the key text differs from its bytes) or a raw control character (not JSON).
-    if (byte === BACKSLASH || byte < 0x20) return undefined;
-    if (byte >= 0x80) ascii = false;
+    if (byte === BACKSLASH || byte < 0x20) return -1;
   }
-  if (at === keyStart || at + 1 >= to || bytes[at + 1] !== COMMA) return undefined;
-  return bytes.toString(ascii ? "latin1" : "utf8", keyStart, at);
+  if (at === keyStart || at + 1 >= to || bytes[at + 1] !== COMMA) return -1;
+  return at;
+}
+
+/** The key {@link quickKeyEnd} finds, as a string; undefined when the line needs a full parse. */
+export function quickLineKey(bytes: Buffer, from: number, to: number): string | undefined {
+  const end = quickKeyEnd(bytes, from, to);
+  return end < 0 ? undefined : bytes.toString("utf8", from + PREFIX.length, end);
 }

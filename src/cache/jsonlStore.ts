@@ -7,7 +7,7 @@ import type { Logger } from "../log/logger.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { CacheAppender } from "./cacheAppender.js";
 import { errorMessage, isMissing, readError, throwIfAborted } from "./cacheIo.js";
-import { formatCacheLine, quickLineKey } from "./cacheLineKey.js";
+import { formatCacheLine, KEY_OFFSET, quickKeyEnd } from "./cacheLineKey.js";
 import { LineIndex } from "./lineIndex.js";
 import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
 import { MAX_LINE_BYTES } from "./readLines.js";
@@ -442,18 +442,20 @@ export class JsonlStore implements SummaryStore {
    * then parsed and validated as it arrives. Returns whether the line was indexed.
    */
   private indexLine(bytes: Buffer, from: number, to: number, lineNumber: number, offset: number): boolean {
-    let key = this.byServer === undefined ? quickLineKey(bytes, from, to) : undefined;
-    let entry: CacheEntry | undefined;
-    if (key === undefined) {
-      const parsed = parseCacheLine(bytes.toString("utf8", from, to));
-      if (!parsed.ok) return false;
-      entry = parsed.entry;
-      key = entry.key;
+    const keyEnd = this.byServer === undefined ? quickKeyEnd(bytes, from, to) : -1;
+    if (keyEnd >= 0) {
+      this.index.setKeyBytes(bytes, from + KEY_OFFSET, keyEnd, offset, to - from, lineNumber);
+      // An entry kept from before may be older than this line.
+      if (this.parsed.size > 0) this.parsed.delete(bytes.toString("utf8", from + KEY_OFFSET, keyEnd));
+      return true;
     }
-    this.index.set(key, offset, to - from, lineNumber);
-    if (this.parsed.size > 0) this.parsed.delete(key);
-    if (entry !== undefined && this.byServer !== undefined) {
-      this.parsed.set(key, entry);
+    const parsed = parseCacheLine(bytes.toString("utf8", from, to));
+    if (!parsed.ok) return false;
+    const entry = parsed.entry;
+    this.index.set(entry.key, offset, to - from, lineNumber);
+    this.parsed.delete(entry.key);
+    if (this.byServer !== undefined) {
+      this.parsed.set(entry.key, entry);
       addToIndex(this.byServer, entry);
     }
     return true;
