@@ -267,8 +267,8 @@ export class JsonlStore implements SummaryStore {
   private readIndexed(key: string): CacheEntry | undefined {
     const at = this.index.find(key);
     const reader = this.reader;
-    // Offset -1 is an appended entry, which lives in `parsed`; after close nothing is read.
-    if (at === undefined || at.offset < 0 || reader === undefined || this.closed) return undefined;
+    // Offset -1 is an appended entry, which lives in `parsed`; once closed, nothing is read.
+    if (at === undefined || at.offset < 0 || reader === undefined) return undefined;
     let reason: string;
     try {
       const bytes = Buffer.allocUnsafe(at.length);
