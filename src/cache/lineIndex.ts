@@ -57,10 +57,14 @@ export class LineIndex {
    * the same key replaces it. The bytes are copied.
    */
   setKeyBytes(bytes: Uint8Array, keyFrom: number, keyTo: number, offset: number, length: number, lineNumber: number): void {
+    // Grown first, so that the table position the probe ends at is still valid for an insert.
+    if (this.used === this.capacity) this.grow();
     const hash = hashBytes(bytes, keyFrom, keyTo);
-    let slot = this.lookup(bytes, keyFrom, keyTo, hash);
+    const at = this.probe(bytes, keyFrom, keyTo, hash);
+    let slot = (this.table[at] as number) - 1;
     if (slot < 0) {
       slot = this.add(bytes, keyFrom, keyTo, hash);
+      this.table[at] = slot + 1;
       this.live[slot] = 1;
       this.liveCount += 1;
     }
@@ -116,18 +120,18 @@ export class LineIndex {
 
   private liveSlot(key: string): number {
     const bytes = Buffer.from(key, "utf8");
-    return this.lookup(bytes, 0, bytes.length, hashBytes(bytes, 0, bytes.length));
+    return (this.table[this.probe(bytes, 0, bytes.length, hashBytes(bytes, 0, bytes.length))] as number) - 1;
   }
 
-  /** The live slot holding these key bytes, or -1. */
-  private lookup(bytes: Uint8Array, from: number, to: number, hash: number): number {
+  /** The table position of the live slot holding these key bytes, else of the empty position where it would go. */
+  private probe(bytes: Uint8Array, from: number, to: number, hash: number): number {
     const mask = this.table.length - 1;
     const length = to - from;
     for (let at = hash & mask; ; at = (at + 1) & mask) {
       const entry = this.table[at] as number;
-      if (entry === 0) return -1;
+      if (entry === 0) return at;
       const slot = entry - 1;
-      if (this.hashes[slot] === hash && this.keyLengths[slot] === length && this.live[slot] === 1 && this.sameKey(slot, bytes, from, length)) return slot;
+      if (this.hashes[slot] === hash && this.keyLengths[slot] === length && this.live[slot] === 1 && this.sameKey(slot, bytes, from, length)) return at;
     }
   }
 
@@ -140,8 +144,8 @@ export class LineIndex {
     return true;
   }
 
+  /** Copies a new key into the arena and gives it the next slot (the caller puts it in the table). */
   private add(bytes: Uint8Array, from: number, to: number, hash: number): number {
-    if (this.used === this.capacity) this.grow();
     const length = to - from;
     if (this.arenaUsed + length > this.arena.length) {
       const arena = new Uint8Array(Math.max(this.arena.length * 2, this.arenaUsed + length));
@@ -157,7 +161,6 @@ export class LineIndex {
     this.keyLengths[slot] = length;
     this.hashes[slot] = hash;
     this.arenaUsed += length;
-    this.place(slot);
     return slot;
   }
 
