@@ -24,9 +24,9 @@ export const KEY_OFFSET = PREFIX.length;
 /**
  * Where the key of the cache line in `bytes[from..to)` ends (exclusive; it begins at
  * `from + KEY_OFFSET`) when the line has the layout {@link formatCacheLine} writes:
- * `{"key":"<key without escapes>",...}`. Returns -1 for any other layout (another key order,
- * whitespace, an escaped key, not an object): such a line needs a full `JSON.parse`. The key's
- * bytes are then its UTF-8 text, since JSON strings without escapes are that text verbatim.
+ * `{"key":"<ASCII key without escapes>",...}`. Returns -1 for any other layout (another key order,
+ * whitespace, an escaped or non-ASCII key, not an object): such a line needs a full `JSON.parse`.
+ * The key's bytes are then its text verbatim.
  *
  * Only the key is looked at, so a line this accepts may still be broken further on; the store
  * validates it fully when it is first asked for.
@@ -42,8 +42,10 @@ export function quickKeyEnd(bytes: Uint8Array, from: number, to: number): number
   for (; at < to; at++) {
     const byte = bytes[at] as number;
     if (byte === QUOTE) break;
-    // An escape (the key text differs from its bytes) or a raw control character (not JSON).
-    if (byte === BACKSLASH || byte < 0x20) return -1;
+    // An escape (the key text differs from its bytes), a raw control character (not JSON), or a
+    // non-ASCII byte: bytes that are not valid UTF-8 would index a key no string lookup can name,
+    // so such keys (rare: server and tool names are nearly always ASCII) take the full parse.
+    if (byte === BACKSLASH || byte < 0x20 || byte >= 0x80) return -1;
   }
   if (at === keyStart || at + 1 >= to || bytes[at + 1] !== COMMA) return -1;
   return at;
@@ -52,5 +54,5 @@ export function quickKeyEnd(bytes: Uint8Array, from: number, to: number): number
 /** The key {@link quickKeyEnd} finds, as a string; undefined when the line needs a full parse. */
 export function quickLineKey(bytes: Buffer, from: number, to: number): string | undefined {
   const end = quickKeyEnd(bytes, from, to);
-  return end < 0 ? undefined : bytes.toString("utf8", from + PREFIX.length, end);
+  return end < 0 ? undefined : bytes.toString("latin1", from + PREFIX.length, end);
 }

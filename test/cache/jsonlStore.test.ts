@@ -205,6 +205,7 @@ describe("JsonlStore", () => {
     const { key, ...rest } = keyLast;
     const spaced = makeEntry("github", "spaced", "Pretty printed.", 2);
     const quoted = makeEntry("github", 'say_"hi"', "A tool name with quotes: its key has escapes.", 3);
+    const accented = makeEntry("gïthub", "créer", "A non-ASCII key.", 5);
     const replaced = makeEntry("slack", "post", "Old layout, replaced.", 4);
     const replacement = { ...replaced, summary: "New layout wins." };
     const { summary: replacedSummary, ...replacedRest } = replaced;
@@ -214,6 +215,7 @@ describe("JsonlStore", () => {
         `${JSON.stringify({ ...rest, key })}\n`,
         ` ${JSON.stringify(spaced, null, 1).replaceAll("\n", " ")}\r\n`,
         lineOf(quoted),
+        lineOf(accented),
         `${JSON.stringify({ summary: replacedSummary, ...replacedRest })}\n`,
         lineOf(replacement),
         `{"server":"github","key":${JSON.stringify(makeEntry("github", "bad").key)}}\n`,
@@ -221,8 +223,9 @@ describe("JsonlStore", () => {
     );
     const store = await openStore();
     // The old-layout line that fails the schema is known at load already.
-    expect(store.stats()).toMatchObject({ entries: 5, liveKeys: 4, invalidLines: 1 });
+    expect(store.stats()).toMatchObject({ entries: 6, liveKeys: 5, invalidLines: 1 });
     expect(store.get(keyLast.key)).toEqual(keyLast);
+    expect(store.get(accented.key)).toEqual(accented);
     expect(store.get(spaced.key)).toEqual(spaced);
     expect(store.get(quoted.key)).toEqual(quoted);
     expect(store.get(replaced.key)).toEqual(replacement);
