@@ -1,15 +1,17 @@
 import { execFile } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { finished } from "node:stream/promises";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { CacheEntry } from "../src/cache/cacheEntry.js";
 import { createToolHasher } from "../src/catalog/toolHash.js";
 import type { RawTool } from "../src/model/types.js";
-import { REPO_ROOT, type CorpusServer } from "./corpus.js";
-import { median, nowMs } from "./measure.js";
+import { loadCorpus, REPO_ROOT, type CorpusServer } from "./corpus.js";
+import { markdownTable } from "./markdownTable.js";
+import { median, nowMs, round } from "./measure.js";
 
 const run = promisify(execFile);
 
@@ -21,10 +23,17 @@ export interface CacheLoadRow {
   /** Median wall time of `JsonlStore.open` in a fresh process. */
   loadMsMedian: number;
   loadMsRuns: number[];
+  /** Median CPU time of the load (user + system, all threads of the process). */
+  loadCpuMsMedian: number;
   /** Median heap growth after a forced GC (what the entries keep alive). */
   heapMiBMedian: number;
+  /** Median RSS growth after the load and a forced GC. */
   rssMiBMedian: number;
+  /** Median peak RSS growth during the load (process high-water mark minus RSS before). */
+  rssPeakMiBMedian: number;
   liveKeys: number;
+  /** Median time of the first `get` of 1,000 keys after the load (each read, parsed and validated). */
+  firstGets1000MsMedian: number;
 }
 
 /** Result of {@link runCache}. */
@@ -42,7 +51,7 @@ export interface CacheResult {
 /** Options of {@link runCache}. */
 export interface CacheOptions {
   corpus: readonly CorpusServer[];
-  /** Cache sizes to load (default 10,000 and 100,000). */
+  /** Cache sizes to load (default 10,000, 100,000 and 1,000,000). */
   sizes?: number[];
   signal?: AbortSignal;
 }
@@ -80,39 +89,62 @@ async function writeSyntheticCache(file: string, count: number, corpus: readonly
   await finished(out);
 }
 
-async function probe(file: string, signal?: AbortSignal): Promise<{ loadMs: number; heapMiB: number; rssMiB: number; liveKeys: number }> {
+interface ProbeResult {
+  loadMs: number;
+  loadCpuMs: number;
+  heapMiB: number;
+  rssMiB: number;
+  rssPeakMiB: number;
+  liveKeys: number;
+  firstGetsMs: number;
+}
+
+async function probe(file: string, signal?: AbortSignal): Promise<ProbeResult> {
   const script = path.join(REPO_ROOT, "bench", "cacheLoadProbe.ts");
   const { stdout } = await run(process.execPath, ["--expose-gc", "--import", "tsx", script, file], {
     cwd: REPO_ROOT,
     maxBuffer: 1 << 20,
     ...(signal ? { signal } : {}),
   });
-  return JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { loadMs: number; heapMiB: number; rssMiB: number; liveKeys: number };
+  return JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as ProbeResult;
+}
+
+/** Fresh-process loads per cache size: fewer for the large files, to keep the run short. */
+function runsFor(entries: number): number {
+  if (entries >= 1_000_000) return 2;
+  return entries >= 100_000 ? 3 : 5;
 }
 
 /**
- * Cache: load time and memory of `JsonlStore.open` over synthetic 10k and 100k-entry files (each
- * run in a fresh process, medians), and the time to hash 1,000 corpus tools.
+ * Cache: load time and memory of `JsonlStore.open` over synthetic 10k, 100k and 1M-entry files
+ * (each written once per run in a temp dir, each load in a fresh process, medians), and the time
+ * to hash 1,000 corpus tools.
  */
 export async function runCache(options: CacheOptions): Promise<CacheResult> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-cache-"));
   const load: CacheLoadRow[] = [];
   try {
-    for (const entries of options.sizes ?? [10_000, 100_000]) {
+    for (const entries of options.sizes ?? [10_000, 100_000, 1_000_000]) {
       const file = path.join(dir, `summaries-${entries}.jsonl`);
       await writeSyntheticCache(file, entries, options.corpus);
-      const runs = entries >= 100_000 ? 3 : 5;
-      const results = [];
+      const runs = runsFor(entries);
+      const results: ProbeResult[] = [];
       for (let i = 0; i < runs; i++) results.push(await probe(file, options.signal));
+      // The 1M-entry file is over half a GiB: gone before the next one is written.
+      const fileMiB = (await stat(file)).size / 2 ** 20;
+      await rm(file, { force: true });
       load.push({
         entries,
-        fileMiB: (await stat(file)).size / 2 ** 20,
+        fileMiB,
         runs,
         loadMsMedian: median(results.map((r) => r.loadMs)),
         loadMsRuns: results.map((r) => r.loadMs),
+        loadCpuMsMedian: median(results.map((r) => r.loadCpuMs)),
         heapMiBMedian: median(results.map((r) => r.heapMiB)),
         rssMiBMedian: median(results.map((r) => r.rssMiB)),
+        rssPeakMiBMedian: median(results.map((r) => r.rssPeakMiB)),
         liveKeys: results[0]?.liveKeys ?? 0,
+        firstGets1000MsMedian: median(results.map((r) => r.firstGetsMs)),
       });
     }
   } finally {
@@ -131,4 +163,23 @@ export async function runCache(options: CacheOptions): Promise<CacheResult> {
     if (i >= 2) perThousand.push((ms / tools.length) * 1000);
   }
   return { load, hashing: { toolsPerRound: tools.length, rounds, msPer1000Median: median(perThousand) } };
+}
+
+/** The markdown section of a {@link CacheResult}. */
+export function cacheLoadMarkdown(r: CacheResult): string {
+  return [
+    "## Cache\n",
+    markdownTable(
+      ["entries>", "file MiB>", "load ms (median)>", "CPU ms>", "runs>", "heap MiB>", "RSS MiB>", "peak RSS MiB>", "first 1,000 gets ms>"],
+      r.load.map((l) => [l.entries, round(l.fileMiB, 1), round(l.loadMsMedian, 1), round(l.loadCpuMsMedian, 1), l.runs, round(l.heapMiBMedian, 1), round(l.rssMiBMedian, 1), round(l.rssPeakMiBMedian, 1), round(l.firstGets1000MsMedian, 1)]),
+    ),
+    `\nEach load runs in a fresh process (\`JsonlStore.open\`, read-only): it indexes key -> line offset, entries are parsed on first use. RSS is the growth over the process before the load (after it and a forced GC; peak: the high-water mark). Hashing (canonical JSON + xxhash64): ${round(r.hashing.msPer1000Median, 2)} ms per 1,000 corpus tools (median of ${r.hashing.rounds} rounds of ${r.hashing.toolsPerRound}).`,
+  ].join("\n");
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const result = await runCache({ corpus: loadCorpus() });
+  await mkdir(path.join(REPO_ROOT, "bench", "results"), { recursive: true });
+  await writeFile(path.join(REPO_ROOT, "bench", "results", "cache.json"), `${JSON.stringify(result, null, 2)}\n`);
+  console.log(cacheLoadMarkdown(result));
 }

@@ -1,12 +1,17 @@
-import { mkdir, open, stat } from "node:fs/promises";
+import { readSync } from "node:fs";
+import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { dirname } from "node:path";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import type { CacheEntry } from "./cacheEntry.js";
+import { CacheAppender } from "./cacheAppender.js";
+import { errorMessage, isMissing, readError, throwIfAborted } from "./cacheIo.js";
+import { formatCacheLine, KEY_OFFSET, quickKeyEnd } from "./cacheLineKey.js";
+import { LineIndex } from "./lineIndex.js";
 import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
-import { MAX_LINE_BYTES, readLines } from "./readLines.js";
+import { MAX_LINE_BYTES } from "./readLines.js";
+import { scanLineBytes } from "./scanLineBytes.js";
 import { LOCAL_LEASE } from "./summaryStore.js";
 import type { CacheEntryInput, ClaimResult, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
 
@@ -28,23 +33,6 @@ export type JsonlStoreStats = SummaryStoreStats;
 /** How many line numbers the once-per-load warning names. */
 const REPORTED_LINE_NUMBERS = 5;
 
-/** How often an append is written again to a file that replaced the one it went to. */
-const REWRITE_ATTEMPTS = 5;
-
-/** Errors after which the same append may work later (space freed, descriptors released). */
-const RETRYABLE_IO = new Set(["ENOSPC", "EDQUOT", "EAGAIN", "EBUSY", "EMFILE", "ENFILE", "EINTR", "EIO"]);
-
-function errnoCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
-/** A missing file, or a path through a non-directory, means there is no cache yet. */
-function isMissing(err: unknown): boolean {
-  const code = errnoCode(err);
-  return code === "ENOENT" || code === "ENOTDIR";
-}
-
 interface LoadReport {
   invalid: number;
   lineNumbers: number[];
@@ -53,10 +41,25 @@ interface LoadReport {
 /**
  * The summary cache: one JSON object per line in `summaries.jsonl`, last line for a key wins.
  *
- * Lookups are served from memory. Appends go to memory first and then to the file as exactly one
- * `write` on an `O_APPEND` descriptor, so several abridge processes can share one file without
- * interleaving or losing lines. A broken line never stops a load; it is skipped, counted and
- * reported once per load.
+ * A load indexes the file instead of parsing it: per line it reads the key from the line's first
+ * bytes (lines are written key first) and keeps where the line is ({@link LineIndex}). An entry is
+ * read (one positioned read on the descriptor the index was built from), parsed and validated the
+ * first time it is asked for, and kept. Parsing and validating every line was nine tenths of a
+ * load, and a bridge asks for the few hundred tools it serves out of however many the file holds.
+ *
+ * What "valid" means therefore comes in two steps:
+ * - at load, a line is invalid when it is not a JSON object line whose key can be read: its key
+ *   cannot be extracted from the key-first layout and a full parse (the path for lines of any
+ *   other layout, which are validated completely right there) fails. Such lines are skipped,
+ *   counted and reported once per load with their line numbers, and do not hide an earlier line
+ *   of the same key;
+ * - a line that passed the quick check but fails full validation when first asked for is reported
+ *   then (once, with its line number), counted as invalid instead of read, and its key is a miss
+ *   from then on: it was the newest line for that key, so an earlier line is not served instead.
+ * `abridge cache verify` validates every line fully, as before.
+ *
+ * Appends go to memory first and then to the file as exactly one `write` on an `O_APPEND`
+ * descriptor ({@link CacheAppender}), so several abridge processes can share one file.
  */
 export class JsonlStore implements SummaryStore {
   /** Path of the file this store reads and appends to. */
@@ -67,22 +70,21 @@ export class JsonlStore implements SummaryStore {
   readonly readOnly: boolean;
   private readonly logger: Logger;
 
-  /**
-   * Newest entry per key. A line read from the file is kept as its text until first asked for: it
-   * was fully validated when read, and turned into an object on first access. Holding 100,000
-   * parsed entries (objects, parameter maps and a dozen strings each) made the garbage collector
-   * copy them between generations during the load, which took longer than parsing them; the text
-   * of a line is a view on the chunk it was read in. A bridge asks for the few hundred tools it
-   * serves, so almost all of that work would be for entries nobody reads.
-   */
-  private readonly byKey = new Map<string, CacheEntry | string>();
+  /** Every live key and where its newest line is (offset -1: appended, in {@link parsed} only). */
+  private readonly index = new LineIndex();
+  /** Entries asked for (parsed and validated), and entries appended by this store. */
+  private readonly parsed = new Map<string, CacheEntry>();
   /**
    * Entries by server, built on the first {@link forServer} call and kept up to date after that.
-   * Not built during a load: a second map insert per line costs a fifth of the load time, and
-   * only maintenance and status output ask by server.
+   * Not built during a load: only maintenance and status output ask by server.
    */
   private byServer: Map<string, Map<string, CacheEntry>> | undefined;
 
+  /**
+   * The file the index was built from, kept open for positioned reads: after a compaction renamed
+   * a new file over the path, the offsets still point into this one until a reload re-indexes.
+   */
+  private reader: FileHandle | undefined;
   /** Where the next read starts: just after the last newline read. */
   private offset = 0;
   private nextLineNumber = 1;
@@ -93,17 +95,8 @@ export class JsonlStore implements SummaryStore {
 
   private entriesRead = 0;
   private invalidLines = 0;
-  private appendedCount = 0;
-  private writeErrorCount = 0;
 
-  private appendHandle: FileHandle | undefined;
-  private appendIdentity: { dev: number; ino: number } | undefined;
-  /**
-   * Whether the next append must look for a torn last line first. Only after (re)opening the file
-   * or a failed write: lines written by abridge always end in a newline, and checking before every
-   * append would race with other processes' writes in progress and add needless blank lines.
-   */
-  private checkTail = true;
+  private readonly appender: CacheAppender;
   /** Writes and reloads run one at a time, in call order, so the file order matches memory order. */
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
@@ -113,6 +106,7 @@ export class JsonlStore implements SummaryStore {
     this.file = options.file;
     this.readOnly = options.readOnly ?? false;
     this.logger = (options.logger ?? silentLogger).child({ cache: options.file });
+    this.appender = new CacheAppender(this.file, this.logger);
   }
 
   /**
@@ -123,7 +117,12 @@ export class JsonlStore implements SummaryStore {
    */
   static async open(options: JsonlStoreOptions): Promise<JsonlStore> {
     const store = new JsonlStore(options);
-    await store.ingest(options.signal);
+    try {
+      await store.ingest(options.signal);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
     return store;
   }
 
@@ -132,9 +131,9 @@ export class JsonlStore implements SummaryStore {
     return this.file;
   }
 
-  /** Number of distinct keys served. */
+  /** Number of distinct keys indexed (a key whose line turns out invalid when read leaves). */
   get size(): number {
-    return this.byKey.size;
+    return this.index.size;
   }
 
   /** Always granted: the queue of this process runs one job per key already. */
@@ -152,15 +151,18 @@ export class JsonlStore implements SummaryStore {
     return () => undefined;
   }
 
-  /** The newest entry for `key` (`server:tool:hash`), if any. */
+  /** The newest entry for `key` (`server:tool:hash`), if any; read and validated on first use. */
   get(key: string): CacheEntry | undefined {
-    const value = this.byKey.get(key);
-    return typeof value === "string" ? this.materialize(key, value) : value;
+    const known = this.parsed.get(key);
+    if (known !== undefined) return known;
+    const entry = this.readIndexed(key);
+    if (entry !== undefined) this.parsed.set(key, entry);
+    return entry;
   }
 
-  /** Whether an entry exists for `key`. */
+  /** Whether a valid entry exists for `key` (validates it, as {@link get} does). */
   has(key: string): boolean {
-    return this.byKey.has(key);
+    return this.get(key) !== undefined;
   }
 
   /** Every live entry (the newest per key). */
@@ -183,10 +185,10 @@ export class JsonlStore implements SummaryStore {
   stats(): JsonlStoreStats {
     return {
       entries: this.entriesRead,
-      liveKeys: this.byKey.size,
+      liveKeys: this.index.size,
       invalidLines: this.invalidLines,
-      appended: this.appendedCount,
-      writeErrors: this.writeErrorCount,
+      appended: this.appender.appended,
+      writeErrors: this.appender.writeErrors,
     };
   }
 
@@ -205,7 +207,7 @@ export class JsonlStore implements SummaryStore {
     if (!checked.ok) {
       throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry rejected: ${checked.reason}`);
     }
-    const line = `${JSON.stringify(checked.entry)}\n`;
+    const line = formatCacheLine(checked.entry);
     const lineBytes = Buffer.byteLength(line);
     if (lineBytes > MAX_LINE_BYTES) {
       // A line the reader would skip must not be written: it would be lost on the next load.
@@ -216,7 +218,7 @@ export class JsonlStore implements SummaryStore {
     }
     throwIfAborted(options.signal, "append");
     this.set(checked.entry);
-    return this.enqueue(() => this.writeLine(line, checked.entry.key));
+    return this.enqueue(() => this.appender.write(line, checked.entry.key));
   }
 
   /**
@@ -232,14 +234,16 @@ export class JsonlStore implements SummaryStore {
     return this.enqueue(() => this.ingest(options.signal));
   }
 
-  /** Waits for pending appends and releases the file. Idempotent: later calls get the same promise. */
+  /**
+   * Waits for pending appends and releases the file. Idempotent: later calls get the same promise.
+   * Entries not asked for before are no longer read after this.
+   */
   close(): Promise<void> {
     this.closed = true;
     this.closing ??= (async () => {
       await this.queue;
-      const handle = this.appendHandle;
-      this.appendHandle = undefined;
-      if (handle !== undefined) await handle.close().catch(() => undefined);
+      await this.appender.close();
+      await this.setReader(undefined);
     })();
     return this.closing;
   }
@@ -254,40 +258,49 @@ export class JsonlStore implements SummaryStore {
   }
 
   private set(entry: CacheEntry): void {
-    this.byKey.set(entry.key, entry);
+    this.index.set(entry.key, -1, 0, 0);
+    this.parsed.set(entry.key, entry);
     if (this.byServer !== undefined) addToIndex(this.byServer, entry);
   }
 
-  /**
-   * Serves a line read from the file if it is a valid entry, kept as text for {@link materialize}
-   * (the parsed object is dropped while it is still young, which costs the collector nothing). The
-   * by-server view, once built, holds objects, so it gets the parsed one.
-   */
-  private applyLine(text: string): boolean {
-    const parsed = parseCacheLine(text);
-    if (!parsed.ok) return false;
-    if (this.byServer === undefined) this.byKey.set(parsed.entry.key, text);
-    else this.set(parsed.entry);
-    return true;
+  /** Reads, parses and validates the indexed line of `key`; a line that fails is reported and dropped. */
+  private readIndexed(key: string): CacheEntry | undefined {
+    const at = this.index.find(key);
+    const reader = this.reader;
+    // Offset -1 is an appended entry, which lives in `parsed`; once closed, nothing is read.
+    if (at === undefined || at.offset < 0 || reader === undefined) return undefined;
+    let reason: string;
+    try {
+      const bytes = Buffer.allocUnsafe(at.length);
+      const bytesRead = readSync(reader.fd, bytes, 0, at.length, at.offset);
+      if (bytesRead === at.length) {
+        const parsed = parseCacheLine(bytes.toString("utf8"));
+        if (parsed.ok && parsed.entry.key === key) return parsed.entry;
+        reason = parsed.ok ? `its key is ${JSON.stringify(parsed.entry.key)}, not the one read at load` : parsed.reason;
+      } else {
+        reason = `only ${bytesRead} of its ${at.length} bytes are left (the file was truncated)`;
+      }
+    } catch (err) {
+      reason = `cannot read it: ${errorMessage(err)}`;
+    }
+    this.dropInvalid(key, at.offset, at.lineNumber, reason);
+    return undefined;
   }
 
-  /** Parses a line kept by {@link applyLine} again and keeps the object for later lookups. */
-  private materialize(key: string, text: string): CacheEntry | undefined {
-    const parsed = parseCacheLine(text);
-    if (!parsed.ok || parsed.entry.key !== key) {
-      // Unreachable: the same text passed the same check when it was read.
-      this.logger.error("a validated cache line no longer parses; dropping it", { key });
-      this.byKey.delete(key);
-      return undefined;
-    }
-    this.byKey.set(key, parsed.entry);
-    return parsed.entry;
+  /** Turns an indexed key whose line failed full validation into a miss, reported once. */
+  private dropInvalid(key: string, offset: number, lineNumber: number, reason: string): void {
+    this.index.delete(key);
+    this.entriesRead -= 1;
+    this.invalidLines += 1;
+    if (this.countedTail?.offset === offset) this.countedTail.valid = false;
+    this.logger.warn("skipped an invalid line in the summary cache", { line: lineNumber, key, reason });
   }
 
   private *liveEntries(): IterableIterator<CacheEntry> {
-    // Replacing the value of an existing key does not disturb a Map iteration.
-    for (const [key, value] of this.byKey) {
-      const entry = typeof value === "string" ? this.materialize(key, value) : value;
+    // Deleting the current key (an invalid line) does not disturb a Map iteration. Entries read
+    // here are not kept: walking a large cache must not hold all of it.
+    for (const key of this.index.keys()) {
+      const entry = this.parsed.get(key) ?? this.readIndexed(key);
       if (entry !== undefined) yield entry;
     }
   }
@@ -295,14 +308,19 @@ export class JsonlStore implements SummaryStore {
   private serverIndex(): Map<string, Map<string, CacheEntry>> {
     if (this.byServer === undefined) {
       const index = new Map<string, Map<string, CacheEntry>>();
-      for (const entry of this.liveEntries()) addToIndex(index, entry);
+      for (const entry of this.liveEntries()) {
+        // The view holds every entry anyway; keeping them lets get() return the same objects.
+        this.parsed.set(entry.key, entry);
+        addToIndex(index, entry);
+      }
       this.byServer = index;
     }
     return this.byServer;
   }
 
   private resetView(): void {
-    this.byKey.clear();
+    this.index.clear();
+    this.parsed.clear();
     this.byServer = undefined;
     this.offset = 0;
     this.nextLineNumber = 1;
@@ -311,7 +329,14 @@ export class JsonlStore implements SummaryStore {
     this.invalidLines = 0;
   }
 
-  /** Reads from {@link offset} to the end of the file into memory. */
+  /** Makes `handle` the descriptor entries are read from, closing the one before. */
+  private async setReader(handle: FileHandle | undefined): Promise<void> {
+    const previous = this.reader;
+    this.reader = handle;
+    if (previous !== undefined && previous !== handle) await previous.close().catch(() => undefined);
+  }
+
+  /** Indexes the file from {@link offset} to its end. */
   private async ingest(signal: AbortSignal | undefined): Promise<void> {
     throwIfAborted(signal, "load");
     let handle: FileHandle;
@@ -324,14 +349,13 @@ export class JsonlStore implements SummaryStore {
           this.logger.info("cache file disappeared; starting empty");
           this.resetView();
           this.identity = undefined;
+          await this.setReader(undefined);
         }
         return;
       }
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot read cache ${this.file}: ${errorMessage(err)}`, {
-        cause: err,
-        retryable: RETRYABLE_IO.has(errnoCode(err) ?? ""),
-      });
+      throw readError(this.file, err);
     }
+    let kept = false;
     try {
       const info = await handle.stat();
       if (
@@ -342,20 +366,23 @@ export class JsonlStore implements SummaryStore {
         this.resetView();
       }
       this.identity = { dev: info.dev, ino: info.ino };
+      // Same file or a new one, this descriptor reads what the index (re)built from now points at.
+      await this.setReader(handle);
+      kept = true;
       const report: LoadReport = { invalid: 0, lineNumbers: [] };
-      const result = await readLines(handle, {
+      const result = await scanLineBytes(handle, {
         start: this.offset,
         end: info.size,
         firstLineNumber: this.nextLineNumber,
         signal,
-        onLine: (line) => this.ingestLine(line.text, line.lineNumber, line.offset, report, false),
-        onOversized: (lineNumber, offset) => this.ingestLine(undefined, lineNumber, offset, report, false),
+        onLine: (bytes, from, to, lineNumber, offset) => this.ingestLine(bytes, from, to, lineNumber, offset, report, false),
+        onOversized: (lineNumber, offset) => this.ingestLine(undefined, 0, 0, lineNumber, offset, report, false),
       });
       this.offset = result.nextOffset;
       this.nextLineNumber = result.nextLineNumber;
       if (result.tail !== undefined) {
-        const { text, lineNumber, offset } = result.tail;
-        this.ingestLine(text, lineNumber, offset, report, true);
+        const { bytes, lineNumber, offset } = result.tail;
+        this.ingestLine(bytes, 0, bytes?.length ?? 0, lineNumber, offset, report, true);
       }
       if (report.invalid > 0) {
         this.logger.warn("skipped invalid lines in the summary cache", {
@@ -364,22 +391,26 @@ export class JsonlStore implements SummaryStore {
         });
       }
     } catch (err) {
-      if (err instanceof AbridgeError) throw err;
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot read cache ${this.file}: ${errorMessage(err)}`, {
-        cause: err,
-        retryable: RETRYABLE_IO.has(errnoCode(err) ?? ""),
-      });
+      throw readError(this.file, err);
     } finally {
-      await handle.close().catch(() => undefined);
+      if (!kept) await handle.close().catch(() => undefined);
     }
   }
 
   /**
-   * Applies one line; `text` undefined means oversized. An unterminated tail is applied too (a
-   * complete entry without its newline is still an entry) but remembered, because the next read
-   * starts at it again once it is terminated.
+   * Indexes one line, `bytes[from..to)`; `bytes` undefined means oversized. An unterminated tail
+   * is indexed too (a complete entry without its newline is still an entry) but remembered,
+   * because the next read starts at it again once it is terminated.
    */
-  private ingestLine(text: string | undefined, lineNumber: number, offset: number, report: LoadReport, isTail: boolean): void {
+  private ingestLine(
+    bytes: Buffer | undefined,
+    from: number,
+    to: number,
+    lineNumber: number,
+    offset: number,
+    report: LoadReport,
+    isTail: boolean,
+  ): void {
     let wasInvalid = false;
     if (this.countedTail !== undefined && this.countedTail.offset === offset) {
       // Undo the earlier count of this fragment; it is counted again below as what it is now.
@@ -390,7 +421,7 @@ export class JsonlStore implements SummaryStore {
       }
       this.countedTail = undefined;
     }
-    const valid = text !== undefined && this.applyLine(text);
+    const valid = bytes !== undefined && this.indexLine(bytes, from, to, lineNumber, offset);
     if (valid) {
       this.entriesRead += 1;
     } else {
@@ -404,94 +435,30 @@ export class JsonlStore implements SummaryStore {
     if (isTail) this.countedTail = { offset, valid };
   }
 
-  /** Whether the path still names the file the append descriptor writes to. */
-  private async pathStillOpen(): Promise<boolean> {
-    const known = this.appendIdentity;
-    const current = await stat(this.file).catch(() => undefined);
-    return current !== undefined && known !== undefined && current.ino === known.ino && current.dev === known.dev;
-  }
-
-  /** Opens (or re-opens, when the path now names another file) the append descriptor. */
-  private async handleForAppend(): Promise<FileHandle> {
-    if (this.appendHandle !== undefined) {
-      let current: { dev: number; ino: number } | undefined;
-      try {
-        current = await stat(this.file);
-      } catch (err) {
-        if (!isMissing(err)) throw err;
-      }
-      const known = this.appendIdentity;
-      if (current !== undefined && known !== undefined && current.ino === known.ino && current.dev === known.dev) {
-        return this.appendHandle;
-      }
-      // Replaced by a compaction or deleted: appending to the old inode would lose the line.
-      const stale = this.appendHandle;
-      this.appendHandle = undefined;
-      await stale.close().catch(() => undefined);
+  /**
+   * Indexes a line under its key: read from its first bytes when it is laid out as this store
+   * writes, else from a full parse (lines of older or foreign writers; such a line is validated
+   * completely here). Once the by-server view exists it holds parsed entries, so every line is
+   * then parsed and validated as it arrives. Returns whether the line was indexed.
+   */
+  private indexLine(bytes: Buffer, from: number, to: number, lineNumber: number, offset: number): boolean {
+    const keyEnd = this.byServer === undefined ? quickKeyEnd(bytes, from, to) : -1;
+    if (keyEnd >= 0) {
+      this.index.setKeyBytes(bytes, from + KEY_OFFSET, keyEnd, offset, to - from, lineNumber);
+      // An entry kept from before may be older than this line.
+      if (this.parsed.size > 0) this.parsed.delete(bytes.toString("utf8", from + KEY_OFFSET, keyEnd));
+      return true;
     }
-    await mkdir(dirname(this.file), { recursive: true });
-    // "a+" is O_RDWR | O_APPEND | O_CREAT: every write lands at the end whatever other processes
-    // wrote, and the descriptor can also read the last byte to detect a torn line.
-    const handle = await open(this.file, "a+");
-    try {
-      const info = await handle.stat();
-      this.appendIdentity = { dev: info.dev, ino: info.ino };
-    } catch (err) {
-      await handle.close().catch(() => undefined);
-      throw err;
+    const parsed = parseCacheLine(bytes.toString("utf8", from, to));
+    if (!parsed.ok) return false;
+    const entry = parsed.entry;
+    this.index.set(entry.key, offset, to - from, lineNumber);
+    this.parsed.delete(entry.key);
+    if (this.byServer !== undefined) {
+      this.parsed.set(entry.key, entry);
+      addToIndex(this.byServer, entry);
     }
-    this.appendHandle = handle;
-    this.checkTail = true;
-    return handle;
-  }
-
-  private async writeLine(line: string, key: string): Promise<void> {
-    try {
-      const handle = await this.handleForAppend();
-      let prefix = "";
-      if (this.checkTail) {
-        // A torn last line (crash, full disk) must not swallow this one: start a fresh line.
-        if (await endsTorn(handle)) prefix = "\n";
-        this.checkTail = false;
-      }
-      const bytes = Buffer.from(prefix + line);
-      // Exactly one write call: O_APPEND makes it atomic with respect to the end-of-file offset, so
-      // lines from several processes never interleave. Retrying the rest of a short write would be a
-      // second call that another process could interleave with, so a short write is an error.
-      const { bytesWritten } = await handle.write(bytes, 0, bytes.length, null);
-      if (bytesWritten !== bytes.length) {
-        throw Object.assign(new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`), { code: "EIO" });
-      }
-      // A compaction may have renamed a new file over the path just before this write landed in
-      // the old one, after its copy of what arrived late: the line would be lost with the old file.
-      // Still the same file after the write means the rename comes later and the copy takes it.
-      for (let again = 0; again < REWRITE_ATTEMPTS && !(await this.pathStillOpen()); again++) {
-        const fresh = await this.handleForAppend();
-        const { bytesWritten: rewritten } = await fresh.write(Buffer.from(line), 0, Buffer.byteLength(line), null);
-        if (rewritten !== Buffer.byteLength(line)) {
-          throw Object.assign(new Error(`short write: ${rewritten} of ${Buffer.byteLength(line)} bytes`), { code: "EIO" });
-        }
-      }
-      this.appendedCount += 1;
-    } catch (err) {
-      this.writeErrorCount += 1;
-      // A failed or short write may have left a partial line behind.
-      this.checkTail = true;
-      const handle = this.appendHandle;
-      this.appendHandle = undefined;
-      if (handle !== undefined) await handle.close().catch(() => undefined);
-      const code = errnoCode(err);
-      this.logger.warn("could not append to the summary cache; the entry is served from memory only", {
-        key,
-        code,
-        error: errorMessage(err),
-      });
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot append to cache ${this.file}: ${errorMessage(err)}`, {
-        cause: err,
-        retryable: RETRYABLE_IO.has(code ?? ""),
-        details: { key, ...(code === undefined ? {} : { errno: code }) },
-      });
-    }
+    return true;
   }
 }
 
@@ -502,33 +469,4 @@ function addToIndex(index: Map<string, Map<string, CacheEntry>>, entry: CacheEnt
     index.set(entry.server, server);
   }
   server.set(entry.key, entry);
-}
-
-/**
- * Whether the file's last byte is not a newline. A different process's write can be caught half
- * done (a write spanning pages grows the size page by page), so a missing newline only counts when
- * a second look sees the same size: a torn line stays, a write in progress moves on.
- */
-async function endsTorn(handle: FileHandle): Promise<boolean> {
-  const last = Buffer.alloc(1);
-  let previousSize = -1;
-  for (let look = 0; look < 3; look++) {
-    const { size } = await handle.stat();
-    if (size === 0) return false;
-    const { bytesRead } = await handle.read(last, 0, 1, size - 1);
-    if (bytesRead === 1 && last[0] === 0x0a) return false;
-    if (size === previousSize) return true;
-    previousSize = size;
-  }
-  return true;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-function throwIfAborted(signal: AbortSignal | undefined, what: string): void {
-  if (signal?.aborted) {
-    throw new AbridgeError(ErrorCode.CANCELLED, `cache ${what} was cancelled`, { cause: signal.reason });
-  }
 }

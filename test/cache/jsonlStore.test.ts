@@ -136,7 +136,6 @@ describe("JsonlStore", () => {
     const extra = makeEntry("slack", "extra", "Has an unknown field.", 2);
     const first = makeEntry("github", "twice", "First.", 3);
     const later = { ...first, summary: "Later." };
-    const broken = { ...first, summary: "Broken.", tokensAfter: -1 };
     await writeFile(
       file,
       [
@@ -145,8 +144,9 @@ describe("JsonlStore", () => {
         `${JSON.stringify({ ...extra, note: "dropped" })}\n`,
         lineOf(first),
         lineOf(later),
-        // A later line for the same key that is invalid does not hide the valid one before it.
-        `${JSON.stringify(broken)}\n`,
+        // A later line for the same key that is not a JSON object line is invalid at load and
+        // does not hide the valid one before it.
+        `${lineOf({ ...first, summary: "Torn." }).slice(0, 70)}\n`,
       ].join(""),
     );
     const store = await openStore();
@@ -166,6 +166,127 @@ describe("JsonlStore", () => {
     await store.reload();
     expect(store.forServer("slack").map((e) => e.key).sort()).toEqual([extra.key, remote.key].sort());
     expect(store.get(remote.key)).toEqual(remote);
+  });
+
+  it("reports a line that passes the load check but fails validation when first read, and serves a miss", async () => {
+    const good = makeEntry("github", "good");
+    const first = makeEntry("github", "twice", "First.", 3);
+    // The newest line of this key has the key-first layout but breaks the schema.
+    const broken = { ...first, summary: "Broken.", tokensAfter: -1 };
+    const notJson = `{"key":"github:nojson:${"0".repeat(16)}",oops}`;
+    await writeFile(file, [lineOf(good), lineOf(first), lineOf(broken as typeof first), `${notJson}\n`].join(""));
+    const { logger, lines } = captureLogger();
+    const store = await openStore({ logger });
+    expect(store.stats()).toMatchObject({ entries: 4, liveKeys: 3, invalidLines: 0 });
+
+    expect(store.get(first.key)).toBeUndefined();
+    expect(store.get(first.key)).toBeUndefined();
+    expect(store.has(first.key)).toBe(false);
+    expect(store.get(`github:nojson:${"0".repeat(16)}`)).toBeUndefined();
+    expect(store.get(good.key)).toEqual(good);
+    const reports = lines.filter((line) => line.includes("skipped an invalid line")).map((line) => JSON.parse(line) as Record<string, unknown>);
+    // Once per line, naming the file, the line and why.
+    expect(reports).toHaveLength(2);
+    expect(reports[0]).toMatchObject({ level: "warn", cache: file, line: 3, key: first.key });
+    expect(String(reports[0]!.reason)).toContain("tokensAfter");
+    expect(reports[1]).toMatchObject({ line: 4, cache: file });
+    expect(String(reports[1]!.reason)).toContain("not JSON");
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 1, invalidLines: 2 });
+    expect([...store.entries()]).toEqual([good]);
+
+    // A valid line appended later for that key is served again.
+    await appendFile(file, lineOf(first));
+    await store.reload();
+    expect(store.get(first.key)).toEqual(first);
+  });
+
+  it("loads lines of any key order and layout through the full parse", async () => {
+    const keyLast = makeEntry("github", "key_last", "Key written last.", 1);
+    const { key, ...rest } = keyLast;
+    const spaced = makeEntry("github", "spaced", "Pretty printed.", 2);
+    const quoted = makeEntry("github", 'say_"hi"', "A tool name with quotes: its key has escapes.", 3);
+    const accented = makeEntry("gïthub", "créer", "A non-ASCII key.", 5);
+    const replaced = makeEntry("slack", "post", "Old layout, replaced.", 4);
+    const replacement = { ...replaced, summary: "New layout wins." };
+    const { summary: replacedSummary, ...replacedRest } = replaced;
+    await writeFile(
+      file,
+      [
+        `${JSON.stringify({ ...rest, key })}\n`,
+        ` ${JSON.stringify(spaced, null, 1).replaceAll("\n", " ")}\r\n`,
+        lineOf(quoted),
+        lineOf(accented),
+        `${JSON.stringify({ summary: replacedSummary, ...replacedRest })}\n`,
+        lineOf(replacement),
+        `{"server":"github","key":${JSON.stringify(makeEntry("github", "bad").key)}}\n`,
+      ].join(""),
+    );
+    const store = await openStore();
+    // The old-layout line that fails the schema is known at load already.
+    expect(store.stats()).toMatchObject({ entries: 6, liveKeys: 5, invalidLines: 1 });
+    expect(store.get(keyLast.key)).toEqual(keyLast);
+    expect(store.get(accented.key)).toEqual(accented);
+    expect(store.get(spaced.key)).toEqual(spaced);
+    expect(store.get(quoted.key)).toEqual(quoted);
+    expect(store.get(replaced.key)).toEqual(replacement);
+
+    // The writer puts the key first whatever order the entry came in.
+    const appended = makeEntry("memory", "read_graph");
+    const { key: appendedKey, ...appendedRest } = appended;
+    await store.append({ ...appendedRest, key: appendedKey });
+    const written = (await fileLines(file)).at(-2)!;
+    expect(written.startsWith(`{"key":${JSON.stringify(appendedKey)},`)).toBe(true);
+    expect(JSON.parse(written)).toEqual(appended);
+  });
+
+  it("reads entries from the file it indexed after another process compacted the path", async () => {
+    const a = makeEntry("github", "a", "old");
+    const aNewer = { ...a, summary: "newer" };
+    const b = makeEntry("github", "b");
+    const c = makeEntry("slack", "c");
+    await writeFile(file, [lineOf(a), lineOf(b), lineOf(aNewer), lineOf(c)].join(""));
+    const store = await openStore();
+    // Compaction renames a new file over the path: every line moves to another offset.
+    expect(await compactCache(file, { keep: (entry) => entry.key !== b.key })).toEqual({ before: 4, after: 2 });
+    expect(store.get(aNewer.key)).toEqual(aNewer);
+    expect(store.get(b.key)).toEqual(b);
+    expect(store.get(c.key)).toEqual(c);
+    expect(store.stats().invalidLines).toBe(0);
+
+    await store.reload();
+    expect(store.get(b.key)).toBeUndefined();
+    expect(store.get(c.key)).toEqual(c);
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 2, invalidLines: 0 });
+  });
+
+  it("follows a last line written one byte at a time until it is complete", async () => {
+    const whole = makeEntry("github", "whole");
+    const growing = makeEntry("github", "growing");
+    const text = lineOf(growing);
+    await writeFile(file, `${lineOf(whole)}${text.slice(0, 1)}`);
+    const store = await openStore();
+    expect(store.stats()).toMatchObject({ entries: 1, liveKeys: 1, invalidLines: 1 });
+    expect(store.get(growing.key)).toBeUndefined();
+
+    await appendFile(file, text.slice(1, 2));
+    await store.reload();
+    expect(store.stats()).toMatchObject({ entries: 1, liveKeys: 1, invalidLines: 1 });
+
+    // Complete but for its newline: an entry.
+    await appendFile(file, text.slice(2, -1));
+    await store.reload();
+    expect(store.get(growing.key)).toEqual(growing);
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 2, invalidLines: 0 });
+
+    await appendFile(file, "\n");
+    await store.reload();
+    expect(store.stats()).toMatchObject({ entries: 2, liveKeys: 2, invalidLines: 0 });
+    const next = makeEntry("github", "next");
+    await appendFile(file, lineOf(next));
+    await store.reload();
+    expect(store.get(next.key)).toEqual(next);
+    expect(store.get(growing.key)).toEqual(growing);
+    expect(store.stats()).toMatchObject({ entries: 3, liveKeys: 3, invalidLines: 0 });
   });
 
   it("accepts a complete last entry that only lacks its newline", async () => {
@@ -199,13 +320,21 @@ describe("JsonlStore", () => {
     await writeFile(file, lines.join(""));
     const { logger, lines: logged } = captureLogger();
     const store = await openStore({ logger });
-    expect(store.size).toBe(2);
-    expect(store.get(good.key)).toEqual(good);
-    expect(store.stats()).toMatchObject({ entries: 2, invalidLines: 7 });
+    // Lines that are not JSON object lines with a readable key are invalid at load; the three
+    // key-first lines that break the schema or their key are found when first read.
+    expect(store.size).toBe(5);
+    expect(store.stats()).toMatchObject({ entries: 5, invalidLines: 4 });
     const warnings = logged.filter((line) => line.includes("skipped invalid lines"));
     expect(warnings).toHaveLength(1);
-    // Physical line numbers (blank lines 3 and 4 are skipped silently), the first five only.
-    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: "warn", count: 7, lines: [2, 5, 6, 7, 8] });
+    // Physical line numbers (blank lines 3 and 4 are skipped silently).
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: "warn", count: 4, lines: [2, 8, 9, 10] });
+
+    expect(store.get(good.key)).toEqual(good);
+    expect([...store.entries()].map((entry) => entry.tool).sort()).toEqual(["good", "good"]);
+    expect(store.size).toBe(2);
+    expect(store.stats()).toMatchObject({ entries: 2, invalidLines: 7 });
+    const lazy = logged.filter((line) => line.includes("skipped an invalid line")).map((line) => JSON.parse(line) as { line: number });
+    expect(lazy.map((report) => report.line)).toEqual([5, 6, 7]);
   });
 
   it("rejects an invalid entry on append without serving or writing it", async () => {
