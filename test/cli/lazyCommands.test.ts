@@ -54,7 +54,7 @@ describe("command modules load lazily", { timeout: 120_000 }, () => {
     expect(files.filter((f) => f.startsWith("core/"))).toEqual([]);
   });
 
-  it("serve --help loads serve and nothing of the daemon, the bus or their clients", async () => {
+  it("serve --help loads serve and nothing of the daemon, the bus, their clients or the HTTP front end", async () => {
     const { stdout, files } = await loadedSources(["serve", "--help"]);
     expect(stdout).toContain("Usage: abridge serve");
     expect(files).toContain("cli/commands/serveCommand.ts");
@@ -62,6 +62,8 @@ describe("command modules load lazily", { timeout: 120_000 }, () => {
       expect(files).not.toContain(other);
     }
     expect(files.filter((f) => f.startsWith("daemon/") || f.startsWith("bus/") || f.startsWith("client/"))).toEqual([]);
+    // The HTTP front end loads only for `serve --http`.
+    expect(files).not.toContain("serve/httpServer.ts");
   });
 
   it("--help loads every command, for their summaries", async () => {
