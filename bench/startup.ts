@@ -1,30 +1,18 @@
-import { readFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { ToolCatalog } from "../src/catalog/toolCatalog.js";
-import { Bridge } from "../src/core/bridge.js";
 import { openSummaryPipeline } from "../src/core/summaryPipeline.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
-import { benchConfig, configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
+import { configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
 import { exposeCorpus, type CorpusServer } from "./corpus.js";
 import { median, nowMs, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
+import { runStartupUpstreams, type StartupUpstreamsRow } from "./startupUpstreams.js";
 
-/** Time to the first `tools/list` answer with `upstreams` echo fixtures. */
-export interface StartupRow {
-  upstreams: number;
-  tools: number;
-  /** `abridge serve` over stdio when it is available, else the Bridge library in-process. */
-  via: string;
-  runs: number;
-  coldMsMedian: number;
-  warmMsMedian: number;
-  coldMsRuns: number[];
-  warmMsRuns: number[];
-  /** Cache entries present for the warm runs. */
-  warmEntries: number;
-}
+/** Time to the first complete `tools/list` with N upstreams, beside the floor (bench/startupUpstreams.ts). */
+export type StartupRow = StartupUpstreamsRow;
 
 /** Result of {@link runStartup}. */
 export interface StartupResult {
@@ -55,73 +43,6 @@ export interface StartupOptions {
   signal?: AbortSignal;
   /** Upstream counts (default 1, 10, 50). */
   counts?: number[];
-}
-
-async function lineCount(file: string): Promise<number> {
-  try {
-    return (await readFile(file, "utf8")).split("\n").filter((l) => l.trim() !== "").length;
-  } catch {
-    return 0;
-  }
-}
-
-/** One time-to-first-list measurement: spawn or open, connect every upstream, answer tools/list. */
-async function firstList(configFile: string, cacheDir: string, useServe: boolean, signal?: AbortSignal): Promise<{ ms: number; tools: number }> {
-  const start = nowMs();
-  if (useServe) {
-    const target = await serveOverStdio({ config: configFile, cacheDir, ...(signal ? { signal } : {}) });
-    try {
-      const tools = await target.listTools(signal);
-      const ms = nowMs() - start;
-      // Let the background queue write the summaries the warm runs read.
-      await sleep(300, signal);
-      return { ms, tools };
-    } finally {
-      await target.close();
-    }
-  }
-  const config = benchConfig(await readFile(configFile, "utf8"), configFile);
-  const bridge = await Bridge.open({ config, cacheFile: path.join(cacheDir, "summaries.jsonl"), env: {} });
-  try {
-    await bridge.start(signal);
-    const tools = bridge.list().length;
-    const ms = nowMs() - start;
-    await bridge.drainSummaries(signal);
-    return { ms, tools };
-  } finally {
-    await bridge.close();
-  }
-}
-
-async function startupRow(upstreams: number, dir: string, serveOk: boolean, signal?: AbortSignal): Promise<StartupRow> {
-  const configFile = path.join(dir, `startup-${upstreams}.toml`);
-  const servers = Array.from({ length: upstreams }, (_, i) => stdioServerToml(`s${String(i).padStart(2, "0")}`, ECHO_FIXTURE, ["--page-size", "100"]));
-  await writeFile(configFile, configToml(servers));
-  // 50 tsx upstreams cost ~30 s of two cores per start: one cold and one warm run keep the bench under 10 minutes.
-  const runs = upstreams >= 50 ? 1 : 3;
-  const cold: number[] = [];
-  const warm: number[] = [];
-  let tools = 0;
-  let warmEntries = 0;
-  for (let i = 0; i < runs; i++) {
-    const cacheDir = path.join(dir, `cache-${upstreams}-${i}`);
-    const c = await firstList(configFile, cacheDir, serveOk, signal);
-    cold.push(c.ms);
-    tools = c.tools;
-    warmEntries = await lineCount(path.join(cacheDir, "summaries.jsonl"));
-    warm.push((await firstList(configFile, cacheDir, serveOk, signal)).ms);
-  }
-  return {
-    upstreams,
-    tools,
-    via: serveOk ? "abridge serve (stdio)" : "Bridge library (in-process)",
-    runs,
-    coldMsMedian: median(cold),
-    warmMsMedian: median(warm),
-    coldMsRuns: cold,
-    warmMsRuns: warm,
-    warmEntries,
-  };
 }
 
 /** 1,000 tools: the corpus repeated under three server names, cut to 1,000. */
@@ -207,14 +128,10 @@ export async function runStartup(options: StartupOptions): Promise<StartupResult
   try {
     const why = await serveUnavailable(options.signal);
     const serveOk = why === undefined;
-    const rows: StartupRow[] = [];
-    for (const n of options.counts ?? [1, 10, 50]) rows.push(await startupRow(n, dir, serveOk, options.signal));
+    const upstreams = await runStartupUpstreams({ ...(options.counts ? { counts: options.counts } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     return {
-      method:
-        "wall time from spawning `abridge serve` (stdio) to the first tools/list answer, every upstream a tsx-run echo fixture (7 tools); " +
-        "that answer waits at most startup_grace_ms (3 s) for upstreams still starting, so `tools` counts those ready by then; " +
-        "cold = empty cache dir, warm = the cache the cold run wrote; medians of 3 runs (1 run for 50 upstreams). Upstream start-up (tsx) dominates.",
-      rows,
+      method: upstreams.method,
+      rows: upstreams.rows,
       listing: await listing(options.corpus, dir, serveOk, why, options.signal),
       memory: await memory(options.corpus, dir, serveOk, why, options.signal),
     };

@@ -6,7 +6,7 @@ import { createAdjustableLogger, recordingLogger } from "./adjustableLogger.js";
 import { VERSION } from "../model/version.js";
 import { outputClosed, writeLine, type CliIo } from "./cliIo.js";
 import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "./command.js";
-import { COMMANDS } from "./commands/index.js";
+import { COMMAND_ENTRIES, loadCommands, type CommandEntry } from "./commands/index.js";
 import { didYouMean } from "../util/suggest.js";
 
 /** Options every command accepts. */
@@ -31,7 +31,7 @@ function globalFlagLength(arg: string): number {
  * tools`), so they and their values are stepped over; any other flag ends the command words, since
  * what follows it belongs to the command.
  */
-function findCommand(argv: string[]): { spec: CommandSpec | undefined; rest: string[]; words: string[]; stop: string | undefined } {
+function findCommand(argv: string[]): { entry: CommandEntry | undefined; rest: string[]; words: string[]; stop: string | undefined } {
   const found: { word: string; index: number }[] = [];
   let stop: string | undefined;
   for (let i = 0; i < argv.length; ) {
@@ -51,15 +51,15 @@ function findCommand(argv: string[]): { spec: CommandSpec | undefined; rest: str
   const words = found.map((f) => f.word);
   // Longest matching command path wins (`summarize warm` over `summarize`).
   for (let n = words.length; n > 0; n--) {
-    const spec = COMMANDS.find((c) => c.path.length === n && c.path.every((w, i) => w === words[i]));
-    if (spec) {
+    const entry = COMMAND_ENTRIES.find((c) => c.path.length === n && c.path.every((w, i) => w === words[i]));
+    if (entry) {
       // By position, not by value: a flag's value may spell a command word (`--config tools tools`).
       const used = new Set(found.slice(0, n).map((f) => f.index));
-      return { spec, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
+      return { entry, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
     }
   }
   const used = new Set(found.map((f) => f.index));
-  return { spec: undefined, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
+  return { entry: undefined, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
 }
 
 function optionLines(options: Record<string, OptionSpec>): string[] {
@@ -69,16 +69,17 @@ function optionLines(options: Record<string, OptionSpec>): string[] {
   });
 }
 
-/** Help of the whole CLI. */
-export function mainHelp(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.path.join(" ").length));
+/** Help of the whole CLI (loads every command for its summary). */
+export async function mainHelp(): Promise<string> {
+  const commands = await loadCommands();
+  const width = Math.max(...commands.map((c) => c.path.join(" ").length));
   return [
     `abridge ${VERSION}: an MCP bridge that makes large tool surfaces cheap for language models`,
     "",
     "Usage: abridge <command> [options]",
     "",
     "Commands:",
-    ...COMMANDS.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
+    ...commands.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
     "",
     "Options:",
     ...optionLines(GLOBAL_OPTIONS),
@@ -106,9 +107,10 @@ export function commandHelp(spec: CommandSpec): string {
   ].join("\n");
 }
 
-function groupHelp(prefix: string[]): string | undefined {
-  const members = COMMANDS.filter((c) => prefix.every((w, i) => c.path[i] === w) && c.path.length > prefix.length);
-  if (members.length === 0) return undefined;
+async function groupHelp(prefix: string[]): Promise<string | undefined> {
+  const entries = COMMAND_ENTRIES.filter((c) => prefix.every((w, i) => c.path[i] === w) && c.path.length > prefix.length);
+  if (entries.length === 0) return undefined;
+  const members = await loadCommands(entries);
   return [
     `Usage: abridge ${prefix.join(" ")} <command> [options]`,
     "",
@@ -138,7 +140,7 @@ function usageFailure(io: CliIo, message: string, hint?: string): number {
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   if (argv.length === 0) {
     const code = usageFailure(io, "abridge: expected a command");
-    writeLine(io.stderr, mainHelp());
+    writeLine(io.stderr, await mainHelp());
     return code;
   }
   if (argv[0] === "--version" || argv[0] === "-V") {
@@ -146,13 +148,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return ExitCode.OK;
   }
   if (argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
-    writeLine(io.stdout, mainHelp());
+    writeLine(io.stdout, await mainHelp());
     return ExitCode.OK;
   }
 
-  const { spec, rest, words, stop } = findCommand(argv);
-  if (!spec) {
-    const group = words.length > 0 ? groupHelp(words) : undefined;
+  const { entry, rest, words, stop } = findCommand(argv);
+  if (!entry) {
+    const group = words.length > 0 ? await groupHelp(words) : undefined;
     const asked = rest.includes("--help") || rest.includes("-h");
     if (group && (stop === undefined || asked)) {
       if (asked) {
@@ -162,16 +164,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return usageFailure(io, `abridge ${words.join(" ")}: expected one of its commands`, group);
     }
     if (words.length === 0 && asked) {
-      writeLine(io.stdout, mainHelp());
+      writeLine(io.stdout, await mainHelp());
       return ExitCode.OK;
     }
     if (words.length === 0) {
       return usageFailure(io, `abridge: expected a command${stop !== undefined ? ` before "${stop}"` : ""}`, COMMANDS_HINT);
     }
     const typed = words.join(" ");
-    const hint = didYouMean(typed, COMMANDS.map((c) => c.path.join(" ")));
+    const hint = didYouMean(typed, COMMAND_ENTRIES.map((c) => c.path.join(" ")));
     return usageFailure(io, `abridge: unknown command "${typed}"${hint ? `; did you mean "${hint}"?` : ""}`, COMMANDS_HINT);
   }
+  // Only now, and only this command: the others' modules are never loaded (see commands/index.ts).
+  const spec = await entry.load();
 
   const options = { ...GLOBAL_OPTIONS, ...(spec.options ?? {}) };
   let parsed: ReturnType<typeof parseArgs>;

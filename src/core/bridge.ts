@@ -92,7 +92,7 @@ export class Bridge {
     this.pool.on("toolsChanged", () => {
       if (this.startup.followsChanges) this.discover();
     });
-    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger);
+    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger, summaries.jobs);
     const config = (): Config => this.currentConfig;
     const waitReady = (graceMs: number, signal?: AbortSignal): Promise<boolean> => this.waitReady(graceMs, signal);
     this.resolver = new ToolResolver(catalog, this.pool, config);
@@ -148,7 +148,7 @@ export class Bridge {
    * false` servers, a cancelled start) is logged; servers that fail are in {@link servers}.
    */
   begin(signal?: AbortSignal): void {
-    this.startup.begin(signal);
+    this.startup.begin(signal, this.currentConfig.startup_grace_ms);
   }
 
   /**
@@ -409,6 +409,8 @@ export class Bridge {
   close(): Promise<void> {
     this.closePromise ??= (async () => {
       if (this.countsTimer !== undefined) clearInterval(this.countsTimer);
+      // Summary jobs still held are dropped with the queue, not summarized into a closing cache.
+      this.startup.stopGrace();
       const results = await Promise.allSettled([this.summaries.close(), this.pool.close()]);
       await this.guard.close();
       for (const result of results) {

@@ -5,6 +5,8 @@ import type { SummaryStore } from "../cache/summaryStore.js";
 import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
 import { createToolHasher, type ToolHasher } from "../catalog/toolHash.js";
+import { HeldJobs } from "./heldJobs.js";
+import { memoizedHasher } from "./memoizedHasher.js";
 import { summarySchema, type SummaryConfig } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { createSummarizer } from "../summarize/createSummarizer.js";
@@ -58,6 +60,8 @@ export interface SummaryPipeline {
   /** The summarizer `[summary]` names (or the one given). */
   readonly summarizer: Summarizer;
   readonly queue: SummarizeQueue;
+  /** The catalog's way into {@link queue}, which can hold jobs back while the upstreams start. */
+  readonly jobs: HeldJobs;
   readonly catalog: ToolCatalog;
   /** Calls per tool kept beside the cache; the catalog starts from its snapshot (auto mode). */
   readonly callCounts: CallCounts;
@@ -78,7 +82,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
   const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
   const [store, hasher, callCounts] = await Promise.all([
     openStore(options, logger),
-    createToolHasher(),
+    createToolHasher().then(memoizedHasher),
     CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger }),
   ]);
   const fallback = new ExtractiveSummarizer({ wordBudget: summary.word_budget });
@@ -93,10 +97,11 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
     ...(options.summaryBackoffMs !== undefined ? { baseBackoffMs: options.summaryBackoffMs } : {}),
   });
+  const jobs = new HeldJobs(queue);
   const catalog = new ToolCatalog({
     store,
     hasher,
-    jobs: queue,
+    jobs,
     logger,
     summarizerIds: [summarizer.id, fallback.id],
     ...(options.separator !== undefined ? { separator: options.separator } : {}),
@@ -114,6 +119,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     hasher,
     summarizer,
     queue,
+    jobs,
     catalog,
     callCounts,
     close() {

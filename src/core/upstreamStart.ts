@@ -3,6 +3,12 @@ import { ErrorCode, isAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
 
+/** Summary jobs that can be held back while the upstreams start (see heldJobs.ts). */
+export interface HoldableJobs {
+  hold(): void;
+  release(): void;
+}
+
 /**
  * The start of the upstreams and what waits on it: one start however often it is asked for, the
  * discovery that ends it, and the grace lists give servers still making their first connection.
@@ -14,11 +20,14 @@ export class UpstreamStart {
   private settled = false;
   /** A front end serves while the start runs ({@link begin}): discover each server as it comes up. */
   private serving = false;
+  /** Releases the held summary jobs once `startup_grace_ms` has passed with servers still starting. */
+  private graceTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly pool: UpstreamPool,
     private readonly discover: (options?: DiscoverOptions) => DiscoveryCounts[],
     private readonly logger: Logger,
+    private readonly jobs?: HoldableJobs,
   ) {}
 
   /**
@@ -34,22 +43,54 @@ export class UpstreamStart {
   /** Connects every upstream once and resolves with the discovery of them all. Idempotent. */
   start(signal?: AbortSignal, discover: DiscoverOptions = {}): Promise<DiscoveryCounts[]> {
     this.startedAtMs ??= Date.now();
-    this.startPromise ??= this.pool.start(signal).then(() => {
-      this.settled = true;
-      return this.discover(discover);
-    });
+    this.startPromise ??= this.pool.start(signal).then(
+      () => {
+        this.settled = true;
+        const counts = this.discover(discover);
+        this.releaseJobs();
+        return counts;
+      },
+      (err: unknown) => {
+        this.releaseJobs();
+        throw err;
+      },
+    );
     return this.startPromise;
   }
 
   /**
    * {@link start} without waiting for it. A start that fails as a whole (a name collision of
    * `prefix = false` servers, a cancelled start) is logged; servers that fail are in the pool's status.
+   *
+   * Summary jobs for the tools of servers that come up meanwhile are held until every server
+   * settled, at most `graceMs`: summarizing (and loading the tokenizer for the figures of each new
+   * entry) took the CPU that the servers still starting and the first tools/list needed, and a
+   * client is served the original descriptions until a summary lands anyway.
    */
-  begin(signal?: AbortSignal): void {
+  begin(signal?: AbortSignal, graceMs?: number): void {
     this.serving = true;
+    if (this.startPromise === undefined && this.jobs !== undefined) {
+      this.jobs.hold();
+      if (graceMs !== undefined) {
+        this.graceTimer = setTimeout(() => this.releaseJobs(), graceMs);
+        this.graceTimer.unref();
+      }
+    }
     this.start(signal).catch((err: unknown) => {
       if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
     });
+  }
+
+  /** Hands held summary jobs to the queue and stops holding them. Idempotent. */
+  private releaseJobs(): void {
+    this.stopGrace();
+    this.jobs?.release();
+  }
+
+  /** Stops the grace timer: a closing bridge neither waits for it nor summarizes what is held. */
+  stopGrace(): void {
+    if (this.graceTimer !== undefined) clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
   }
 
   /**

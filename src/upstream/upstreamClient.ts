@@ -8,6 +8,8 @@ import {
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
+import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { JsonObject, UpstreamNotification } from "../model/types.js";
 import type { CallForwarder } from "./callForwarder.js";
 import type { RequestRelay } from "./requestRelay.js";
@@ -32,13 +34,26 @@ export interface UpstreamClientRoutes {
 }
 
 /**
+ * One JSON Schema validator for every upstream client, made on first use. The SDK gives each
+ * `Client` an Ajv instance of its own (about 1 ms of CPU each, with its formats), used only by the
+ * SDK's own `listTools()` to compile output-schema checks for `callTool()`; abridge sends both as
+ * plain requests (a proxy must not validate what it forwards), so the instance is never used, yet
+ * 50 upstreams paid for 50 of them in the middle of their start. Made on first use, shared: a
+ * compiled validator is per schema, so sharing changes no result.
+ */
+let sharedAjv: AjvJsonSchemaValidator | undefined;
+const sharedValidator: jsonSchemaValidator = {
+  getValidator: (schema) => (sharedAjv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+};
+
+/**
  * An SDK client that can take what an upstream sends back during a call: sampling and
  * elicitation requests (relayed to the calling client, so they are declared as capabilities),
  * progress, log lines and resource notifications.
  */
 export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamClientRoutes): Client {
   const { forwarder, relay, onNotification } = routes;
-  const client = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: {} } });
+  const client = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: {} }, jsonSchemaValidator: sharedValidator });
   client.setNotificationHandler(ProgressNotificationSchema, (n) => {
     const { progressToken, progress, total, message } = n.params;
     forwarder.progress(String(progressToken), {

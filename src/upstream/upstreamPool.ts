@@ -83,6 +83,10 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private byName = new Map<string, AssignedName>();
   private byOrigin = new Map<string, AssignedName>();
   private startPromise: Promise<void> | undefined;
+  /** Every server was ready or failed once: the first start is over. */
+  private started = false;
+  /** Servers whose tools changed during the first start, not yet renamed and announced (see {@link connectionToolsChanged}). */
+  private pendingChanged: string[] | undefined;
   private closePromise: Promise<void> | undefined;
   /** The relay of the call being made in this async context (set by {@link withRelay}). */
   private readonly relays = new AsyncLocalStorage<ClientRelay>();
@@ -118,7 +122,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         logger: this.logger,
         exposes: this.options.exposes,
         onStatusChanged: (status) => this.emit("statusChanged", status),
-        onToolsChanged: () => this.handleToolsChanged(config.name),
+        onToolsChanged: () => this.connectionToolsChanged(config.name),
       });
     }
     if (config.transport === "jsonrpc") {
@@ -129,7 +133,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         ...(this.options.random ? { random: this.options.random } : {}),
         ...(this.options.jsonRpcMaxLineBytes !== undefined ? { maxLineBytes: this.options.jsonRpcMaxLineBytes } : {}),
         onStatusChanged: (status) => this.emit("statusChanged", status),
-        onToolsChanged: () => this.handleToolsChanged(config.name),
+        onToolsChanged: () => this.connectionToolsChanged(config.name),
       });
     }
     const { servers: _servers, separator: _separator, serverOrder: _order, jsonRpcMaxLineBytes: _lineBytes, ...shared } = this.options;
@@ -146,7 +150,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         wasReady = ready;
         this.emit("statusChanged", status);
       },
-      onToolsChanged: () => this.handleToolsChanged(config.name),
+      onToolsChanged: () => this.connectionToolsChanged(config.name),
       currentRelay: () => this.relays.getStore(),
       onNotification: (notification) => this.emit("notification", config.name, notification),
     });
@@ -232,6 +236,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
 
   private async doStart(signal?: AbortSignal): Promise<void> {
     await Promise.all([...this.connections.values()].map((c) => c.start(signal)));
+    this.started = true;
+    this.flushToolsChanged();
     if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "starting the upstream pool was cancelled", { cause: signal.reason });
     // A recorded file or a manifests folder that cannot be read is a mistake in the config, like a
     // bad field: say so at start rather than serve on without the server. (A hot reload only
@@ -260,14 +266,24 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   async waitSettled(servers: readonly string[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     const names = servers ?? [...this.connections.keys()];
     const pending = (): boolean => names.some((name) => this.isStarting(name));
+    // Whoever waited reads the tools next: those of the servers that just came up must be in.
+    this.flushToolsChanged();
     if (!pending()) return true;
     return new Promise<boolean>((resolve, reject) => {
       const finish = (value: boolean | Error): void => {
         clearTimeout(timer);
         this.off("statusChanged", onStatus);
         signal?.removeEventListener("abort", onAbort);
-        if (value instanceof Error) reject(value);
-        else resolve(value);
+        if (value instanceof Error) {
+          reject(value);
+          return;
+        }
+        // A server reports its tools right after its "ready" status, in the same run of code:
+        // apply them once that run is over, then let the waiter go on.
+        queueMicrotask(() => {
+          this.flushToolsChanged();
+          resolve(value);
+        });
       };
       const onStatus = (): void => {
         if (!pending()) finish(true);
@@ -306,6 +322,34 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     }
     this.byName = new Map(this.names.map((n) => [n.name, n]));
     this.byOrigin = new Map(this.names.map((n) => [`${n.server}\0${n.tool}`, n]));
+  }
+
+  /**
+   * A connection's tools changed. During the first start, servers come up one after another and
+   * each used to rename every tool of every server and have the catalog discover them all again:
+   * quadratic work (50 servers, 50 passes over up to 350 tools) on the CPU the servers still
+   * starting needed. So during the first start the changes of one turn of the event loop are
+   * taken together, and anyone who waits for servers to settle ({@link waitSettled}) gets them
+   * applied before going on. After the start, each change applies at once.
+   */
+  private connectionToolsChanged(server: string): void {
+    if (this.started || this.closePromise) {
+      this.handleToolsChanged(server);
+      return;
+    }
+    if (this.pendingChanged === undefined) {
+      this.pendingChanged = [];
+      setImmediate(() => this.flushToolsChanged());
+    }
+    if (!this.pendingChanged.includes(server)) this.pendingChanged.push(server);
+  }
+
+  /** Applies the tool changes {@link connectionToolsChanged} took together, if any. */
+  private flushToolsChanged(): void {
+    const servers = this.pendingChanged;
+    if (servers === undefined) return;
+    this.pendingChanged = undefined;
+    this.handleToolsChanged(servers.join(","));
   }
 
   private handleToolsChanged(server: string): void {

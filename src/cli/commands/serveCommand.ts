@@ -8,7 +8,6 @@ import { ErrorCode, isAbridgeError } from "../../model/errors.js";
 import { parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
 import { serveStdio } from "../../serve/serveStdio.js";
-import { startHttpServer } from "../../serve/httpServer.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
 
 /** How long calls in flight may finish after SIGTERM over HTTP (stdio uses the same default). */
@@ -100,6 +99,8 @@ export const serveCommand: CommandSpec = {
       }
       const mode = flagMode ?? config.mode;
       if (listen) {
+        // Loaded only here: a stdio serve has no use for the HTTP server and its modules.
+        const { startHttpServer } = await import("../../serve/httpServer.js");
         const http = await startHttpServer(bridge, {
           host: listen.host,
           port: listen.port,
