@@ -9,15 +9,13 @@ import { exposeCorpus, type CorpusServer } from "./corpus.js";
 import { median, nowMs, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
-import { runStartupUpstreams, type StartupUpstreamsRow } from "./startupUpstreams.js";
+import { runStartupUpstreams, type StartupUpstreamsResult, type StartupUpstreamsRow } from "./startupUpstreams.js";
 
 /** Time to the first complete `tools/list` with N upstreams, beside the floor (bench/startupUpstreams.ts). */
 export type StartupRow = StartupUpstreamsRow;
 
 /** Result of {@link runStartup}. */
-export interface StartupResult {
-  method: string;
-  rows: StartupRow[];
+export interface StartupResult extends StartupUpstreamsResult {
   listing: {
     tools: number;
     /** In-process: discovery against a warm cache plus rendering the compact list (median). */
@@ -130,8 +128,7 @@ export async function runStartup(options: StartupOptions): Promise<StartupResult
     const serveOk = why === undefined;
     const upstreams = await runStartupUpstreams({ ...(options.counts ? { counts: options.counts } : {}), ...(options.signal ? { signal: options.signal } : {}) });
     return {
-      method: upstreams.method,
-      rows: upstreams.rows,
+      ...upstreams,
       listing: await listing(options.corpus, dir, serveOk, why, options.signal),
       memory: await memory(options.corpus, dir, serveOk, why, options.signal),
     };
