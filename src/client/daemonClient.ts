@@ -102,6 +102,8 @@ export class DaemonClient {
   /** Call connections that finished cleanly, kept for the next call (of the same daemon). */
   private idle: ClientConnection[] = [];
   private closed = false;
+  /** The last pid check, good for the rest of this turn of the event loop (see {@link isAlive}). */
+  private liveness: { pid: number; alive: boolean } | undefined;
 
   constructor(options: DaemonClientOptions) {
     this.options = options;
@@ -147,7 +149,7 @@ export class DaemonClient {
       // an idle connection whose reset may not have been read yet: a call is not retried once
       // sent, so it would fail where a fresh lookup finds (or starts) the new daemon.
       const known = this.info;
-      const gone = attempt === 0 && known !== undefined && !isPidAlive(known.pid);
+      const gone = attempt === 0 && known !== undefined && !this.isAlive(known.pid);
       const info = await this.locate(attempt > 0 || gone, options.signal);
       let connection: ClientConnection;
       try {
@@ -239,6 +241,22 @@ export class DaemonClient {
     const target = parseToolUri(path);
     if (!target) throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `not an abridge tool path: "${path}" (expected mcp://<server>/<tool>)`);
     return this.callTool(target.server, target.tool, args, options);
+  }
+
+  /**
+   * Whether the daemon's pid runs, checked once per turn of the event loop. The check (a signal-0
+   * probe and a read of /proc for a zombie) cost more than the rest of the client's work on a
+   * call when every call made it; calls started in the same turn share one answer, which is as
+   * fresh for each of them as a check of its own (a daemon may die right after either). The
+   * next turn checks again, so a call made after the daemon was seen gone never trusts an old
+   * answer.
+   */
+  private isAlive(pid: number): boolean {
+    if (this.liveness?.pid === pid) return this.liveness.alive;
+    const alive = isPidAlive(pid);
+    this.liveness = { pid, alive };
+    setImmediate(() => (this.liveness = undefined)).unref();
+    return alive;
   }
 
   /** An idle call connection that is still open, if any. */

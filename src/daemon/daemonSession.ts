@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { answerLine, daemonRequestSchema, describeIssues, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
+import { answerLine, describeIssues, parseRequest, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -90,6 +90,8 @@ export class DaemonSession {
   /** Lines of the last chunk not yet handled because reading was paused in its middle. */
   private backlog: string[] = [];
   private peakBuffered = 0;
+  /** Set while answers are being gathered into one write (the socket is corked until the flush). */
+  private batching = false;
   private readonly logger: Logger;
   /** Set once the peer has shown the token; until then reading is bounded to {@link PRE_AUTH_BYTES}. */
   private authenticatedFlag = false;
@@ -107,6 +109,8 @@ export class DaemonSession {
     this.splitter = new LineSplitter(host.maxLineBytes);
     this.logger = host.logger.child({ connection: id });
     this.done = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    // Answers leave when a batch is flushed (below), not when Nagle's algorithm lets them.
+    if (typeof socket.setNoDelay === "function") socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.logger.debug("connection error", { error: err }));
     socket.once("close", () => {
@@ -316,7 +320,7 @@ export class DaemonSession {
     const reply = (answer: DaemonResponse): string => answerLine({ ...(id !== undefined ? { id } : {}), ...answer });
     const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
     this.host.count("request");
-    const parsed = daemonRequestSchema.safeParse(value);
+    const parsed = parseRequest(value);
     if (!parsed.success) {
       this.host.count("badRequest");
       return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${describeIssues(parsed.error, "request")}`)) };
@@ -334,6 +338,7 @@ export class DaemonSession {
     this.tail = this.tail.then(async () => {
       const { line, afterWrite } = await answer;
       if (!this.socket.destroyed && this.socket.writable) {
+        this.batch();
         this.socket.write(line);
         this.peakBuffered = Math.max(this.peakBuffered, this.socket.writableLength);
       }
@@ -341,12 +346,35 @@ export class DaemonSession {
       if (this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
         // The answer counts as done once the client has taken it, not when it was queued:
         // until then this request holds its pipelining slot and reading stays paused.
+        this.flush();
         this.updateFlow();
         await this.drained();
       }
       this.open -= 1;
       this.updateFlow();
     });
+  }
+
+  /**
+   * Gathers the answers that complete in this turn of the event loop into one write. A pipelining
+   * client's answers often complete together (one read from an upstream delivers several), and
+   * one write of all of them costs one system call instead of one each; loopback TCP makes the
+   * writer pay for the reader's side too, so each saved write counts. The socket is corked at
+   * the first answer and uncorked once this turn's I/O callbacks and their promise chains have
+   * run (`setImmediate`). `end()` uncorks too, so an answer batched before a close still leaves.
+   */
+  private batch(): void {
+    if (this.batching) return;
+    this.batching = true;
+    this.socket.cork();
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes the answers gathered so far. */
+  private flush(): void {
+    if (!this.batching) return;
+    this.batching = false;
+    this.socket.uncork();
   }
 
   /** Resolves once the socket's buffer has drained or the socket is gone. */

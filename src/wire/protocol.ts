@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MODES } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { isRequestIdOrAbsent, isWellFormedCall, isWellFormedResultAnswer, MAX_CALL_TIMEOUT_MS } from "./callChecks.js";
 
 /**
  * The daemon's wire protocol (see DESIGN.md "Daemon protocol"): one JSON object per line in each
@@ -34,7 +35,7 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     tool: name,
     args: z.record(z.string(), z.unknown()).optional(),
     /** Overrides the server's `timeout_ms` for this call. */
-    timeout_ms: z.number().int().positive().max(24 * 3_600_000).optional(),
+    timeout_ms: z.number().int().positive().max(MAX_CALL_TIMEOUT_MS).optional(),
     /** How arguments are validated (the mode the caller showed the model); default the config's. */
     mode: z.enum(MODES).optional(),
     ...common,
@@ -55,6 +56,18 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
 
 /** A validated request. */
 export type DaemonRequest = z.infer<typeof daemonRequestSchema>;
+
+/**
+ * Validates a parsed request line. A `call_tool` request, the one every tool call sends, is
+ * checked by hand and taken as it is (see callChecks.ts); every other request, and any call the
+ * hand check does not accept, goes through {@link daemonRequestSchema}, whose issues are returned
+ * for the error answer.
+ */
+export function parseRequest(value: unknown): { success: true; data: DaemonRequest } | { success: false; error: z.ZodError } {
+  // Sound: the hand check accepts only what the schema's `call_tool` member accepts, unchanged.
+  if (isWellFormedCall(value)) return { success: true, data: value as DaemonRequest };
+  return daemonRequestSchema.safeParse(value);
+}
 /** A request as a client writes it: `id` is the connection's to add. */
 export type ClientRequest = DaemonRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 /** The operation names. */
@@ -239,6 +252,22 @@ export type DaemonResponse<Op extends DaemonOp = DaemonOp> = DaemonOkAnswer<Op> 
 /** The first look at an answer line: enough to match it to its request. */
 export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional(), ok: z.boolean() });
 
+/** What {@link answerEnvelopeSchema} reads of an answer line. */
+export type AnswerEnvelope = { id?: RequestId | undefined; ok: boolean };
+
+/**
+ * Reads an answer line's envelope (its `id` and `ok`), by hand when it is well-formed.
+ *
+ * @throws z.ZodError from {@link answerEnvelopeSchema} when it is not.
+ */
+export function readAnswerEnvelope(value: unknown): AnswerEnvelope {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const { id, ok } = value as Record<string, unknown>;
+    if (typeof ok === "boolean" && isRequestIdOrAbsent(id)) return { id: id as RequestId | undefined, ok };
+  }
+  return answerEnvelopeSchema.parse(value);
+}
+
 /** The first five problems zod found in a request or answer, each with its field (or `root`). */
 export function describeIssues(error: z.ZodError, root: string): string {
   return error.issues
@@ -253,6 +282,10 @@ export function describeIssues(error: z.ZodError, root: string): string {
  * @throws AbridgeError DAEMON_BAD_RESPONSE naming the op and the first fields that were wrong.
  */
 export function parseAnswer<Op extends DaemonOp>(op: Op, value: unknown): DaemonResponse<Op> {
+  // A tool's result is handed to the caller as the line parsed it: walking and copying it with
+  // zod cost more than the rest of the client's work on a call. Sound: the hand check accepts
+  // only what the op's schema accepts (unknown members aside, which the schema would drop).
+  if ((op === "call_tool" || op === "read_output") && isWellFormedResultAnswer(value)) return value as DaemonResponse<Op>;
   const parsed = answerSchemas[op].safeParse(value);
   if (!parsed.success) {
     const detail = describeIssues(parsed.error, "answer");
@@ -271,8 +304,9 @@ export function answerLine(answer: DaemonResponse): string {
 /** Reads the `id` of a parsed line before validation, so even a rejected request gets it back. */
 export function requestIdOf(value: unknown): RequestId | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const parsed = requestIdSchema.safeParse((value as Record<string, unknown>).id);
-  return parsed.success ? parsed.data : undefined;
+  const id = (value as Record<string, unknown>).id;
+  // The same rules as `requestIdSchema`, checked by hand: this runs on every request line.
+  return isRequestIdOrAbsent(id) ? (id as RequestId | undefined) : undefined;
 }
 
 /** A daemon address: `127.0.0.1:<port>` or `unix:<path>`. */
