@@ -12,6 +12,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Client-side bound on the wait for the answer. */
   timeoutMs: number;
+  /**
+   * On an unordered connection: the token to send a `cancel` for this request with when the
+   * caller gives up (signal, timeout), so the daemon aborts it while the connection carries on.
+   */
+  cancelWithToken?: string;
 }
 
 /** Thrown when the connection ended with requests unanswered: whether they ran is unknown. */
@@ -117,14 +122,18 @@ export class ClientConnection {
       };
       const onAbort = (): void => {
         settle();
+        this.cancel(id, options.cancelWithToken);
         reject(new AbridgeError(ErrorCode.CANCELLED, "request cancelled", { cause: options.signal?.reason }));
       };
       const timer = setTimeout(() => {
         settle();
+        this.cancel(id, options.cancelWithToken);
         reject(new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no answer from the daemon within ${options.timeoutMs} ms`, { retryable: true }));
       }, options.timeoutMs);
       if (options.signal?.aborted) {
-        onAbort();
+        // Nothing was sent: nothing to cancel at the daemon.
+        settle();
+        reject(new AbridgeError(ErrorCode.CANCELLED, "request cancelled", { cause: options.signal.reason }));
         return;
       }
       options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -150,6 +159,13 @@ export class ClientConnection {
       this.batch();
       this.socket.write(`${JSON.stringify({ ...body, id })}\n`);
     });
+  }
+
+  /** Asks the daemon to abort request `id` (sent on an unordered connection); its answers, the cancel's too, are dropped. */
+  private cancel(id: number, token: string | undefined): void {
+    if (token === undefined || this.ended) return;
+    this.batch();
+    this.socket.write(`${JSON.stringify({ token, op: "cancel", target: id })}\n`);
   }
 
   /**

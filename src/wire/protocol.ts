@@ -49,6 +49,18 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     offset: z.number().int().nonnegative().optional(),
     ...common,
   }),
+  /**
+   * Sets how this connection is answered. `unordered: true`: each answer is written as soon as it
+   * is ready, not after every earlier one, so a slow call does not hold up the calls pipelined
+   * behind it (give every request an `id` to match its answer). Applies to the requests after it.
+   */
+  z.strictObject({ op: z.literal("options"), unordered: z.boolean(), ...common }),
+  /**
+   * Aborts the request with id `target` that this connection sent and is still running (as closing
+   * the connection aborts all of them): the upstream call is cancelled and that request answers
+   * CANCELLED. Answers whether such a request was running.
+   */
+  z.strictObject({ op: z.literal("cancel"), target: requestIdSchema, ...common }),
   z.strictObject({ op: z.literal("stats"), ...common }),
   z.strictObject({ op: z.literal("refresh"), ...common }),
   z.strictObject({ op: z.literal("shutdown"), ...common }),
@@ -72,6 +84,10 @@ export function parseRequest(value: unknown): { success: true; data: DaemonReque
 export type ClientRequest = DaemonRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 /** The operation names. */
 export type DaemonOp = DaemonRequest["op"];
+/** The ops a connection answers itself (they concern the connection, not the bridge). */
+export type ConnectionOp = "options" | "cancel";
+/** A validated request the daemon runs against its bridge. */
+export type BridgeRequest = Exclude<DaemonRequest, { op: ConnectionOp }>;
 
 /**
  * Answers. Each op's `ok: true` answer has a body of its own (below); every failure has the same
@@ -196,6 +212,8 @@ export const answerBodySchemas = {
   call_tool: z.object({ result: toolResultSchema }),
   get_schema: z.object({ schema: toolSchemaSchema }),
   read_output: z.object({ result: toolResultSchema }),
+  options: z.object({}),
+  cancel: z.object({ cancelled: z.boolean() }),
   stats: z.object({ stats: daemonStatsSchema }),
   refresh: z.object({ discovery: z.array(discoverySchema) }),
   shutdown: z.object({}),
@@ -227,6 +245,8 @@ const okAnswerSchemas = {
   call_tool: okAnswerSchema(answerBodySchemas.call_tool),
   get_schema: okAnswerSchema(answerBodySchemas.get_schema),
   read_output: okAnswerSchema(answerBodySchemas.read_output),
+  options: okAnswerSchema(answerBodySchemas.options),
+  cancel: okAnswerSchema(answerBodySchemas.cancel),
   stats: okAnswerSchema(answerBodySchemas.stats),
   refresh: okAnswerSchema(answerBodySchemas.refresh),
   shutdown: okAnswerSchema(answerBodySchemas.shutdown),
@@ -238,6 +258,8 @@ const answerSchemas = {
   call_tool: z.discriminatedUnion("ok", [okAnswerSchemas.call_tool, errorAnswerSchema]),
   get_schema: z.discriminatedUnion("ok", [okAnswerSchemas.get_schema, errorAnswerSchema]),
   read_output: z.discriminatedUnion("ok", [okAnswerSchemas.read_output, errorAnswerSchema]),
+  options: z.discriminatedUnion("ok", [okAnswerSchemas.options, errorAnswerSchema]),
+  cancel: z.discriminatedUnion("ok", [okAnswerSchemas.cancel, errorAnswerSchema]),
   stats: z.discriminatedUnion("ok", [okAnswerSchemas.stats, errorAnswerSchema]),
   refresh: z.discriminatedUnion("ok", [okAnswerSchemas.refresh, errorAnswerSchema]),
   shutdown: z.discriminatedUnion("ok", [okAnswerSchemas.shutdown, errorAnswerSchema]),
