@@ -171,7 +171,7 @@ export class DaemonClient {
       const shared = info.version === VERSION;
       let connection: ClientConnection;
       try {
-        connection = shared ? await this.takeShared(info, options.signal) : (this.takeIdle() ?? (await this.open(info, options.signal)));
+        connection = shared ? await this.takeShared(info) : (this.takeIdle() ?? (await this.open(info, options.signal)));
       } catch (err) {
         if (attempt === 0 && this.isRestartSign(err)) continue;
         throw err;
@@ -292,7 +292,7 @@ export class DaemonClient {
    * {@link MAX_SHARED_CALL_CONNECTIONS}. A new one is switched to unordered answers first (the
    * `options` line goes out ahead of the call, in the same write).
    */
-  private async takeShared(info: LockInfo, signal: AbortSignal | undefined): Promise<ClientConnection> {
+  private async takeShared(info: LockInfo): Promise<ClientConnection> {
     let best: ClientConnection | undefined;
     let open = 0;
     for (const connection of this.sharedCalls) {
@@ -304,7 +304,9 @@ export class DaemonClient {
     if (best && (best.inFlight < CALLS_PER_SHARED_CONNECTION || open >= MAX_SHARED_CALL_CONNECTIONS)) return best;
     if (this.sharedOpening) return this.sharedOpening;
     this.sharedOpening = (async () => {
-      const connection = await this.open(info, signal);
+      // Without the caller's signal: other calls wait for this connection too, and one caller
+      // giving up must not fail theirs (the connect has its own timeout).
+      const connection = await this.open(info, undefined);
       connection.request({ token: info.token, op: "options", unordered: true }, { timeoutMs: this.options.requestTimeoutMs ?? 60_000 }).catch(() => undefined);
       this.sharedCalls.push(connection);
       return connection;
