@@ -1,5 +1,6 @@
 import { connect, type Socket } from "node:net";
-import { answerEnvelopeSchema, errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, type DaemonAddress, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
+import { nextTick } from "node:process";
+import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type DaemonAddress, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 
@@ -11,6 +12,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Client-side bound on the wait for the answer. */
   timeoutMs: number;
+  /**
+   * On an unordered connection: the token to send a `cancel` for this request with when the
+   * caller gives up (signal, timeout), so the daemon aborts it while the connection carries on.
+   */
+  cancelWithToken?: string;
 }
 
 /** Thrown when the connection ended with requests unanswered: whether they ran is unknown. */
@@ -36,6 +42,8 @@ export class ClientConnection {
   private readonly splitter = new LineSplitter(MAX_RESPONSE_BYTES);
   private nextId = 1;
   private ended: Error | undefined;
+  /** Set while requests are being gathered into one write (the socket is corked until the flush). */
+  private batching = false;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
@@ -114,14 +122,18 @@ export class ClientConnection {
       };
       const onAbort = (): void => {
         settle();
+        this.cancel(id, options.cancelWithToken);
         reject(new AbridgeError(ErrorCode.CANCELLED, "request cancelled", { cause: options.signal?.reason }));
       };
       const timer = setTimeout(() => {
         settle();
+        this.cancel(id, options.cancelWithToken);
         reject(new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no answer from the daemon within ${options.timeoutMs} ms`, { retryable: true }));
       }, options.timeoutMs);
       if (options.signal?.aborted) {
-        onAbort();
+        // Nothing was sent: nothing to cancel at the daemon.
+        settle();
+        reject(new AbridgeError(ErrorCode.CANCELLED, "request cancelled", { cause: options.signal.reason }));
         return;
       }
       options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -144,7 +156,31 @@ export class ClientConnection {
           reject(err);
         },
       });
+      this.batch();
       this.socket.write(`${JSON.stringify({ ...body, id })}\n`);
+    });
+  }
+
+  /** Asks the daemon to abort request `id` (sent on an unordered connection); its answers, the cancel's too, are dropped. */
+  private cancel(id: number, token: string | undefined): void {
+    if (token === undefined || this.ended) return;
+    this.batch();
+    this.socket.write(`${JSON.stringify({ token, op: "cancel", target: id })}\n`);
+  }
+
+  /**
+   * Gathers the requests made in this turn of the event loop into one write: callers that
+   * pipeline on one connection (a burst of reads, a host firing calls together) cost one system
+   * call, not one each. Uncorked on `process.nextTick`, before any I/O, so a lone request waits
+   * for nothing.
+   */
+  private batch(): void {
+    if (this.batching) return;
+    this.batching = true;
+    this.socket.cork();
+    nextTick(() => {
+      this.batching = false;
+      this.socket.uncork();
     });
   }
 
@@ -171,7 +207,7 @@ export class ClientConnection {
       let envelope;
       try {
         value = JSON.parse(line);
-        envelope = answerEnvelopeSchema.parse(value);
+        envelope = readAnswerEnvelope(value);
       } catch (err) {
         this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `unreadable answer from the daemon: ${(err as Error).message}`, { cause: err }));
         return;

@@ -6,6 +6,7 @@ import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
 import { parseToolUri } from "../model/names.js";
+import { VERSION } from "../model/version.js";
 import { ClientConnection, ConnectionLostError } from "./clientConnection.js";
 import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
 
@@ -73,9 +74,11 @@ function daemonError(error: WireError): AbridgeError {
  * `autoStart`), sends every request with the token, and turns `ok: false` answers into
  * {@link AbridgeError}s carrying the daemon's codes.
  *
- * Read-only requests share one pipelined connection. Each `callTool` has a connection of its own,
- * so cancelling it (signal, timeout) can close that connection, which is what makes the daemon
- * abort the upstream call, without disturbing other requests.
+ * Read-only requests share one pipelined connection. Calls share up to four unordered
+ * connections (see {@link MAX_SHARED_CALL_CONNECTIONS}) when the daemon is of this client's
+ * version: a call given up on (signal, timeout) is cancelled by its id, which makes the daemon
+ * abort the upstream call without disturbing the others. With a daemon of another version each
+ * `callTool` has a connection of its own, and cancelling closes it.
  *
  * When the daemon has restarted (connection refused, connection lost, token refused), the client
  * finds the new one (starting it with `autoStart`) and retries once, but never a `call_tool` that
@@ -86,6 +89,15 @@ function daemonError(error: WireError): AbridgeError {
  * call closes just that connection), so without reuse every call would pay a TCP connect.
  */
 const MAX_IDLE_CONNECTIONS = 64;
+/**
+ * Connections that carry many calls at once, at most. A daemon of this client's own version
+ * answers them unordered and cancels a call by its id, so calls share a few connections: their
+ * requests and answers leave in one write per turn of the event loop instead of one each (at 64
+ * calls in flight that halved the client's CPU per call and cut the daemon's by a quarter).
+ */
+const MAX_SHARED_CALL_CONNECTIONS = 4;
+/** Calls in flight on each shared connection before another one is opened. */
+const CALLS_PER_SHARED_CONNECTION = 16;
 /** A server's start wait assumed when the daemon did not report it (config default 15 s + slack). */
 const DEFAULT_START_WAIT_MS = 16_000;
 
@@ -101,7 +113,13 @@ export class DaemonClient {
   private readonly calls = new Set<ClientConnection>();
   /** Call connections that finished cleanly, kept for the next call (of the same daemon). */
   private idle: ClientConnection[] = [];
+  /** Unordered connections carrying many calls each (daemons of this client's version). */
+  private sharedCalls: ClientConnection[] = [];
+  /** A shared call connection being opened, which concurrent calls wait for instead of opening their own. */
+  private sharedOpening: Promise<ClientConnection> | undefined;
   private closed = false;
+  /** The last pid check, good for the rest of this turn of the event loop (see {@link isAlive}). */
+  private liveness: { pid: number; alive: boolean } | undefined;
 
   constructor(options: DaemonClientOptions) {
     this.options = options;
@@ -147,14 +165,25 @@ export class DaemonClient {
       // an idle connection whose reset may not have been read yet: a call is not retried once
       // sent, so it would fail where a fresh lookup finds (or starts) the new daemon.
       const known = this.info;
-      const gone = attempt === 0 && known !== undefined && !isPidAlive(known.pid);
+      const gone = attempt === 0 && known !== undefined && !this.isAlive(known.pid);
       const info = await this.locate(attempt > 0 || gone, options.signal);
+      // A daemon of another version may not know `options` and `cancel`: a connection per call.
+      const shared = info.version === VERSION;
       let connection: ClientConnection;
       try {
-        connection = this.takeIdle() ?? (await this.open(info, options.signal));
+        connection = shared ? await this.takeShared(info) : (this.takeIdle() ?? (await this.open(info, options.signal)));
       } catch (err) {
         if (attempt === 0 && this.isRestartSign(err)) continue;
         throw err;
+      }
+      if (shared) {
+        const response = await this.callShared(connection, { ...body, token: info.token }, clientTimeoutMs, options.signal);
+        if (!response.ok) {
+          // A refused token means nothing ran: a new daemon now holds the address.
+          if (attempt === 0 && response.error.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
+          throw daemonError(response.error);
+        }
+        return response.result;
       }
       this.calls.add(connection);
       let reusable = false;
@@ -241,6 +270,73 @@ export class DaemonClient {
     return this.callTool(target.server, target.tool, args, options);
   }
 
+  /**
+   * Whether the daemon's pid runs, checked once per turn of the event loop. The check (a signal-0
+   * probe and a read of /proc for a zombie) cost more than the rest of the client's work on a
+   * call when every call made it; calls started in the same turn share one answer, which is as
+   * fresh for each of them as a check of its own (a daemon may die right after either). The
+   * next turn checks again, so a call made after the daemon was seen gone never trusts an old
+   * answer.
+   */
+  private isAlive(pid: number): boolean {
+    if (this.liveness?.pid === pid) return this.liveness.alive;
+    const alive = isPidAlive(pid);
+    this.liveness = { pid, alive };
+    setImmediate(() => (this.liveness = undefined)).unref();
+    return alive;
+  }
+
+  /**
+   * A shared call connection with room: the least busy open one, or a new one while every open
+   * one has {@link CALLS_PER_SHARED_CONNECTION} calls in flight and there are fewer than
+   * {@link MAX_SHARED_CALL_CONNECTIONS}. A new one is switched to unordered answers first (the
+   * `options` line goes out ahead of the call, in the same write).
+   */
+  private async takeShared(info: LockInfo): Promise<ClientConnection> {
+    let best: ClientConnection | undefined;
+    let open = 0;
+    for (const connection of this.sharedCalls) {
+      if (connection.closed) continue;
+      open += 1;
+      if (!best || connection.inFlight < best.inFlight) best = connection;
+    }
+    if (open < this.sharedCalls.length) this.sharedCalls = this.sharedCalls.filter((c) => !c.closed);
+    if (best && (best.inFlight < CALLS_PER_SHARED_CONNECTION || open >= MAX_SHARED_CALL_CONNECTIONS)) return best;
+    if (this.sharedOpening) return this.sharedOpening;
+    this.sharedOpening = (async () => {
+      // Without the caller's signal: other calls wait for this connection too, and one caller
+      // giving up must not fail theirs (the connect has its own timeout).
+      const connection = await this.open(info, undefined);
+      connection.request({ token: info.token, op: "options", unordered: true }, { timeoutMs: this.options.requestTimeoutMs ?? 60_000 }).catch(() => undefined);
+      this.sharedCalls.push(connection);
+      return connection;
+    })().finally(() => (this.sharedOpening = undefined));
+    return this.sharedOpening;
+  }
+
+  /**
+   * One call on a shared connection. Giving up on it (signal, timeout) sends `cancel` for it
+   * rather than closing the connection, which would end the other calls too. The connection
+   * keeps the host's process alive only while calls are in flight on it.
+   */
+  private async callShared(
+    connection: ClientConnection,
+    request: ClientRequest & { op: "call_tool" },
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<DaemonResponse<"call_tool">> {
+    if (connection.inFlight === 0) connection.setIdle(false);
+    try {
+      return await connection.request(request, { timeoutMs, cancelWithToken: request.token, ...(signal ? { signal } : {}) });
+    } finally {
+      if (connection.inFlight === 0 && !connection.closed) {
+        // One dropped from the pool (the daemon was looked up afresh) closes with its last call.
+        if (this.sharedCalls.includes(connection)) connection.setIdle(true);
+        else connection.close();
+      }
+    }
+  }
+
   /** An idle call connection that is still open, if any. */
   private takeIdle(): ClientConnection | undefined {
     for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
@@ -255,11 +351,15 @@ export class DaemonClient {
   private dropIdle(): void {
     for (const connection of this.idle) connection.close();
     this.idle = [];
+    // Shared call connections with calls in flight finish them (see callShared), then close.
+    for (const connection of this.sharedCalls) if (connection.inFlight === 0) connection.close();
+    this.sharedCalls = [];
   }
 
   /** Closes the client's connections (calls still running are aborted by the daemon). Idempotent. */
   close(): void {
     this.closed = true;
+    for (const connection of this.sharedCalls) connection.close();
     this.dropIdle();
     this.shared?.close();
     this.shared = undefined;

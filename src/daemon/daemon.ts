@@ -15,7 +15,7 @@ import { bindListener, closeServer, unlinkQuietly, type WaitingRoom } from "./da
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
-import { formatAddress, MAX_LINE_BYTES, type DaemonRequest, type DaemonStats } from "../wire/protocol.js";
+import { formatAddress, MAX_LINE_BYTES, type BridgeRequest, type DaemonStats } from "../wire/protocol.js";
 
 /** Default heartbeat of the lockfile. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;
@@ -273,7 +273,7 @@ export class Daemon implements SessionHost {
     else this.counters.badRequests += 1;
   }
 
-  async execute(request: DaemonRequest, signal: AbortSignal): Promise<HandlerResult> {
+  async execute(request: BridgeRequest, signal: AbortSignal): Promise<HandlerResult> {
     switch (request.op) {
       case "stats":
         return { body: { stats: this.stats() } };

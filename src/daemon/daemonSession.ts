@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { answerLine, daemonRequestSchema, describeIssues, requestIdOf, type DaemonAnswerBody, type DaemonRequest, type DaemonResponse, type RequestId } from "../wire/protocol.js";
+import { answerLine, describeIssues, parseRequest, requestIdOf, type BridgeRequest, type DaemonAnswerBody, type DaemonResponse, type RequestId } from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -42,7 +42,7 @@ export interface SessionHost {
   readonly maxLineBytes: number;
   readonly logger: Logger;
   /** Runs a validated, authenticated request; throws for an error answer. */
-  execute(request: DaemonRequest, signal: AbortSignal): Promise<HandlerResult>;
+  execute(request: BridgeRequest, signal: AbortSignal): Promise<HandlerResult>;
   /** A request started / ended (the idle timer counts these). */
   begin(): void;
   end(): void;
@@ -59,12 +59,11 @@ export interface SessionHost {
   admitAuthenticated?(): boolean;
 }
 
-function tokenMatches(given: unknown, expected: string): boolean {
+function tokenMatches(given: unknown, expected: Buffer): boolean {
   if (typeof given !== "string") return false;
   const a = Buffer.from(given, "utf8");
-  const b = Buffer.from(expected, "utf8");
   // Constant-time compare: a timing side channel would leak the token a byte at a time.
-  return a.length === b.length && timingSafeEqual(a, b);
+  return a.length === expected.length && timingSafeEqual(a, expected);
 }
 
 /**
@@ -90,6 +89,14 @@ export class DaemonSession {
   /** Lines of the last chunk not yet handled because reading was paused in its middle. */
   private backlog: string[] = [];
   private peakBuffered = 0;
+  /** Set while answers are being gathered into one write (the socket is corked until the flush). */
+  private batching = false;
+  /** The token as bytes, for the constant-time compare each request needs. */
+  private readonly token: Buffer;
+  /** Set by the `options` op: answers are written as they are ready, not in request order. */
+  private unordered = false;
+  /** Requests with an id sent while unordered and still running: what `cancel` aborts. */
+  private readonly running = new Map<RequestId, AbortController>();
   private readonly logger: Logger;
   /** Set once the peer has shown the token; until then reading is bounded to {@link PRE_AUTH_BYTES}. */
   private authenticatedFlag = false;
@@ -105,8 +112,15 @@ export class DaemonSession {
     readonly id: number,
   ) {
     this.splitter = new LineSplitter(host.maxLineBytes);
+    this.token = Buffer.from(host.token, "utf8");
+    // Closing the connection (or the daemon) aborts every request on it, each with its own signal.
+    this.controller.signal.addEventListener("abort", () => {
+      for (const running of this.running.values()) running.abort(this.controller.signal.reason);
+    });
     this.logger = host.logger.child({ connection: id });
     this.done = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    // Answers leave when a batch is flushed (below), not when Nagle's algorithm lets them.
+    if (typeof socket.setNoDelay === "function") socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.logger.debug("connection error", { error: err }));
     socket.once("close", () => {
@@ -207,7 +221,7 @@ export class DaemonSession {
       } catch {
         continue;
       }
-      if (tokenMatches(given, this.host.token)) return this.markAuthenticated();
+      if (tokenMatches(given, this.token)) return this.markAuthenticated();
     }
     // The first line is complete: its token is checked exactly when it is handled, right after.
     if (seen.includes("\n")) return true;
@@ -274,7 +288,7 @@ export class DaemonSession {
     // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
     // not even whether its request was well-formed. Nor does it count as activity: a peer
     // without the token must not keep the daemon from going idle.
-    if (!tokenMatches(record?.token, this.host.token)) {
+    if (!tokenMatches(record?.token, this.token)) {
       this.refuse(record, id);
       return;
     }
@@ -316,37 +330,88 @@ export class DaemonSession {
     const reply = (answer: DaemonResponse): string => answerLine({ ...(id !== undefined ? { id } : {}), ...answer });
     const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
     this.host.count("request");
-    const parsed = daemonRequestSchema.safeParse(value);
+    const parsed = parseRequest(value);
     if (!parsed.success) {
       this.host.count("badRequest");
       return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${describeIssues(parsed.error, "request")}`)) };
     }
+    const request = parsed.data;
+    // The connection's own ops run here, synchronously, so `options` applies from the next line.
+    if (request.op === "options") {
+      this.unordered = request.unordered;
+      return { line: reply({ ok: true }) };
+    }
+    if (request.op === "cancel") {
+      const running = this.running.get(request.target);
+      running?.abort(new AbridgeError(ErrorCode.CANCELLED, "cancelled by the client"));
+      return { line: reply({ ok: true, cancelled: running !== undefined }) };
+    }
+    // A request that `cancel` can reach gets a signal of its own (closing still aborts it).
+    const own = this.unordered && id !== undefined && id !== null ? new AbortController() : undefined;
+    if (own && id !== undefined && id !== null) this.running.set(id, own);
     try {
-      const result = await this.host.execute(parsed.data, this.controller.signal);
+      const result = await this.host.execute(request, own?.signal ?? this.controller.signal);
       return { line: reply({ ok: true, ...result.body }), ...(result.afterWrite ? { afterWrite: result.afterWrite } : {}) };
     } catch (err) {
       return { line: failure(err) };
+    } finally {
+      if (own && id !== undefined && id !== null && this.running.get(id) === own) this.running.delete(id);
     }
   }
 
-  /** Queues an answer behind every earlier one: pipelined answers keep request order. */
+  /**
+   * Queues an answer behind every earlier one: pipelined answers keep request order. On an
+   * unordered connection it is written as soon as it is ready; `tail` still settles only once
+   * every answer so far has been written, for the error or close that comes after them.
+   */
   private enqueue(answer: Promise<{ line: string; afterWrite?: () => void }>): void {
-    this.tail = this.tail.then(async () => {
-      const { line, afterWrite } = await answer;
-      if (!this.socket.destroyed && this.socket.writable) {
-        this.socket.write(line);
-        this.peakBuffered = Math.max(this.peakBuffered, this.socket.writableLength);
-      }
-      afterWrite?.();
-      if (this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
-        // The answer counts as done once the client has taken it, not when it was queued:
-        // until then this request holds its pipelining slot and reading stays paused.
-        this.updateFlow();
-        await this.drained();
-      }
-      this.open -= 1;
+    if (this.unordered) {
+      const written = answer.then((ready) => this.writeAnswer(ready));
+      this.tail = this.tail.then(() => written);
+      return;
+    }
+    this.tail = this.tail.then(async () => this.writeAnswer(await answer));
+  }
+
+  /** Writes one answer (batched), then frees its pipelining slot once the client has room for more. */
+  private async writeAnswer({ line, afterWrite }: { line: string; afterWrite?: () => void }): Promise<void> {
+    if (!this.socket.destroyed && this.socket.writable) {
+      this.batch();
+      this.socket.write(line);
+      this.peakBuffered = Math.max(this.peakBuffered, this.socket.writableLength);
+    }
+    afterWrite?.();
+    if (this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
+      // The answer counts as done once the client has taken it, not when it was queued:
+      // until then this request holds its pipelining slot and reading stays paused.
+      this.flush();
       this.updateFlow();
-    });
+      await this.drained();
+    }
+    this.open -= 1;
+    this.updateFlow();
+  }
+
+  /**
+   * Gathers the answers that complete in this turn of the event loop into one write. A pipelining
+   * client's answers often complete together (one read from an upstream delivers several), and
+   * one write of all of them costs one system call instead of one each; loopback TCP makes the
+   * writer pay for the reader's side too, so each saved write counts. The socket is corked at
+   * the first answer and uncorked once this turn's I/O callbacks and their promise chains have
+   * run (`setImmediate`). `end()` uncorks too, so an answer batched before a close still leaves.
+   */
+  private batch(): void {
+    if (this.batching) return;
+    this.batching = true;
+    this.socket.cork();
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes the answers gathered so far. */
+  private flush(): void {
+    if (!this.batching) return;
+    this.batching = false;
+    this.socket.uncork();
   }
 
   /** Resolves once the socket's buffer has drained or the socket is gone. */

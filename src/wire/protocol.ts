@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MODES } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { isRequestIdOrAbsent, isWellFormedCall, isWellFormedResultAnswer, MAX_CALL_TIMEOUT_MS } from "./callChecks.js";
 
 /**
  * The daemon's wire protocol (see DESIGN.md "Daemon protocol"): one JSON object per line in each
@@ -34,7 +35,7 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     tool: name,
     args: z.record(z.string(), z.unknown()).optional(),
     /** Overrides the server's `timeout_ms` for this call. */
-    timeout_ms: z.number().int().positive().max(24 * 3_600_000).optional(),
+    timeout_ms: z.number().int().positive().max(MAX_CALL_TIMEOUT_MS).optional(),
     /** How arguments are validated (the mode the caller showed the model); default the config's. */
     mode: z.enum(MODES).optional(),
     ...common,
@@ -48,6 +49,18 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     offset: z.number().int().nonnegative().optional(),
     ...common,
   }),
+  /**
+   * Sets how this connection is answered. `unordered: true`: each answer is written as soon as it
+   * is ready, not after every earlier one, so a slow call does not hold up the calls pipelined
+   * behind it (give every request an `id` to match its answer). Applies to the requests after it.
+   */
+  z.strictObject({ op: z.literal("options"), unordered: z.boolean(), ...common }),
+  /**
+   * Aborts the request with id `target` that this connection sent and is still running (as closing
+   * the connection aborts all of them): the upstream call is cancelled and that request answers
+   * CANCELLED. Answers whether such a request was running.
+   */
+  z.strictObject({ op: z.literal("cancel"), target: requestIdSchema, ...common }),
   z.strictObject({ op: z.literal("stats"), ...common }),
   z.strictObject({ op: z.literal("refresh"), ...common }),
   z.strictObject({ op: z.literal("shutdown"), ...common }),
@@ -55,10 +68,26 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
 
 /** A validated request. */
 export type DaemonRequest = z.infer<typeof daemonRequestSchema>;
+
+/**
+ * Validates a parsed request line. A `call_tool` request, the one every tool call sends, is
+ * checked by hand and taken as it is (see callChecks.ts); every other request, and any call the
+ * hand check does not accept, goes through {@link daemonRequestSchema}, whose issues are returned
+ * for the error answer.
+ */
+export function parseRequest(value: unknown): { success: true; data: DaemonRequest } | { success: false; error: z.ZodError } {
+  // Sound: the hand check accepts only what the schema's `call_tool` member accepts, unchanged.
+  if (isWellFormedCall(value)) return { success: true, data: value as DaemonRequest };
+  return daemonRequestSchema.safeParse(value);
+}
 /** A request as a client writes it: `id` is the connection's to add. */
 export type ClientRequest = DaemonRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 /** The operation names. */
 export type DaemonOp = DaemonRequest["op"];
+/** The ops a connection answers itself (they concern the connection, not the bridge). */
+export type ConnectionOp = "options" | "cancel";
+/** A validated request the daemon runs against its bridge. */
+export type BridgeRequest = Exclude<DaemonRequest, { op: ConnectionOp }>;
 
 /**
  * Answers. Each op's `ok: true` answer has a body of its own (below); every failure has the same
@@ -183,6 +212,8 @@ export const answerBodySchemas = {
   call_tool: z.object({ result: toolResultSchema }),
   get_schema: z.object({ schema: toolSchemaSchema }),
   read_output: z.object({ result: toolResultSchema }),
+  options: z.object({}),
+  cancel: z.object({ cancelled: z.boolean() }),
   stats: z.object({ stats: daemonStatsSchema }),
   refresh: z.object({ discovery: z.array(discoverySchema) }),
   shutdown: z.object({}),
@@ -214,6 +245,8 @@ const okAnswerSchemas = {
   call_tool: okAnswerSchema(answerBodySchemas.call_tool),
   get_schema: okAnswerSchema(answerBodySchemas.get_schema),
   read_output: okAnswerSchema(answerBodySchemas.read_output),
+  options: okAnswerSchema(answerBodySchemas.options),
+  cancel: okAnswerSchema(answerBodySchemas.cancel),
   stats: okAnswerSchema(answerBodySchemas.stats),
   refresh: okAnswerSchema(answerBodySchemas.refresh),
   shutdown: okAnswerSchema(answerBodySchemas.shutdown),
@@ -225,6 +258,8 @@ const answerSchemas = {
   call_tool: z.discriminatedUnion("ok", [okAnswerSchemas.call_tool, errorAnswerSchema]),
   get_schema: z.discriminatedUnion("ok", [okAnswerSchemas.get_schema, errorAnswerSchema]),
   read_output: z.discriminatedUnion("ok", [okAnswerSchemas.read_output, errorAnswerSchema]),
+  options: z.discriminatedUnion("ok", [okAnswerSchemas.options, errorAnswerSchema]),
+  cancel: z.discriminatedUnion("ok", [okAnswerSchemas.cancel, errorAnswerSchema]),
   stats: z.discriminatedUnion("ok", [okAnswerSchemas.stats, errorAnswerSchema]),
   refresh: z.discriminatedUnion("ok", [okAnswerSchemas.refresh, errorAnswerSchema]),
   shutdown: z.discriminatedUnion("ok", [okAnswerSchemas.shutdown, errorAnswerSchema]),
@@ -238,6 +273,22 @@ export type DaemonResponse<Op extends DaemonOp = DaemonOp> = DaemonOkAnswer<Op> 
 
 /** The first look at an answer line: enough to match it to its request. */
 export const answerEnvelopeSchema = z.looseObject({ id: requestIdSchema.optional(), ok: z.boolean() });
+
+/** What {@link answerEnvelopeSchema} reads of an answer line. */
+export type AnswerEnvelope = { id?: RequestId | undefined; ok: boolean };
+
+/**
+ * Reads an answer line's envelope (its `id` and `ok`), by hand when it is well-formed.
+ *
+ * @throws z.ZodError from {@link answerEnvelopeSchema} when it is not.
+ */
+export function readAnswerEnvelope(value: unknown): AnswerEnvelope {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const { id, ok } = value as Record<string, unknown>;
+    if (typeof ok === "boolean" && isRequestIdOrAbsent(id)) return { id: id as RequestId | undefined, ok };
+  }
+  return answerEnvelopeSchema.parse(value);
+}
 
 /** The first five problems zod found in a request or answer, each with its field (or `root`). */
 export function describeIssues(error: z.ZodError, root: string): string {
@@ -253,6 +304,10 @@ export function describeIssues(error: z.ZodError, root: string): string {
  * @throws AbridgeError DAEMON_BAD_RESPONSE naming the op and the first fields that were wrong.
  */
 export function parseAnswer<Op extends DaemonOp>(op: Op, value: unknown): DaemonResponse<Op> {
+  // A tool's result is handed to the caller as the line parsed it: walking and copying it with
+  // zod cost more than the rest of the client's work on a call. Sound: the hand check accepts
+  // only what the op's schema accepts (unknown members aside, which the schema would drop).
+  if ((op === "call_tool" || op === "read_output") && isWellFormedResultAnswer(value)) return value as DaemonResponse<Op>;
   const parsed = answerSchemas[op].safeParse(value);
   if (!parsed.success) {
     const detail = describeIssues(parsed.error, "answer");
@@ -271,8 +326,9 @@ export function answerLine(answer: DaemonResponse): string {
 /** Reads the `id` of a parsed line before validation, so even a rejected request gets it back. */
 export function requestIdOf(value: unknown): RequestId | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const parsed = requestIdSchema.safeParse((value as Record<string, unknown>).id);
-  return parsed.success ? parsed.data : undefined;
+  const id = (value as Record<string, unknown>).id;
+  // The same rules as `requestIdSchema`, checked by hand: this runs on every request line.
+  return isRequestIdOrAbsent(id) ? (id as RequestId | undefined) : undefined;
 }
 
 /** A daemon address: `127.0.0.1:<port>` or `unix:<path>`. */

@@ -118,6 +118,30 @@ describe("a client reading a daemon's malformed answers", () => {
     expect(error.message).toContain("result");
   });
 
+  it("rejects call results with a wrong content or isError, or a bad id, naming the field", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ok: true, result: { content: "text" } }, "result.content"],
+      [{ ok: true, result: { content: [], isError: "yes" } }, "result.isError"],
+    ];
+    for (const [body, field] of cases) {
+      const fake = await fakeDaemon((request) => line(request, body));
+      const error = await rejection(client(fake.stateDir).callTool("s", "t", {}, { timeoutMs: 5_000 }));
+      expect(error.code).toBe("DAEMON_BAD_RESPONSE");
+      expect(error.message).toContain("call_tool");
+      expect(error.message).toContain(field);
+    }
+    // An answer whose id is not one the protocol allows cannot be matched to its call.
+    const fake = await fakeDaemon(() => JSON.stringify({ id: { n: 1 }, ok: true, result: { content: [] } }));
+    const error = await rejection(client(fake.stateDir).callTool("s", "t", {}, { timeoutMs: 5_000 }));
+    expect(error.code).toBe("DAEMON_BAD_RESPONSE");
+  });
+
+  it("hands a well-formed call result over with the members the protocol does not name", async () => {
+    const result = { content: [{ type: "text", text: "hi" }], structuredContent: { n: 1 }, _meta: { trace: "t" } };
+    const fake = await fakeDaemon((request) => line(request, { ok: true, result }));
+    expect(await client(fake.stateDir).callTool("s", "t", {}, { timeoutMs: 5_000 })).toEqual(result);
+  });
+
   it("rejects a failure whose error has no message instead of inventing one", async () => {
     const fake = await fakeDaemon((request) => line(request, { ok: false, error: { code: "TOOL_NOT_FOUND", retryable: false } }));
     const error = await rejection(client(fake.stateDir).refresh());
