@@ -19,6 +19,7 @@ import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
+import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
@@ -31,7 +32,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -55,6 +56,7 @@ interface Results {
   /** What a client waits for with hung upstreams: initialize, and exit on stdin end or SIGTERM. */
   slowStart?: SlowStartResult;
   /** Calls through the bridge to a JSON-RPC backend on a unix socket, beside the socket alone. */
+  daemonCalls?: DaemonCallsResult;
   jsonRpc?: JsonRpcResult;
   /** Calls over NATS to 1, 2 and 4 bus workers. */
   bus?: BusResult;
@@ -216,6 +218,8 @@ function checkTargets(r: Results): TargetCheck[] {
   add("streamable HTTP p50 <= 1 ms", row("serveHttp")?.p50Ms, (v) => v <= 1, (v) => `${v.toFixed(2)} ms`, row("serveHttp")?.notAvailable);
   add("streamable HTTP >= 3x mcp-proxy's calls/s at c=64", ratio(c64("serveHttp"), c64("mcpProxy")), (v) => v >= 3, (v) => `${v.toFixed(2)}x`, row("mcpProxy")?.notAvailable);
   add("daemon >= 30,000 calls/s at c=64", c64("daemon"), (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`, row("daemon")?.notAvailable);
+  const daemonRaw = r.daemonCalls?.rows.find((x) => x.upstream === "raw");
+  add("daemon >= 30,000 calls/s at c=64 (raw echo upstream)", daemonRaw?.callsPerSecondC64, (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`);
   add("peak RSS of serve with the corpus catalogs <= 100 MiB", r.startup?.memory.servePeakRssMiB, (v) => v <= 100, (v) => `${Math.round(v)} MiB`, r.startup?.memory.notAvailable);
   const big = r.cache?.load.find((l) => l.entries === 100_000);
   add("100k-entry cache loads in <= 150 ms", big?.loadMsMedian, (v) => v <= 150, (v) => `${v.toFixed(0)} ms`);
@@ -384,6 +388,10 @@ async function main(): Promise<number> {
   await step("latency", async () => {
     results.latency = await runLatency({ signal });
     print(latencyMarkdown(results.latency));
+  });
+  await step("daemonCalls", async () => {
+    results.daemonCalls = await runDaemonCalls();
+    print(daemonCallsMarkdown(results.daemonCalls));
   });
   await step("startup", async () => {
     results.startup = await runStartup({ corpus, signal });
