@@ -22,8 +22,6 @@ import {
 } from "./httpWire.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
 
-export { checkLoopbackRequest, MCP_PATH } from "./httpWire.js";
-
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
   /** `127.0.0.1` (default), `localhost` or `::1`: abridge serves loopback only. */
