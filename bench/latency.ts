@@ -222,7 +222,7 @@ export async function runLatency(options: LatencyOptions = {}): Promise<LatencyR
   }
   return {
     upstream: "test/fixtures/echoServer.ts over stdio (a fast stdio echo, chosen over InMemoryTransport so every path reaches the same upstream process), serve in compact mode (arguments validated)",
-    method: "one connection per path; 200 warm-up calls; p50/p99 of sequential calls; at most 1,000 sequential calls or 4 s; throughput = median calls/s of 3 runs (up to 500 calls at c=1, 1,000 at c=8, 2,000 at c=64, each run cut at 2 s); the streamable HTTP rows (c) and (c') are measured with the same SDK-free keep-alive client (bench/rawHttpClient.ts: node:http, up to 64 sockets, JSON or SSE answers), since the SDK's HTTP client tops out near 1,400 calls/s in one process",
+    method: "one connection per path (over HTTP: one session on a keep-alive pool of up to 64 sockets); 200 warm-up calls; p50/p99 of sequential calls; at most 1,000 sequential calls or 4 s; throughput = median calls/s of 3 runs (up to 500 calls at c=1, 1,000 at c=8, 2,000 at c=64, each run cut at 2 s); the streamable HTTP rows (c) and (c') are measured with the same SDK-free keep-alive client (bench/rawHttpClient.ts: node:http, up to 64 sockets, JSON or SSE answers), since the SDK's HTTP client tops out near 1,400 calls/s in one process",
     rows,
   };
 }
