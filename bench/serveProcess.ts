@@ -4,6 +4,7 @@ import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { CLI_BIN, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { connectHttp, connectStdio, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";
+import { connectRawHttp } from "./rawHttpClient.js";
 import { connectRawStdio } from "./rawStdioClient.js";
 
 const run = promisify(execFile);
@@ -56,11 +57,16 @@ export function serveOverStdio(options: ServeOptions): Promise<Connected> {
   return connectStdio(command, args, { cwd: REPO_ROOT, ...(options.signal ? { signal: options.signal } : {}) });
 }
 
+/** Which client a serve-over-HTTP target is reached with. */
+export type HttpClientKind = "sdk" | "raw";
+
 /**
  * `abridge serve --http 127.0.0.1:0` in its own process group: the URL is read from the line it
- * prints to stderr, then the SDK client connects over streamable HTTP.
+ * prints to stderr, then a client connects over streamable HTTP: the SDK's (default), or the
+ * SDK-free keep-alive client of bench/rawHttpClient.ts (`client: "raw"`), which measures the
+ * server rather than the SDK client's own ceiling.
  */
-export async function serveOverHttp(options: ServeOptions): Promise<Connected> {
+export async function serveOverHttp(options: ServeOptions & { client?: HttpClientKind }): Promise<Connected> {
   const { command, args } = serveArgs(options, ["--http", "127.0.0.1:0"]);
   const child = spawnGroup(command, args, REPO_ROOT);
   const url = await new Promise<string>((resolve, reject) => {
@@ -85,7 +91,8 @@ export async function serveOverHttp(options: ServeOptions): Promise<Connected> {
   });
   // Keep draining stderr so a chatty child never blocks on a full pipe.
   child.stderr?.resume();
-  return connectHttp(url, {
+  const connect = options.client === "raw" ? connectRawHttp : connectHttp;
+  return connect(url, {
     onClose: () => killGroup(child),
     ...(child.pid !== undefined ? { pid: child.pid } : {}),
     ...(options.signal ? { signal: options.signal } : {}),

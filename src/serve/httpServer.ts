@@ -1,13 +1,25 @@
 import { randomUUID, timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
+import { HttpSessionTransport } from "./httpSessionTransport.js";
+import {
+  accepts,
+  BodyError,
+  checkLoopbackRequest,
+  isJsonContentType,
+  LOOPBACK_HOSTS,
+  MAX_BATCH_MESSAGES,
+  MCP_PATH,
+  protocolVersionError,
+  readJsonBody,
+  sendJsonError,
+} from "./httpWire.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
 
 /** Options of {@link startHttpServer}. */
@@ -53,7 +65,7 @@ export interface HttpFrontend {
 
 /** One MCP session: its transport and front end, and whether it is in use. */
 interface Session {
-  transport: StreamableHTTPServerTransport;
+  transport: HttpSessionTransport;
   frontend: McpFrontend;
   /** Requests and streams of this session still open. */
   busy: number;
@@ -61,38 +73,8 @@ interface Session {
   lastActive: number;
 }
 
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-export const MCP_PATH = "/mcp";
-
 /** At most one log line per this window for each kind of refused request. */
 const REFUSAL_LOG_WINDOW_MS = 10_000;
-
-function hostOf(value: string): string {
-  // "127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"
-  if (value.startsWith("[")) return value.slice(0, value.indexOf("]") + 1);
-  const colon = value.lastIndexOf(":");
-  return colon === -1 ? value : value.slice(0, colon);
-}
-
-/**
- * DNS rebinding defence: a page on evil.example that resolves its name to 127.0.0.1 reaches our
- * port with `Host: evil.example` (and its own Origin). Only loopback names are accepted.
- */
-export function checkLoopbackRequest(headers: IncomingMessage["headers"]): string | undefined {
-  const host = headers.host;
-  if (host === undefined || !LOOPBACK_HOSTS.has(hostOf(host))) return `Host ${JSON.stringify(host ?? "")} is not a loopback address`;
-  const origin = headers.origin;
-  if (origin !== undefined && origin !== "null") {
-    let originHost: string;
-    try {
-      originHost = new URL(origin).host;
-    } catch {
-      return `Origin ${JSON.stringify(origin)} is not a URL`;
-    }
-    if (!LOOPBACK_HOSTS.has(hostOf(originHost))) return `Origin ${JSON.stringify(origin)} is not a loopback origin`;
-  }
-  return undefined;
-}
 
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -100,55 +82,8 @@ function sameSecret(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function sendJsonError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
-}
-
-async function readBody(req: IncomingMessage, limit: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new AbridgeError(ErrorCode.INPUT_INVALID, `request body over ${limit} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
-  if (text.trim() === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new AbridgeError(ErrorCode.INPUT_INVALID, `invalid JSON: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
-}
-
 /**
- * Cancels the requests of a POST whose client went away before their answers were written. The
- * SDK does not: when the response stream closes early its web-standard transport only forgets the
- * stream (the ReadableStream's `cancel`), and a handler's `extra.signal` fires only on
- * `notifications/cancelled` or when the whole session closes, so a dropped call ran on upstream
- * until its `timeout_ms`. Delivering the cancellation the client would have sent aborts the
- * handler's signal, which the bridge passes on (the upstream gets `notifications/cancelled`).
- */
-function cancelOnDisconnect(transport: StreamableHTTPServerTransport, res: ServerResponse, body: unknown, logger: Logger): void {
-  const ids = (Array.isArray(body) ? body : [body]).filter((m) => isJSONRPCRequest(m)).map((m) => m.id);
-  if (ids.length === 0) return;
-  res.once("close", () => {
-    // A response that was written completely closes too; its requests are finished, not dropped.
-    if (res.writableFinished) return;
-    logger.debug("HTTP client disconnected; cancelling its requests", { requests: ids.length });
-    for (const requestId of ids) {
-      transport.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "client disconnected" } });
-    }
-  });
-}
-
-/**
- * Serves the bridge over streamable HTTP on loopback: stateful sessions (one SDK transport and one
+ * Serves the bridge over streamable HTTP on loopback: stateful sessions (one {@link HttpSessionTransport} and one
  * MCP server per session), Host/Origin checked against loopback, optional bearer token.
  */
 export async function startHttpServer(bridge: Bridge, options: HttpServerOptions): Promise<HttpFrontend> {
@@ -165,8 +100,6 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   const idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const sessions = new Map<string, Session>();
-  /** Initializations under way: counted against the cap before their session exists. */
-  let opening = 0;
   /** Whether reaching the cap was logged (again once the sessions fell below it). */
   let capLogged = false;
 
@@ -196,9 +129,98 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   );
   sweep.unref();
 
+  /** The messages of a POST body, or why they are refused (status, JSON-RPC code, message). */
+  const messagesOf = (body: unknown): JSONRPCMessage[] | [number, number, string] => {
+    const items = Array.isArray(body) ? (body as unknown[]) : [body];
+    if (items.length === 0) return [400, -32600, "Invalid Request: empty batch"];
+    if (items.length > MAX_BATCH_MESSAGES) return [400, -32600, `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages`];
+    const messages: JSONRPCMessage[] = [];
+    for (const item of items) {
+      const parsed = JSONRPCMessageSchema.safeParse(item);
+      if (!parsed.success) return [400, -32600, "Invalid Request: not a JSON-RPC 2.0 message"];
+      messages.push(parsed.data);
+    }
+    return messages;
+  };
+
+  const handlePost = async (req: IncomingMessage, res: ServerResponse, sessionId: string | undefined): Promise<void> => {
+    let body: unknown;
+    try {
+      body = await readJsonBody(req, maxBody);
+    } catch (err) {
+      const status = err instanceof BodyError ? err.status : 400;
+      sendJsonError(res, status, status === 413 ? -32600 : -32700, `${status === 413 ? "request too large" : "parse error"}: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    if (body === undefined) {
+      sendJsonError(res, 400, -32700, "parse error: empty body");
+      return;
+    }
+    const messages = messagesOf(body);
+    if (typeof messages[0] === "number") {
+      const [status, code, message] = messages as [number, number, string];
+      sendJsonError(res, status, code, message);
+      return;
+    }
+    const accept = req.headers.accept;
+    // The spec has a client accept both: the answer may be JSON or a stream, decided per request.
+    if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream")) {
+      sendJsonError(res, 406, -32000, "Not Acceptable: the client must accept both application/json and text/event-stream");
+      return;
+    }
+    if (!isJsonContentType(req.headers["content-type"])) {
+      sendJsonError(res, 415, -32000, "Unsupported Media Type: Content-Type must be application/json");
+      return;
+    }
+    const list = messages as JSONRPCMessage[];
+    const initializing = list.some((m) => "method" in m && m.method === "initialize" && "id" in m);
+    const existing = sessionId !== undefined ? sessions.get(sessionId) : undefined;
+    if (sessionId !== undefined && existing === undefined) {
+      sendJsonError(res, 404, -32001, "session not found");
+      return;
+    }
+    if (existing !== undefined) {
+      if (initializing) {
+        sendJsonError(res, 400, -32600, "Invalid Request: this session is already initialized");
+        return;
+      }
+      const versionError = protocolVersionError(req.headers["mcp-protocol-version"]);
+      if (versionError !== undefined) {
+        sendJsonError(res, 400, -32000, versionError);
+        return;
+      }
+      track(existing, res);
+      existing.transport.handlePost(req, res, list, Array.isArray(body));
+      return;
+    }
+    if (!initializing) {
+      sendJsonError(res, 400, -32600, "bad request: no session; the first request must be initialize");
+      return;
+    }
+    if (list.length > 1) {
+      sendJsonError(res, 400, -32600, "Invalid Request: initialize must be sent alone");
+      return;
+    }
+    if (sessions.size >= maxSessions) {
+      // Retry-After: by then idle sessions may have expired; the cap itself bounds memory.
+      const retryAfterS = Math.max(1, Math.min(60, Math.ceil(idleMs / 1000)));
+      // Once per time the cap is reached, not once per refused request (a flood would flood the log).
+      if (!capLogged) logger.warn("refusing HTTP initialize: too many sessions", { sessions: sessions.size, maxSessions });
+      capLogged = true;
+      sendJsonError(res, 503, -32000, `server busy: ${maxSessions} sessions are open; retry later or end unused sessions with DELETE`, {
+        "retry-after": String(retryAfterS),
+      });
+      return;
+    }
+    const session = await openSession();
+    track(session, res);
+    session.transport.handlePost(req, res, list, Array.isArray(body));
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    if (url.pathname !== MCP_PATH) {
+    const target = req.url ?? "/";
+    const query = target.indexOf("?");
+    if ((query === -1 ? target : target.slice(0, query)) !== MCP_PATH) {
       sendJsonError(res, 404, -32601, `not found: MCP is served at ${MCP_PATH}`);
       return;
     }
@@ -218,92 +240,52 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       }
     }
 
-    const sessionId = req.headers["mcp-session-id"];
-    const existing = typeof sessionId === "string" ? sessions.get(sessionId) : undefined;
+    const header = req.headers["mcp-session-id"];
+    const sessionId = typeof header === "string" ? header : undefined;
     if (req.method === "POST") {
-      let body: unknown;
-      try {
-        body = await readBody(req, maxBody);
-      } catch (err) {
-        sendJsonError(res, err instanceof AbridgeError && err.message.startsWith("request body over") ? 413 : 400, -32700, `parse error: ${err instanceof Error ? err.message : String(err)}`);
-        return;
-      }
-      if (existing) {
-        track(existing, res);
-        cancelOnDisconnect(existing.transport, res, body, logger);
-        await existing.transport.handleRequest(req, res, body);
-        return;
-      }
-      if (typeof sessionId === "string") {
-        sendJsonError(res, 404, -32001, "session not found");
-        return;
-      }
-      const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
-      if (!initializing) {
-        sendJsonError(res, 400, -32600, "bad request: no session; the first request must be initialize");
-        return;
-      }
-      if (sessions.size + opening >= maxSessions) {
-        // Retry-After: by then idle sessions may have expired; the cap itself bounds memory.
-        const retryAfterS = Math.max(1, Math.min(60, Math.ceil(idleMs / 1000)));
-        // Once per time the cap is reached, not once per refused request (a flood would flood the log).
-        if (!capLogged) logger.warn("refusing HTTP initialize: too many sessions", { sessions: sessions.size, maxSessions });
-        capLogged = true;
-        sendJsonError(res, 503, -32000, `server busy: ${maxSessions} sessions are open; retry later or end unused sessions with DELETE`, {
-          "retry-after": String(retryAfterS),
-        });
-        return;
-      }
-      opening += 1;
-      try {
-        await openSession(req, res, body);
-      } finally {
-        opening -= 1;
-      }
+      await handlePost(req, res, sessionId);
       return;
     }
     if (req.method === "GET" || req.method === "DELETE") {
+      const existing = sessionId !== undefined ? sessions.get(sessionId) : undefined;
       if (!existing) {
-        sendJsonError(res, typeof sessionId === "string" ? 404 : 400, -32600, typeof sessionId === "string" ? "session not found" : "bad request: missing mcp-session-id");
+        sendJsonError(res, sessionId !== undefined ? 404 : 400, -32600, sessionId !== undefined ? "session not found" : "bad request: missing mcp-session-id");
+        return;
+      }
+      const versionError = protocolVersionError(req.headers["mcp-protocol-version"]);
+      if (versionError !== undefined) {
+        sendJsonError(res, 400, -32000, versionError);
         return;
       }
       track(existing, res);
-      await existing.transport.handleRequest(req, res);
+      if (req.method === "GET") existing.transport.handleGet(req, res);
+      else existing.transport.handleDelete(res);
       return;
     }
     sendJsonError(res, 405, -32601, `method ${req.method ?? ""} not allowed`, { allow: "GET, POST, DELETE" });
   };
 
-  const openSession = async (req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> => {
-    const newSessionId = randomUUID();
+  /** A new session: its own MCP server and front end over the shared bridge. */
+  const openSession = async (): Promise<Session> => {
+    const id = randomUUID();
     const frontend = createMcpFrontend(bridge, {
       ...(options.mode ? { mode: options.mode } : {}),
       logger,
-      client: `http:${newSessionId}`,
+      client: `http:${id}`,
       ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
     });
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => newSessionId,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, frontend, busy: 0, lastActive: Date.now() });
-        logger.debug("HTTP session opened", { session: id });
-      },
-    });
+    const transport = new HttpSessionTransport(id, logger);
+    const session: Session = { transport, frontend, busy: 0, lastActive: Date.now() };
+    sessions.set(id, session);
     transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      sessions.delete(id);
       if (sessions.size < maxSessions) capLogged = false;
       frontend.dispose();
-      logger.debug("HTTP session closed", { session: transport.sessionId });
+      logger.debug("HTTP session closed", { session: id });
     };
     await frontend.server.connect(transport);
-    cancelOnDisconnect(transport, res, body, logger);
-    await transport.handleRequest(req, res, body);
-    if (transport.sessionId === undefined) {
-      // The SDK refused the initialize (wrong Accept, bad protocol version...) before a session
-      // began: onclose will never fire for this transport, so let go of its front end now.
-      frontend.dispose();
-      await frontend.server.close().catch(() => undefined);
-    }
+    logger.debug("HTTP session opened", { session: id });
+    return session;
   };
 
   const server = http.createServer((req, res) => {

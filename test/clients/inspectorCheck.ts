@@ -1,6 +1,7 @@
 /**
  * The official MCP Inspector CLI (@modelcontextprotocol/inspector, `--cli`) drives `abridge serve`
- * over stdio: the inspector spawns abridge, which spawns the conformance fixture. Proves a
+ * over stdio (the inspector spawns abridge, which spawns the conformance fixture) and over
+ * streamable HTTP (abridge serve --http, the inspector connecting to its URL). Proves a
  * third-party client can list and call tools, read a resource and get a prompt through abridge,
  * and that nothing is left running once the inspector is done.
  *
@@ -12,7 +13,7 @@
  *
  * Prints one line per check and ends with `inspector: N passed, N failed`; exits 1 on a failure.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -46,6 +47,48 @@ async function main(): Promise<number> {
   const inspect = async (args: string[], mode: string): Promise<unknown> => {
     const abridge = [process.execPath, "--import", "tsx", BIN, "serve", "--config", config, "--cache-dir", path.join(dir, "cache"), "--no-watch", "--mode", mode];
     const { stdout } = await run("npx", ["-y", INSPECTOR_PACKAGE, "--cli", ...args, "--", ...abridge], {
+      cwd: REPO,
+      env: { ...process.env, HOME: process.env.HOME ?? dir },
+      timeout: 180_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return JSON.parse(stdout) as unknown;
+  };
+
+  /** `abridge serve --http 127.0.0.1:0` in full mode, resolved once it prints its URL. */
+  let httpServe: ChildProcess | undefined;
+  const serveHttp = async (): Promise<string> => {
+    const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--cache-dir", path.join(dir, "cache-http"), "--no-watch", "--mode", "full", "--http", "127.0.0.1:0"], {
+      cwd: REPO,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    httpServe = child;
+    return new Promise<string>((resolve, reject) => {
+      let text = "";
+      const timer = setTimeout(() => reject(new Error(`serve --http printed no URL: ${text.slice(-300)}`)), 120_000);
+      child.stderr!.setEncoding("utf8");
+      child.stderr!.on("data", (chunk: string) => {
+        text += chunk;
+        const match = /(http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(text);
+        if (match?.[1]) {
+          clearTimeout(timer);
+          resolve(match[1]);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`serve --http exited (${code}): ${text.slice(-300)}`)));
+    });
+  };
+  const stopHttp = async (): Promise<void> => {
+    const child = httpServe;
+    httpServe = undefined;
+    if (child === undefined || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  };
+  /** Runs the inspector CLI against a streamable HTTP URL. */
+  const inspectUrl = async (url: string, args: string[]): Promise<unknown> => {
+    const { stdout } = await run("npx", ["-y", INSPECTOR_PACKAGE, "--cli", url, "--transport", "http", ...args], {
       cwd: REPO,
       env: { ...process.env, HOME: process.env.HOME ?? dir },
       timeout: 180_000,
@@ -101,6 +144,24 @@ async function main(): Promise<number> {
       },
     ],
     [
+      "over streamable HTTP: lists the tools, calls one, reads a resource",
+      async () => {
+        const url = await serveHttp();
+        try {
+          const listed = (await inspectUrl(url, ["--method", "tools/list"])) as Listed;
+          assert.ok(listed.tools.some((t) => t.name === "conf_test_simple_text"));
+          const simple = (await inspectUrl(url, ["--method", "tools/call", "--tool-name", "conf_test_simple_text"])) as Called;
+          assert.deepEqual(simple.content, [{ type: "text", text: "This is a simple text response for testing." }]);
+          const withArgs = (await inspectUrl(url, ["--method", "tools/call", "--tool-name", "conf_json_schema_2020_12_tool", "--tool-arg", "name=Ada"])) as Called;
+          assert.equal(withArgs.content[0]?.text, 'Received: {"name":"Ada"}');
+          const read = (await inspectUrl(url, ["--method", "resources/read", "--uri", "test://static-text"])) as { contents: { text?: string }[] };
+          assert.equal(read.contents[0]?.text, "This is the content of the static text resource.");
+        } finally {
+          await stopHttp();
+        }
+      },
+    ],
+    [
       "leaves no abridge and no upstream running after the inspector exits",
       async () => {
         const deadline = Date.now() + 15_000;
@@ -127,6 +188,7 @@ async function main(): Promise<number> {
       }
     }
   } finally {
+    await stopHttp();
     killAll(pidsWithMarker(marker));
     killAll(pidsWithMarker(config));
     await cleanup();
