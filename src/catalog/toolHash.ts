@@ -16,6 +16,8 @@ export const HASHED_TOOL_FIELDS = ["name", "title", "description", "inputSchema"
 export interface ToolHasher {
   /** xxhash64 of the canonical JSON of the tool's model-visible fields, 16 lowercase hex chars. */
   hash(tool: RawTool): string;
+  /** xxhash64 of `text` as it is, 16 lowercase hex chars (content identities, not cache keys). */
+  hashText(text: string): string;
 }
 
 /**
@@ -145,6 +147,7 @@ export async function createToolHasher(): Promise<ToolHasher> {
   const { h64ToString } = api;
   return {
     hash: (tool) => h64ToString(canonicalJson(hashedView(tool))),
+    hashText: (text) => h64ToString(text),
   };
 }
 
