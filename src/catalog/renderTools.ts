@@ -232,7 +232,12 @@ export function summaryTokens(input: SummarizeInput, summary: ToolSummary): Entr
  * added). So, per tool, compact <= summary <= full in tokens.
  */
 function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
-  return noLarger(renderCompact(tool, schema), summaryForm(tool));
+  return memoized(tool, `compact:${schema}`, () => noLarger(renderCompact(tool, schema), memoized(tool, "summary", () => summaryForm(tool))));
+}
+
+/** `render()`, or the form kept in the tool's record (see {@link ToolRecord.view}). */
+function memoized(tool: CatalogTool, view: string, render: () => ListedTool): ListedTool {
+  return tool.record === undefined ? render() : tool.record.view(view, tool.name, tool.summary, render);
 }
 
 /** Tools in server then tool order (exposed name breaks ties): stable across restarts. */
@@ -260,7 +265,7 @@ export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: 
     case "full":
       return sorted.map(renderFull);
     case "summary":
-      return sorted.map(summaryForm);
+      return sorted.map((t) => memoized(t, "summary", () => summaryForm(t)));
     case "compact":
       return [...sorted.map((t) => compactForm(t, options.compactSchema ?? DEFAULT_COMPACT_SCHEMA)), getSchemaTool()];
     case "lazy":

@@ -12,6 +12,7 @@ import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js
 import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
 import { SearchIndex, type SearchResult } from "./searchIndex.js";
 import type { ToolHasher } from "./toolHash.js";
+import { sharedCatalogMemo, ToolRecord, type CatalogMemo } from "./catalogMemo.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
 
 /** Where summarize jobs go; the {@link SummarizeQueue} in production. */
@@ -52,6 +53,8 @@ export interface ToolCatalogOptions {
   summarizerIds?: readonly string[];
   /** `mode = "auto"`: token budget and pins (config `token_budget`, `pin`); counts come via {@link ToolCatalog.setCallCounts}. */
   auto?: { tokenBudget?: number; pins?: readonly string[] };
+  /** Where per-tool work is kept across catalogs (default: the process-wide {@link sharedCatalogMemo}). */
+  memo?: CatalogMemo;
 }
 
 /** How {@link ToolCatalog.setTools} treats tools that already have a summary. */
@@ -72,6 +75,7 @@ export interface DiscoverOptions {
 export class ToolCatalog {
   private readonly store: Pick<SummaryStore, "get">;
   private readonly hasher: ToolHasher;
+  private readonly memo: CatalogMemo;
   private readonly jobs: SummaryJobSink | undefined;
   private readonly separator: string;
   private readonly logger: Logger;
@@ -105,6 +109,7 @@ export class ToolCatalog {
   constructor(options: ToolCatalogOptions) {
     this.store = options.store;
     this.hasher = options.hasher;
+    this.memo = options.memo ?? sharedCatalogMemo;
     this.jobs = options.jobs;
     this.separator = options.separator ?? "_";
     this.logger = options.logger ?? silentLogger;
@@ -123,20 +128,16 @@ export class ToolCatalog {
     const byName = new Map<string, CatalogTool>();
     const byKey = new Map<string, CatalogTool>();
     for (const given of tools) {
-      // The pool quarantined these already; a library caller's tools get the same rule here,
-      // before the hash and the renderer walk them recursively.
-      const tooDeep = schemaTooDeep(given.tool);
-      if (tooDeep !== undefined) {
-        this.logger.warn("tool quarantined", { server: given.server, tool: given.tool.name, reason: tooDeep });
+      const derived = this.derive(given.tool);
+      if (derived.tooDeep !== undefined || derived.tool === undefined || derived.hash === undefined) {
+        this.logger.warn("tool quarantined", { server: given.server, tool: given.tool.name, reason: derived.tooDeep });
         continue;
       }
-      // A no-op for tools from the pool or `render` (normalized where they entered); a library
-      // caller handing in tools as a server sent them gets the same rule: null means absent.
-      const exposed = { ...given, tool: normalizeTool(given.tool) };
-      const hash = this.hasher.hash(exposed.tool);
+      const exposed = { ...given, tool: derived.tool };
+      const hash = derived.hash;
       const key = cacheKey(exposed.server, exposed.tool.name, hash);
       const cached = this.store.get(key);
-      const entry = cached !== undefined && this.trusted(cached, exposed.tool) ? cached : undefined;
+      const entry = cached !== undefined && this.trusted(cached, exposed.tool, derived) ? cached : undefined;
       const rejected = cached !== undefined && entry === undefined;
       const count = counts.get(exposed.server) ?? { server: exposed.server, tools: 0, hits: 0, queued: 0 };
       counts.set(exposed.server, count);
@@ -147,6 +148,7 @@ export class ToolCatalog {
         uri: exposed.uri,
         key,
         tool: exposed.tool,
+        ...(derived.fingerprint !== "" ? { record: derived } : {}),
         ...(entry ? { summary: { summary: entry.summary, params: entry.params } } : {}),
       };
       byName.set(catalogTool.name, catalogTool);
@@ -179,13 +181,48 @@ export class ToolCatalog {
   }
 
   /**
+   * Normalization, depth check and schema hash of `tool`, looked up by content in the memo: a
+   * relist hands in new objects for the same tools, and a new catalog over tools seen before (a
+   * restart of discovery, a reload) then walks no schema. A tool `JSON.stringify` cannot write (a
+   * cycle, a bigint, a depth that overflows the stack) has no content key and takes the walk,
+   * which quarantines or rejects it as before.
+   */
+  private derive(tool: ExposedTool["tool"]): ToolRecord {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(tool);
+    } catch {
+      text = undefined;
+    }
+    const fingerprint = text === undefined ? "" : `${this.hasher.hashText(text)}:${text.length}`;
+    if (fingerprint !== "") {
+      const known = this.memo.tools.get(fingerprint);
+      if (known !== undefined) return known;
+    }
+    // The pool quarantined these already; a library caller's tools get the same rule here,
+    // before the hash and the renderer walk them recursively.
+    const tooDeep = schemaTooDeep(tool);
+    let derived: ToolRecord;
+    if (tooDeep !== undefined) {
+      derived = new ToolRecord(fingerprint, tooDeep, undefined, undefined);
+    } else {
+      // A no-op for tools from the pool or `render` (normalized where they entered); a library
+      // caller handing in tools as a server sent them gets the same rule: null means absent.
+      const normalized = normalizeTool(tool);
+      derived = new ToolRecord(fingerprint, undefined, normalized, this.hasher.hash(normalized));
+    }
+    if (fingerprint !== "") this.memo.tools.set(fingerprint, derived);
+    return derived;
+  }
+
+  /**
    * Takes a newly stored summary into the catalog. Returns true when it belongs to a tool being
    * served (a summary for a tool that changed meanwhile is kept in the cache but not shown).
    */
   applyEntry(entry: CacheEntry): boolean {
     const tool = this.byKey.get(entry.key);
     if (!tool) return false;
-    if (!this.trusted(entry, tool.tool)) return false;
+    if (!this.trusted(entry, tool.tool, tool.record)) return false;
     tool.summary = { summary: entry.summary, params: entry.params };
     this.invalidate();
     this.scheduleChange({ summaryOnly: true });
@@ -198,10 +235,13 @@ export class ToolCatalog {
    * plain text anyone with write access can edit (a summary longer than the original, or one that
    * gives the model instructions, would be served as if abridge had written it).
    */
-  private trusted(entry: CacheEntry, tool: CatalogTool["tool"]): boolean {
+  private trusted(entry: CacheEntry, tool: CatalogTool["tool"], record: ToolRecord | undefined): boolean {
     let ok = this.verdicts.get(entry);
     if (ok === undefined) {
-      const verdict = guardSummary(tool, { summary: entry.summary, params: entry.params });
+      const summary = { summary: entry.summary, params: entry.params };
+      // Kept with the tool's record: a new catalog over the same store meets every entry for the
+      // first time, and the guard was two fifths of a warm discovery.
+      const verdict = record !== undefined && record.fingerprint !== "" ? record.verdict(summary, () => guardSummary(tool, summary)) : guardSummary(tool, summary);
       ok = verdict.ok;
       this.verdicts.set(entry, ok);
       if (!verdict.ok) {

@@ -16,6 +16,8 @@ export const HASHED_TOOL_FIELDS = ["name", "title", "description", "inputSchema"
 export interface ToolHasher {
   /** xxhash64 of the canonical JSON of the tool's model-visible fields, 16 lowercase hex chars. */
   hash(tool: RawTool): string;
+  /** xxhash64 of `text` as it is, 16 lowercase hex chars (content identities, not cache keys). */
+  hashText(text: string): string;
 }
 
 /**
@@ -37,6 +39,12 @@ function compareCodePoints(a: string, b: string): number {
     return xSurrogate ? 1 : -1;
   }
   return a.length - b.length;
+}
+
+/** True when `keys` are already in code point order (schemas are often written sorted), sparing the sort. */
+function inCodePointOrder(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (compareCodePoints(keys[i - 1] as string, keys[i] as string) > 0) return false;
+  return true;
 }
 
 function serialize(value: unknown, seen: Set<object>, inArray: boolean, depth: number): string | undefined {
@@ -73,17 +81,27 @@ function serialize(value: unknown, seen: Set<object>, inArray: boolean, depth: n
   }
   seen.add(object);
   try {
+    // Appended to one string rather than joined from arrays: a schema has many small members, and
+    // the arrays and their joins were most of the time of hashing a tool.
     if (Array.isArray(object)) {
-      const items = object.map((item: unknown) => serialize(item, seen, true, depth + 1) ?? "null");
-      return `[${items.join(",")}]`;
+      let out = "[";
+      for (let i = 0; i < object.length; i++) {
+        if (i > 0) out += ",";
+        out += serialize(object[i], seen, true, depth + 1) ?? "null";
+      }
+      return `${out}]`;
     }
     const record = object as Record<string, unknown>;
-    const members: string[] = [];
-    for (const key of Object.keys(record).sort(compareCodePoints)) {
+    const keys = Object.keys(record);
+    if (!inCodePointOrder(keys)) keys.sort(compareCodePoints);
+    let out = "{";
+    for (const key of keys) {
       const text = serialize(record[key], seen, false, depth + 1);
-      if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
+      if (text === undefined) continue;
+      if (out.length > 1) out += ",";
+      out += `${JSON.stringify(key)}:${text}`;
     }
-    return `{${members.join(",")}}`;
+    return `${out}}`;
   } finally {
     seen.delete(object);
   }
@@ -145,6 +163,7 @@ export async function createToolHasher(): Promise<ToolHasher> {
   const { h64ToString } = api;
   return {
     hash: (tool) => h64ToString(canonicalJson(hashedView(tool))),
+    hashText: (text) => h64ToString(text),
   };
 }
 

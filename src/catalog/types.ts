@@ -1,6 +1,7 @@
 import type { Mode } from "../config/schema.js";
 import type { ToolSummary } from "../summarize/types.js";
 import type { ListedTool, RawTool } from "../model/types.js";
+import type { ToolRecord } from "./catalogMemo.js";
 
 export type { ListedTool, Mode };
 
@@ -15,6 +16,11 @@ export interface CatalogTool {
   key: string;
   /** The upstream's tool, untouched. */
   tool: RawTool;
+  /**
+   * What was derived from `tool`'s content (see CatalogMemo), set by the catalog: forms rendered
+   * from it are kept there. Absent for a tool without a JSON form; such a tool is rendered anew.
+   */
+  record?: ToolRecord;
   /** The cached summary, when there is one (a miss serves the original description). */
   summary?: ToolSummary;
 }

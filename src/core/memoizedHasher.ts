@@ -20,5 +20,6 @@ export function memoizedHasher(hasher: ToolHasher): ToolHasher {
       }
       return hash;
     },
+    hashText: (text) => hasher.hashText(text),
   };
 }

@@ -8,7 +8,7 @@ describe("memoizedHasher", () => {
   it("answers as the real hasher does and hashes each tool object once", async () => {
     const real = await createToolHasher();
     const hashed: RawTool[] = [];
-    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool), real.hash(tool)) };
+    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool), real.hash(tool)), hashText: (text) => real.hashText(text) };
     const memo = memoizedHasher(counting);
     const tool: RawTool = { name: "t", description: "Does a thing.", inputSchema: { type: "object", properties: { a: { type: "string" } } } };
     expect(memo.hash(tool)).toBe(real.hash(tool));

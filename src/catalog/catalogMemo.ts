@@ -1,0 +1,157 @@
+import type { ListedTool, RawTool } from "../model/types.js";
+import type { GuardResult } from "../summarize/guard.js";
+import type { ToolSummary } from "../summarize/types.js";
+
+/**
+ * A map that keeps at most `limit` entries, in two generations: new entries go to the current one;
+ * when it is half full it becomes the previous one and the one before is dropped, and a hit in the
+ * previous generation moves to the current one. So what was used since the last turn survives and
+ * what was not is dropped, and a hit costs one lookup (a least-recently-used list would move an
+ * entry on every hit, which cost as much as the work saved on a 1,000-tool relist).
+ */
+export class BoundedMemo<V> {
+  private current = new Map<string, V>();
+  private previous = new Map<string, V>();
+  private readonly generation: number;
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 2) throw new RangeError(`BoundedMemo: limit must be an integer >= 2, got ${limit}`);
+    this.generation = Math.floor(limit / 2);
+  }
+
+  /** The value under `key`, kept for another generation; undefined when absent. */
+  get(key: string): V | undefined {
+    const value = this.current.get(key);
+    if (value !== undefined) return value;
+    const old = this.previous.get(key);
+    if (old !== undefined) {
+      this.previous.delete(key);
+      this.put(key, old);
+    }
+    return old;
+  }
+
+  /** Stores `value` under `key`; the oldest generation goes when the current one is full. */
+  set(key: string, value: V): void {
+    this.previous.delete(key);
+    this.put(key, value);
+  }
+
+  /** Entries held now (never more than {@link limit}). */
+  get size(): number {
+    return this.current.size + this.previous.size;
+  }
+
+  private put(key: string, value: V): void {
+    if (!this.current.has(key) && this.current.size >= this.generation) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
+    this.current.set(key, value);
+  }
+}
+
+/** How many forms and verdicts one tool keeps (names, summaries and modes it was met with). */
+const PER_TOOL = 16;
+
+/**
+ * What discovery derives from one tool's content, the same for every tool object with that
+ * content, and what was rendered and judged from it since. Catalog tools point at their record,
+ * so a view rendered once is found again by every catalog that meets the same content.
+ */
+export class ToolRecord {
+  private readonly views = new Map<string, ListedTool>();
+  private readonly verdicts = new Map<string, GuardResult>();
+
+  /**
+   * @param fingerprint content identity of the tool as the upstream sent it (see {@link CatalogMemo})
+   * @param tooDeep why the tool is quarantined, or undefined when it can be served
+   * @param tool the normalized tool (null means absent), when it can be served
+   * @param hash its schema hash, when it can be served
+   */
+  constructor(
+    readonly fingerprint: string,
+    readonly tooDeep: string | undefined,
+    readonly tool: RawTool | undefined,
+    readonly hash: string | undefined,
+  ) {}
+
+  /**
+   * The form `view` of the tool under `name` with `summary`, made by `render` the first time:
+   * the key holds everything a per-tool form is made of besides the content, so a hit is the form
+   * `render` would make.
+   */
+  view(view: string, name: string, summary: ToolSummary | undefined, render: () => ListedTool): ListedTool {
+    const key = `${view}\u0000${name}\u0000${summaryIdentity(summary)}`;
+    let form = this.views.get(key);
+    if (form === undefined) {
+      form = render();
+      if (this.views.size >= PER_TOOL) this.views.clear();
+      this.views.set(key, form);
+    }
+    return form;
+  }
+
+  /** The guard's verdict on `summary` for this tool, made by `judge` the first time. */
+  verdict(summary: ToolSummary, judge: () => GuardResult): GuardResult {
+    const key = summaryIdentity(summary);
+    let verdict = this.verdicts.get(key);
+    if (verdict === undefined) {
+      verdict = judge();
+      if (this.verdicts.size >= PER_TOOL) this.verdicts.clear();
+      this.verdicts.set(key, verdict);
+    }
+    return verdict;
+  }
+}
+
+/**
+ * Parameter texts by params object: the store keeps one object per cache line, so a relist meets
+ * the same objects and writes each one once. Keyed by identity but holding the object's own content,
+ * so an object read anew gives the same text.
+ */
+const paramsText = new WeakMap<object, string>();
+
+/** A string equal for two summaries exactly when their text and parameter texts are equal. */
+function summaryIdentity(summary: ToolSummary | undefined): string {
+  if (summary === undefined) return "-";
+  let params = paramsText.get(summary.params);
+  if (params === undefined) {
+    params = JSON.stringify(summary.params);
+    paramsText.set(summary.params, params);
+  }
+  // The text's length first: no text can run into the parameters and pass for another split.
+  return `${summary.summary.length}:${summary.summary}${params}`;
+}
+
+/** Limits of a {@link CatalogMemo}. */
+export interface CatalogMemoLimits {
+  /** Tool contents whose record is kept (default 16,384). */
+  tools?: number;
+}
+
+/**
+ * What catalogs derive per tool, kept across catalogs and relists, keyed by content: a relist or a
+ * restarted catalog hands in new objects with the same content, and their normalization, schema
+ * hash, depth check, the guard's verdicts on their cached summaries and their rendered forms are
+ * then lookups instead of schema walks, canonical JSON and token counts. The key of a tool is the
+ * xxhash64 and length of its `JSON.stringify` text, which covers every member the views read
+ * (`_meta` and `execution` included, which the schema hash leaves out); a rendered form is keyed
+ * within that by the exposed name, the summary and the mode, so a changed schema under the same
+ * name, a new summary or another mode is a miss, never a stale hit. Bounded: records not met for
+ * two generations are dropped, so a long-running bridge whose upstreams keep changing does not grow
+ * without limit.
+ */
+export class CatalogMemo {
+  readonly tools: BoundedMemo<ToolRecord>;
+
+  constructor(limits: CatalogMemoLimits = {}) {
+    this.tools = new BoundedMemo(limits.tools ?? 16_384);
+  }
+}
+
+/**
+ * The memo every catalog of this process uses unless given its own: two catalogs over the same
+ * upstreams (a relist, a reload, `render` beside `serve` in one process) share the work.
+ */
+export const sharedCatalogMemo = new CatalogMemo();
