@@ -40,7 +40,3 @@ export function createRedisClient(target: RedisTarget, options: RedisClientOptio
   });
 }
 
-/** `host:port/db` of a target with no credentials, for names derived from it (the spool file). */
-export function targetIdentity(target: RedisTarget): string {
-  return `${target.host}:${target.port}/${target.db}`;
-}

@@ -70,3 +70,8 @@ function decode(text: string): string {
     return text;
   }
 }
+
+/** `host:port/db` of a target with no credentials, for names derived from it (the spool file). */
+export function targetIdentity(target: RedisTarget): string {
+  return `${target.host}:${target.port}/${target.db}`;
+}

@@ -3,7 +3,6 @@ import type { CacheEntry } from "../cache/cacheEntry.js";
 import { clearCache, compactCache, readCacheEntries, verifyCache, type ClearReport, type CompactReport, type InvalidLine, type VerifyReport } from "../cache/cacheMaintenance.js";
 import { resolveCacheFile, resolveStateDir, type PathEnv } from "../cache/cachePaths.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
-import { clearRedisCache, compactRedisCache, readRedisEntries, verifyRedisCache, writeRedisEntries } from "../cache/redisMaintenance.js";
 import { writeFileAtomic } from "../cache/writeFileAtomic.js";
 import { parseRedisUrl } from "../config/redisUrl.js";
 import type { Config } from "../config/schema.js";
@@ -34,6 +33,11 @@ export interface ImportReport {
   kept: number;
   /** Lines of the file that are not valid entries (nothing is imported from them). */
   invalid: InvalidLine[];
+}
+
+/** The Redis side (and ioredis with it), loaded only when a command names a Redis cache. */
+function redisMaintenance(): Promise<typeof import("../cache/redisMaintenance.js")> {
+  return import("../cache/redisMaintenance.js");
 }
 
 /** Where a location is, for messages: the path, or the URL without its password. */
@@ -94,7 +98,7 @@ export function verifySummaryCache(cache: CacheLocation, options: { signal?: Abo
     const verdict = guardCachedEntry(entry);
     return verdict.ok ? [] : verdict.reasons;
   };
-  return typeof cache === "string" ? verifyCache(cache, { ...options, check }) : verifyRedisCache(cache, { check });
+  return typeof cache === "string" ? verifyCache(cache, { ...options, check }) : redisMaintenance().then((redis) => redis.verifyRedisCache(cache, { check }));
 }
 
 /**
@@ -102,12 +106,12 @@ export function verifySummaryCache(cache: CacheLocation, options: { signal?: Abo
  * go); on Redis, removes the fields that are not valid entries.
  */
 export function compactSummaryCache(cache: CacheLocation, options: { signal?: AbortSignal } = {}): Promise<CompactReport> {
-  return typeof cache === "string" ? compactCache(cache, options) : compactRedisCache(cache);
+  return typeof cache === "string" ? compactCache(cache, options) : redisMaintenance().then((redis) => redis.compactRedisCache(cache));
 }
 
 /** Removes every entry of a summary cache, or only those of `server`. */
 export function clearSummaryCache(cache: CacheLocation, options: { server?: string; signal?: AbortSignal } = {}): Promise<ClearReport> {
-  return typeof cache === "string" ? clearCache(cache, options) : clearRedisCache(cache, options.server === undefined ? {} : { server: options.server });
+  return typeof cache === "string" ? clearCache(cache, options) : redisMaintenance().then((redis) => redis.clearRedisCache(cache, options.server === undefined ? {} : { server: options.server }));
 }
 
 /**
@@ -118,7 +122,7 @@ export async function exportSummaryCache(cache: CacheLocation, file: string, opt
   const { from, entries } =
     typeof cache === "string"
       ? { from: cache, entries: (await readCacheEntries(cache, options)).entries }
-      : await readRedisEntries(cache).then((read) => ({ from: read.location, entries: read.entries }));
+      : await (await redisMaintenance()).readRedisEntries(cache).then((read) => ({ from: read.location, entries: read.entries }));
   await writeFileAtomic(file, entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""), options.signal);
   return { from, entries: entries.length };
 }
@@ -131,7 +135,7 @@ export async function importSummaryCache(cache: CacheLocation, file: string, opt
   const read = await readCacheEntries(file, options);
   const base = { to: describeLocation(cache), read: read.entries.length, invalid: read.invalid };
   if (typeof cache !== "string") {
-    const written = await writeRedisEntries(cache, read.entries);
+    const written = await (await redisMaintenance()).writeRedisEntries(cache, read.entries);
     return { ...base, imported: written.written, kept: written.kept };
   }
   const store = await JsonlStore.open({ file: cache, ...(options.signal ? { signal: options.signal } : {}) });

@@ -1,6 +1,5 @@
 import { bridgeStateDir, redisSpoolFile } from "../cache/cachePaths.js";
-import { targetIdentity } from "../cache/redisConnection.js";
-import { parseRedisUrl } from "../config/redisUrl.js";
+import { parseRedisUrl, targetIdentity } from "../config/redisUrl.js";
 import type { BridgeOptions } from "./bridgeOptions.js";
 import type { SummaryPipelineOptions } from "./summaryPipeline.js";
 

