@@ -58,6 +58,11 @@ export class StdioServerTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
+  /**
+   * Sees every parsed line before the JSON-RPC schema check and `onmessage`; returning true
+   * consumes it (the stdio fast path of tools/call, fastToolCalls.ts).
+   */
+  intercept?: (message: unknown) => boolean;
 
   private readonly reader: BoundedLineReader;
   private readonly logger: Logger;
@@ -286,6 +291,7 @@ export class StdioServerTransport implements Transport {
       this.answerUnreadable(RpcCode.ParseError, `Parse error: ${error.message}`, error);
       return;
     }
+    if (this.intercept?.(value)) return;
     const parsed = JSONRPCMessageSchema.safeParse(value);
     if (!parsed.success) {
       this.answerUnreadable(RpcCode.InvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message", parsed.error);
