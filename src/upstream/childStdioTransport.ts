@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { PassThrough, type Readable } from "node:stream";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode as RpcCode, JSONRPCMessageSchema, RELATED_TASK_META_KEY, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { isObject } from "../model/json.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
 import { isPidAlive } from "../util/pidAlive.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
@@ -247,7 +248,8 @@ export class ChildStdioTransport implements Transport {
       if (event.line.trim() === "") continue;
       let message: JSONRPCMessage;
       try {
-        message = JSONRPCMessageSchema.parse(JSON.parse(event.line));
+        const value: unknown = JSON.parse(event.line);
+        message = isPlainResultResponse(value) ? value : JSONRPCMessageSchema.parse(value);
       } catch (err) {
         // A line that is not JSON-RPC (a stray log line on stdout) is reported and skipped.
         this.onerror?.(err instanceof Error ? err : new Error(String(err)));
@@ -307,6 +309,27 @@ export class ChildStdioTransport implements Transport {
     }
     await waitForPidExit(pid);
   }
+}
+
+/**
+ * True for a result response the SDK's message schema would pass on unchanged: exactly
+ * `jsonrpc`, `id` and an object `result` whose `_meta`, if any, holds none of the two keys the
+ * schema gives a type. Answers are most of what a server sends under load, and the schema's
+ * union of four object parsers per line was the largest share of reading them.
+ */
+function isPlainResultResponse(value: unknown): value is JSONRPCMessage {
+  if (!isObject(value) || value.jsonrpc !== "2.0") return false;
+  let keys = 0;
+  for (const key in value) {
+    if (key !== "jsonrpc" && key !== "id" && key !== "result") return false;
+    keys += 1;
+  }
+  const { id, result } = value;
+  if (keys !== 3 || !isObject(result)) return false;
+  if (typeof id !== "string" && !(typeof id === "number" && Number.isInteger(id))) return false;
+  const meta = result._meta;
+  if (meta === undefined) return true;
+  return isObject(meta) && !("progressToken" in meta) && !(RELATED_TASK_META_KEY in meta);
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {
