@@ -191,14 +191,13 @@ export class CallPipeline {
     callCounts.increment(server, tool);
     this.counters.inFlight += 1;
     try {
-      const call = (): Promise<CallToolResult> =>
-        pool.callTool(server, tool, args, {
-          ...(options.signal ? { signal: options.signal } : {}),
-          ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        });
-      // The relay travels by async context down to the connection that forwards the call.
-      const result = await (options.relay ? pool.withRelay(options.relay, call) : call());
+      // The relay travels with the call down to the connection that forwards it.
+      const result = await pool.callTool(server, tool, args, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        ...(options.relay ? { relay: options.relay } : {}),
+      });
       const finished = await guard.finish(server, result, options.signal);
       await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
       return finished;

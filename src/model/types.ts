@@ -99,6 +99,12 @@ export interface ForwardOptions extends CallOptions {
   resetTimeoutOnProgress?: boolean;
   /** Hard ceiling when `resetTimeoutOnProgress` is set. */
   maxTotalTimeoutMs?: number;
+  /**
+   * The client a `tools/call` comes from, for the upstream's requests and log lines during it.
+   * Passed with the call rather than by async context: an `AsyncLocalStorage` in use turns on
+   * Node's promise hooks for the whole process, a cost every promise of every call then pays.
+   */
+  relay?: ClientRelay;
 }
 
 /**

@@ -41,6 +41,23 @@ export interface McpFrontendOptions {
   client?: string;
 }
 
+/** The params of a tools/call the front end acts on. */
+export interface ToolCallParams {
+  name: string;
+  arguments?: Record<string, unknown>;
+  _meta?: { progressToken?: string | number };
+}
+
+/** What a tools/call needs of the request it answers: its abort signal and the way back to its client. */
+export interface ToolCallContext {
+  /** Aborted when the client cancels the request or goes away. */
+  signal: AbortSignal;
+  /** Sends a request to the client, related to the call (sampling, elicitation). */
+  sendRequest(request: { method: string; params: JsonObject }, signal: AbortSignal): Promise<JsonObject>;
+  /** Sends a notification to the client, related to the call (progress, log lines). */
+  sendNotification(notification: { method: string; params: JsonObject }): Promise<void>;
+}
+
 /** A front end's MCP server with a way to tell its client that the tool list changed. */
 export interface McpFrontend {
   server: Server;
@@ -51,6 +68,12 @@ export interface McpFrontend {
    * (then the caller closes the server, which aborts what is left).
    */
   drain(graceMs: number): Promise<void>;
+  /**
+   * Answers a tools/call that reached the front end beside its SDK server (the stdio fast path),
+   * counted like any request for {@link drain}. Resolves with the result; a failure the client
+   * sees as a JSON-RPC error is thrown as an `McpError`, one it sees as a tool error is a result.
+   */
+  callTool(params: ToolCallParams, context: ToolCallContext): Promise<JsonObject>;
 }
 
 const CURSOR_PREFIX = "abridge:";
@@ -302,25 +325,29 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const wantsLog = (params: JsonObject): boolean => logLevel === undefined || severity(params.level) >= severity(logLevel);
   const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
 
-  on(CallToolRequestSchema, async (request, extra) => {
-    const progressToken = request.params._meta?.progressToken;
+  /**
+   * A tools/call, answered the same way whichever path brought it (the SDK server, or the stdio
+   * fast path of fastToolCalls.ts): the calling client's relay, progress by its token, the call
+   * through the bridge, and failures mapped by {@link toWireOutcome} (an McpError is thrown).
+   */
+  const callTool = async (params: ToolCallParams, context: ToolCallContext): Promise<JsonObject> => {
+    const progressToken = params._meta?.progressToken;
     const relay: ClientRelay = {
       client: clientId,
-      async request(method, params, signal) {
+      async request(method, relayed, signal) {
         const capabilities = server.getClientCapabilities();
         const supported = method === "sampling/createMessage" ? capabilities?.sampling : method === "elicitation/create" ? capabilities?.elicitation : undefined;
         if (supported === undefined) throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
-        // extra.sendRequest ties the request to this call: over HTTP it travels on the call's stream.
-        return extra.sendRequest({ method, params } as never, looseResult, { signal });
+        return context.sendRequest({ method, params: relayed }, signal);
       },
-      notify(method, params) {
-        if (method === "notifications/message" && !wantsLog(params)) return;
-        extra.sendNotification({ method, params } as never).catch(notDelivered(method));
+      notify(method, relayed) {
+        if (method === "notifications/message" && !wantsLog(relayed)) return;
+        context.sendNotification({ method, params: relayed }).catch(notDelivered(method));
       },
     };
     try {
-      return await bridge.callTool(request.params.name, request.params.arguments as JsonObject | undefined, {
-        signal: extra.signal,
+      return await bridge.callTool(params.name, params.arguments as JsonObject | undefined, {
+        signal: context.signal,
         mode,
         relay,
         // Who called, for the audit log.
@@ -328,7 +355,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
         ...(progressToken !== undefined
           ? {
               onProgress: (update) => {
-                void extra
+                void context
                   .sendNotification({ method: "notifications/progress", params: { progressToken, ...update } })
                   .catch((err: unknown) => logger.debug("progress notification not delivered", { error: String(err) }));
               },
@@ -340,7 +367,15 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       if ("error" in outcome) throw outcome.error;
       return outcome.result;
     }
-  });
+  };
+  on(CallToolRequestSchema, (request, extra) =>
+    callTool(request.params, {
+      signal: extra.signal,
+      // extra.sendRequest ties the request to this call: over HTTP it travels on the call's stream.
+      sendRequest: (relayed, signal) => extra.sendRequest(relayed as never, looseResult, { signal }),
+      sendNotification: (notification) => extra.sendNotification(notification as never),
+    }),
+  );
 
   const wireError = (err: unknown): McpError => {
     const outcome = toWireOutcome(err);
@@ -451,6 +486,14 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
       subscribed.clear();
     },
     drain: (graceMs) => gate.drain(graceMs),
+    callTool: async (params, context) => {
+      gate.enter("tools/call");
+      try {
+        return await callTool(params, context);
+      } finally {
+        gate.leave();
+      }
+    },
   };
 }
 

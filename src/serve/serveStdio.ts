@@ -2,6 +2,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { FastToolCalls } from "./fastToolCalls.js";
 import { createMcpFrontend } from "./mcpFrontend.js";
 import { StdioServerTransport } from "./stdioServerTransport.js";
 
@@ -24,6 +25,11 @@ export interface ServeStdioOptions {
   graceMs?: number;
   /** Largest request line accepted (default 16 MiB); a longer one is answered -32600 and skipped. */
   maxLineBytes?: number;
+  /**
+   * Answer plain tools/call requests beside the SDK server (default true; see fastToolCalls.ts).
+   * Off, every request goes through the SDK server: the reference the fast path is tested against.
+   */
+  fastToolCalls?: boolean;
 }
 
 /**
@@ -44,6 +50,8 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
     logger,
     ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
   });
+  const fast = options.fastToolCalls === false ? undefined : new FastToolCalls(frontend, frontend.server, (message) => transport.send(message), logger);
+  if (fast) transport.intercept = (message) => fast.take(message);
   let finish!: (reason: string) => void;
   const done = new Promise<string>((resolve) => (finish = resolve));
   // The SDK's stdio transport does not notice the end of stdin; a client that goes away closes
@@ -69,6 +77,8 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
   options.signal?.removeEventListener("abort", onAbort);
   frontend.dispose();
   await frontend.server.close().catch(() => undefined);
+  // As the SDK server does for the requests it runs: what is still under way ends with the connection.
+  fast?.abortAll();
 }
 
 /** Resolves once what was written to `stream` has left the process (or it closed, or `limitMs` passed). */

@@ -58,6 +58,11 @@ export class StdioServerTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
+  /**
+   * Sees every parsed line before the JSON-RPC schema check and `onmessage`; returning true
+   * consumes it (the stdio fast path of tools/call, fastToolCalls.ts).
+   */
+  intercept?: (message: unknown) => boolean;
 
   private readonly reader: BoundedLineReader;
   private readonly logger: Logger;
@@ -78,6 +83,8 @@ export class StdioServerTransport implements Transport {
   private waitingLines: string[] = [];
   private waitingLineBytes = 0;
   private inputPaused = false;
+  /** True while this tick's writes are held in stdout's buffer, to leave together. */
+  private corked = false;
 
   constructor(
     private readonly stdin: Readable,
@@ -172,7 +179,7 @@ export class StdioServerTransport implements Transport {
     if (this.closed || !this.stdout.writable) return Promise.reject(new Error("Not connected"));
     const notification = !("id" in message);
     if (!this.waitingForDrain) {
-      if (!this.stdout.write(`${JSON.stringify(message)}\n`)) this.waitingForDrain = true;
+      if (!this.writeBatched(`${JSON.stringify(message)}\n`)) this.waitingForDrain = true;
       return Promise.resolve();
     }
     if (notification && this.queuedNotifications >= this.maxQueuedNotifications) {
@@ -190,6 +197,26 @@ export class StdioServerTransport implements Transport {
     return Promise.resolve();
   }
 
+  /**
+   * Writes `line` as part of this tick's batch: the first write of a tick corks stdout and the
+   * batch leaves in one `writev` once the tick's work is done. Each answer written alone cost one
+   * system call (with stdout a pipe, a blocking one), a fifth of serve's CPU under 64 concurrent
+   * calls; a lone answer still leaves in the same tick, so latency does not grow.
+   */
+  private writeBatched(line: string): boolean {
+    if (!this.corked) {
+      this.corked = true;
+      this.stdout.cork();
+      process.nextTick(this.uncork);
+    }
+    return this.stdout.write(line);
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.stdout.uncork();
+  };
+
   /** On `drain`: writes queued messages until stdout pushes back again or the queue is empty. */
   private flush(): void {
     if (this.closed) return;
@@ -200,7 +227,7 @@ export class StdioServerTransport implements Transport {
       this.queueHead += 1;
       this.queuedBytes -= next.line.length;
       if (next.notification) this.queuedNotifications -= 1;
-      if (!this.stdout.write(next.line)) {
+      if (!this.writeBatched(next.line)) {
         this.waitingForDrain = true;
         break;
       }
@@ -264,6 +291,7 @@ export class StdioServerTransport implements Transport {
       this.answerUnreadable(RpcCode.ParseError, `Parse error: ${error.message}`, error);
       return;
     }
+    if (this.intercept?.(value)) return;
     const parsed = JSONRPCMessageSchema.safeParse(value);
     if (!parsed.success) {
       this.answerUnreadable(RpcCode.InvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message", parsed.error);

@@ -212,7 +212,7 @@ export class CallForwarder {
       });
     }
     armIdleTimer();
-    if (method === "tools/call") this.relay.enter(callId, this.currentRelay?.());
+    if (method === "tools/call") this.relay.enter(callId, options.relay ?? this.currentRelay?.());
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {
