@@ -19,6 +19,7 @@ import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
+import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
@@ -32,7 +33,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -56,6 +57,7 @@ interface Results {
   /** What a client waits for with hung upstreams: initialize, and exit on stdin end or SIGTERM. */
   slowStart?: SlowStartResult;
   /** Calls through the bridge to a JSON-RPC backend on a unix socket, beside the socket alone. */
+  stdioServe?: StdioServeResult;
   daemonCalls?: DaemonCallsResult;
   jsonRpc?: JsonRpcResult;
   /** Calls over NATS to 1, 2 and 4 bus workers. */
@@ -388,6 +390,10 @@ async function main(): Promise<number> {
   await step("latency", async () => {
     results.latency = await runLatency({ signal });
     print(latencyMarkdown(results.latency));
+  });
+  await step("stdioServe", async () => {
+    results.stdioServe = await runStdioServe();
+    print(stdioServeMarkdown(results.stdioServe));
   });
   await step("daemonCalls", async () => {
     results.daemonCalls = await runDaemonCalls();

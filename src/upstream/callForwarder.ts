@@ -6,7 +6,7 @@ import type { ServerConfig } from "../config/schema.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
-import type { ClientRelay, CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
+import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
 import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { callError, neverSent } from "./upstreamErrors.js";
@@ -55,8 +55,6 @@ export interface CallForwarderOptions {
   secrets: SecretSet;
   /** Learns which client each tools/call comes from, for the upstream's requests during it. */
   relay: RequestRelay;
-  /** The relay of the call being forwarded now, if its caller set one (read when a call starts). */
-  currentRelay?: () => ClientRelay | undefined;
   /** A request never reached the server (its transport's send failed). */
   onUnreachable?: (err: unknown) => void;
 }
@@ -74,7 +72,6 @@ export class CallForwarder {
   private readonly config: () => ServerConfig;
   private readonly secrets: SecretSet;
   private readonly relay: RequestRelay;
-  private readonly currentRelay: (() => ClientRelay | undefined) | undefined;
   private readonly onUnreachable: ((err: unknown) => void) | undefined;
   private nextCallId = 0;
   /** Our own progress tokens -> the caller's callback (see {@link forward} for why not the SDK's). */
@@ -86,7 +83,6 @@ export class CallForwarder {
     this.config = options.config;
     this.secrets = options.secrets;
     this.relay = options.relay;
-    this.currentRelay = options.currentRelay;
     this.onUnreachable = options.onUnreachable;
   }
 
@@ -212,7 +208,7 @@ export class CallForwarder {
       });
     }
     armIdleTimer();
-    if (method === "tools/call") this.relay.enter(callId, options.relay ?? this.currentRelay?.());
+    if (method === "tools/call") this.relay.enter(callId, options.relay);
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {

@@ -22,7 +22,7 @@ import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo } from "./upstreamClient.js";
 import { messageOf, notReadyError, startError } from "./upstreamErrors.js";
-import type { ClientRelay, CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
+import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
 import { delay } from "../model/timers.js";
 
@@ -46,8 +46,6 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   childEnv?: Record<string, string>;
   /** Ends stdio servers when abridge dies without closing them (see childWatchdog.ts). */
   watchdog?: ProcessGroupWatch;
-  /** The relay of the call being forwarded now, if its caller set one (read when a call starts). */
-  currentRelay?: () => ClientRelay | undefined;
   /** Notifications no call took: resources/updated, list_changed, log lines outside a call. */
   onNotification?: (notification: UpstreamNotification) => void;
 }
@@ -123,7 +121,6 @@ export class UpstreamConnection extends UpstreamBase {
       config: () => this.config,
       secrets: this.secrets,
       relay: this.relay,
-      ...(options.currentRelay ? { currentRelay: options.currentRelay } : {}),
       onUnreachable: (err) => this.handleUnreachable(err),
     });
   }

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { EventEmitter } from "node:events";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
@@ -12,7 +11,7 @@ import { JsonRpcUpstream } from "./jsonRpcUpstream.js";
 import { RecordedUpstream } from "./recordedUpstream.js";
 import { UpstreamConnection } from "./upstreamConnection.js";
 import type { UpstreamConnectionOptions } from "./upstreamConnection.js";
-import type { ClientRelay, CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
+import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
 
 /** One server of the pool: a live connection, a recorded tool list standing in for one, or a JSON-RPC backend. */
 type Upstream = UpstreamConnection | RecordedUpstream | JsonRpcUpstream;
@@ -88,8 +87,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   /** Servers whose tools changed during the first start, not yet renamed and announced (see {@link connectionToolsChanged}). */
   private pendingChanged: string[] | undefined;
   private closePromise: Promise<void> | undefined;
-  /** The relay of the call being made in this async context (set by {@link withRelay}). */
-  private readonly relays = new AsyncLocalStorage<ClientRelay>();
   /** Resource subscriptions per `server\0uri`, counted: clients share one upstream subscription. */
   private readonly subscriptions = new Map<string, number>();
   /** Each server's position in the config: on a name collision the earlier one keeps the name. */
@@ -151,7 +148,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         this.emit("statusChanged", status);
       },
       onToolsChanged: () => this.connectionToolsChanged(config.name),
-      currentRelay: () => this.relays.getStore(),
       onNotification: (notification) => this.emit("notification", config.name, notification),
     });
     return connection;
@@ -448,15 +444,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
    */
   async listAll(server: string, method: string, key: string, options: ForwardOptions = {}): Promise<JsonObject[]> {
     return this.connection(server).listAll(method, key, options);
-  }
-
-  /**
-   * Runs `fn` so that every tool call it forwards carries `relay`: sampling and elicitation
-   * requests and log lines an upstream sends during such a call go to that client. Carried by
-   * async context, so the layers in between (bridge, guard) need not pass it on.
-   */
-  withRelay<T>(relay: ClientRelay, fn: () => Promise<T>): Promise<T> {
-    return this.relays.run(relay, fn);
   }
 
   /**
