@@ -10,12 +10,9 @@ export const SPILL_META_KEY = "abridge/output-handle";
 /** The value of {@link TRUST_META_KEY} on every forwarded tool result. */
 export const UNTRUSTED_TOOL_OUTPUT = "untrusted-tool-output";
 
-
-const encoder = new TextEncoder();
-
-/** UTF-8 size of a string. */
+/** UTF-8 size of a string (counted, not encoded: every forwarded result is measured). */
 export function utf8Bytes(text: string): number {
-  return encoder.encode(text).length;
+  return Buffer.byteLength(text, "utf8");
 }
 
 /** Decoded size of base64 text without decoding it (padding and whitespace discounted). */
