@@ -189,7 +189,7 @@ function startupMarkdown(r: StartupResult): string {
     "## Start-up and scale\n",
     startupUpstreamsMarkdown(r),
     `\nListing ${l.tools} tools (compact, warm cache): discovery + render in-process ${ms(l.discoverAndRenderMsMedian, 2)} ms; repeated list (memoized) ${ms(l.cachedListMsMedian, 4)} ms; ` +
-      (l.serveRoundTripMsMedian !== undefined ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians).` : `through serve: not available: ${l.notAvailable}.`),
+      (l.serveRoundTripMsMedian !== undefined ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians; 20 lists after 10 warm-up lists).` : `through serve: not available: ${l.notAvailable}.`),
     `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact): ` +
       (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
   ].join("\n");
