@@ -2,6 +2,7 @@ import http from "node:http";
 import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { sleep } from "./measure.js";
 import type { Connected } from "./mcpTarget.js";
+import { countListedTools } from "./rawStdioClient.js";
 
 /** What a JSON-RPC answer carries that the bench reads. */
 interface Answer {
@@ -119,16 +120,7 @@ export async function connectRawHttp(url: string, options: { timeoutMs?: number;
   };
   return {
     call: (tool, args) => request("tools/call", { name: tool, arguments: args }),
-    async listTools() {
-      let count = 0;
-      let cursor: string | undefined;
-      do {
-        const page = (await request("tools/list", cursor === undefined ? {} : { cursor })) as { tools: unknown[]; nextCursor?: string };
-        count += page.tools.length;
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      return count;
-    },
+    listTools: () => countListedTools(request),
     ...(options.pid !== undefined ? { pid: options.pid } : {}),
     close: () => (closing ??= close()),
   };

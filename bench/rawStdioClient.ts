@@ -58,17 +58,20 @@ export async function connectRawStdio(command: string, args: string[], options: 
   let closing: Promise<void> | undefined;
   return {
     call: (tool, args) => request("tools/call", { name: tool, arguments: args }),
-    async listTools() {
-      let count = 0;
-      let cursor: string | undefined;
-      do {
-        const page = (await request("tools/list", cursor === undefined ? {} : { cursor })) as { tools: unknown[]; nextCursor?: string };
-        count += page.tools.length;
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      return count;
-    },
+    listTools: () => countListedTools(request),
     ...(child.pid !== undefined ? { pid: child.pid } : {}),
     close: () => (closing ??= close()),
   };
+}
+
+/** Follows `nextCursor` through every `tools/list` page with a raw `request`; the number of tools listed. */
+export async function countListedTools(request: (method: string, params: unknown) => Promise<unknown>): Promise<number> {
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const page = (await request("tools/list", cursor === undefined ? {} : { cursor })) as { tools: unknown[]; nextCursor?: string };
+    count += page.tools.length;
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return count;
 }

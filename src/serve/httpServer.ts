@@ -76,6 +76,14 @@ interface Session {
 /** At most one log line per this window for each kind of refused request. */
 const REFUSAL_LOG_WINDOW_MS = 10_000;
 
+/** Answers 400 to a request of a session whose `MCP-Protocol-Version` header abridge cannot serve; true when it did. */
+function refusedVersion(req: IncomingMessage, res: ServerResponse): boolean {
+  const versionError = protocolVersionError(req.headers["mcp-protocol-version"]);
+  if (versionError === undefined) return false;
+  sendJsonError(res, 400, -32000, versionError);
+  return true;
+}
+
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
@@ -184,11 +192,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         sendJsonError(res, 400, -32600, "Invalid Request: this session is already initialized");
         return;
       }
-      const versionError = protocolVersionError(req.headers["mcp-protocol-version"]);
-      if (versionError !== undefined) {
-        sendJsonError(res, 400, -32000, versionError);
-        return;
-      }
+      if (refusedVersion(req, res)) return;
       track(existing, res);
       existing.transport.handlePost(req, res, list, Array.isArray(body));
       return;
@@ -252,11 +256,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         sendJsonError(res, sessionId !== undefined ? 404 : 400, -32600, sessionId !== undefined ? "session not found" : "bad request: missing mcp-session-id");
         return;
       }
-      const versionError = protocolVersionError(req.headers["mcp-protocol-version"]);
-      if (versionError !== undefined) {
-        sendJsonError(res, 400, -32000, versionError);
-        return;
-      }
+      if (refusedVersion(req, res)) return;
       track(existing, res);
       if (req.method === "GET") existing.transport.handleGet(req, res);
       else existing.transport.handleDelete(res);

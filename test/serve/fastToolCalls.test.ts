@@ -13,6 +13,7 @@ import { FastToolCalls } from "../../src/serve/fastToolCalls.js";
 import { createMcpFrontend, type McpFrontend } from "../../src/serve/mcpFrontend.js";
 import { serveStdio } from "../../src/serve/serveStdio.js";
 import { StdioServerTransport } from "../../src/serve/stdioServerTransport.js";
+import { MessageLog } from "../helpers/messageLog.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 
 type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
@@ -21,9 +22,9 @@ type Message = Record<string, unknown> & { id?: unknown; method?: string; params
 class Session {
   readonly stdin = new PassThrough();
   readonly stdout = new PassThrough();
-  readonly messages: Message[] = [];
+  private readonly log = new MessageLog<Message>();
+  readonly messages = this.log.messages;
   private buffer = "";
-  private readonly waiters = new Set<() => void>();
 
   constructor() {
     this.stdout.setEncoding("utf8");
@@ -46,7 +47,7 @@ class Session {
     if (message.method !== undefined && message.id !== undefined && this.answer) {
       this.send({ jsonrpc: "2.0", id: message.id, result: this.answer(message) });
     }
-    for (const wake of this.waiters) wake();
+    this.log.wake();
   }
 
   send(message: Message): void {
@@ -54,21 +55,7 @@ class Session {
   }
 
   until<T>(test: () => T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        const value = test();
-        if (value === undefined) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages).slice(-1500)}`));
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
+    return this.log.until(test, what, timeoutMs);
   }
 
   request(id: number | string, method: string, params?: Record<string, unknown>): Promise<Message> {

@@ -22,15 +22,16 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand, isAlive, killAll } from "../helpers/processes.js";
 import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
+import { MessageLog } from "../helpers/messageLog.js";
 
 type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
 
 /** `abridge serve` over stdio, driven line by line. */
 class RawServe {
-  readonly messages: Message[] = [];
+  private readonly log = new MessageLog<Message>(() => `\nstderr: ${this.stderrText.slice(-1500)}`);
+  readonly messages = this.log.messages;
   private buffer = "";
   private stderrText = "";
-  private readonly waiters = new Set<() => void>();
 
   constructor(readonly child: ChildProcess) {
     child.stdout!.setEncoding("utf8");
@@ -42,12 +43,12 @@ class RawServe {
         this.buffer = this.buffer.slice(newline + 1);
         if (line) this.messages.push(JSON.parse(line) as Message);
       }
-      for (const wake of this.waiters) wake();
+      this.log.wake();
     });
     child.stderr!.setEncoding("utf8");
     child.stderr!.on("data", (chunk: string) => {
       this.stderrText += chunk;
-      for (const wake of this.waiters) wake();
+      this.log.wake();
     });
   }
 
@@ -61,21 +62,7 @@ class RawServe {
 
   /** Resolves once `test` holds (checked on every output), or fails after a generous timeout. */
   until<T>(test: () => T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        const value = test();
-        if (value === undefined) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages).slice(-1500)}\nstderr: ${this.stderrText.slice(-1500)}`));
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
+    return this.log.until(test, what, timeoutMs);
   }
 
   /** The response to request `id`. */
