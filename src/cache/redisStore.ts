@@ -19,6 +19,9 @@ import type { CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, Sum
 
 /** Default lease of a summary claim (config `cache_lease_ms`). */
 export const DEFAULT_LEASE_MS = 30_000;
+/** How long the first load waits for the subscriber to listen (it loads again if it comes later). */
+const SUBSCRIBE_WAIT_MS = 1_000;
+
 /** How long {@link RedisStore.open} waits for the first load before serving without it. */
 const START_WAIT_MS = 3_000;
 /** How long after a refused write the spool is tried again over a connection that stayed up. */
@@ -96,6 +99,11 @@ export class RedisStore implements SummaryStore {
   private closing: Promise<void> | undefined;
   private firstSettled: () => void = () => undefined;
   private readonly firstSync: Promise<void>;
+  /** Resolved when the subscriber first listens on the channel. */
+  private readonly firstSubscription: Promise<void>;
+  private markSubscribed: () => void = () => undefined;
+  /** Loads begun so far: a subscription that comes after one must be followed by another. */
+  private loadsStarted = 0;
 
   private constructor(target: RedisTarget, options: RedisStoreOptions) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -107,6 +115,7 @@ export class RedisStore implements SummaryStore {
     this.client = createRedisClient(target, options.client);
     this.subscriber = createRedisClient(target, options.client);
     this.firstSync = new Promise((resolve) => (this.firstSettled = resolve));
+    this.firstSubscription = new Promise((resolve) => (this.markSubscribed = resolve));
   }
 
   /**
@@ -246,7 +255,16 @@ export class RedisStore implements SummaryStore {
     this.client.on("error", (err: unknown) => this.noteDown(err));
     this.client.on("end", () => this.firstSettled());
     this.subscriber.on("ready", () => {
-      this.subscriber.subscribe(this.layout.channel).catch((err: unknown) => this.logger.debug("subscribe failed", { error: messageOf(err) }));
+      this.subscriber.subscribe(this.layout.channel).then(
+        () => {
+          this.markSubscribed();
+          // What was published between a load and this (re)subscription reached nobody: the first
+          // load waits for the subscription, so this is a late one or a resubscription after an
+          // outage of the subscriber's own; load again.
+          if (this.loadsStarted > 0 && this.client.status === "ready" && !this.closed) void this.sync();
+        },
+        (err: unknown) => this.logger.debug("subscribe failed", { error: messageOf(err) }),
+      );
     });
     this.subscriber.on("message", (_channel: string, message: string) => this.heard(message));
     // The main connection reports outages; the subscriber's errors would repeat them.
@@ -296,6 +314,8 @@ export class RedisStore implements SummaryStore {
         do {
           this.syncAgain = false;
           const flushed = await this.flush();
+          await this.untilSubscribed();
+          this.loadsStarted++;
           await this.load();
           this.counters.loads++;
           if (this.down) {
@@ -312,6 +332,17 @@ export class RedisStore implements SummaryStore {
       }
     })();
     return this.syncing;
+  }
+
+  /**
+   * Waits for the first subscription (at most {@link SUBSCRIBE_WAIT_MS}), so that the first load
+   * reads everything published before the store listens and the channel brings everything after:
+   * a store loaded first and subscribed later missed what landed in between.
+   */
+  private async untilSubscribed(): Promise<void> {
+    const wait = new AbortController();
+    await Promise.race([this.firstSubscription, delay(SUBSCRIBE_WAIT_MS, wait.signal, { unref: true }).catch(() => undefined)]);
+    wait.abort();
   }
 
   /** Reads every entry of the hash, a page per round trip. */

@@ -53,6 +53,8 @@ describe("RedisStore", () => {
   it("shares entries: a write reaches a running store through pub/sub and a new one through its load", async () => {
     const a = await open();
     const b = await open();
+    // A store is listening once open() returns: what lands after it is heard, what landed before was loaded.
+    expect(await admin.pubsub("NUMSUB", "abridge:landed:0")).toEqual(["abridge:landed:0", 2]);
     const heard: CacheEntry[] = [];
     b.onRemoteEntry((entry) => heard.push(entry));
     const entry = makeEntry("github", "create_issue", "Creates an issue.");
