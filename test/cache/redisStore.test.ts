@@ -28,8 +28,7 @@ describe("RedisStore", () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    admin = new Redis({ host: "127.0.0.1", port: redis.port, lazyConnect: true });
-    await admin.connect();
+    admin = await redis.admin();
   });
   afterAll(async () => {
     admin.disconnect();

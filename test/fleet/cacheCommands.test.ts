@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ErrorCode } from "../../src/model/errors.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
@@ -14,8 +14,7 @@ describe("abridge cache on a Redis summary cache", () => {
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
     redis = await startRedis();
-    admin = new Redis({ host: "127.0.0.1", port: redis.port, db: 5, lazyConnect: true });
-    await admin.connect();
+    admin = await redis.admin(5);
   });
   afterAll(async () => {
     admin.disconnect();

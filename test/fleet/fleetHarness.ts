@@ -4,13 +4,14 @@
  * fixture server. Closed, with their children checked gone, by {@link closeHosts}.
  */
 import path from "node:path";
-import { expect } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { Bridge, type BridgeOptions } from "../../src/core/bridge.js";
 import { createLogger } from "../../src/log/logger.js";
 import { tempDir, waitForNoMarkedPids } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
+import { startRedis, type RedisServer } from "../helpers/redisServer.js";
 
 /** One host of the fleet. */
 export interface Host {
@@ -98,6 +99,34 @@ export async function closeFleetCase(fleetCase: FleetCase): Promise<void> {
   killAll(left);
   expect(left, "upstreams left behind").toEqual([]);
   await fleetCase.cleanup();
+}
+
+/** A fleet test's case with the Redis its file shares. */
+export interface FleetSetup extends FleetCase {
+  redis: RedisServer;
+}
+
+/**
+ * Registers a fleet test file's hooks: one Redis for the file, a {@link FleetCase} per test handed
+ * to `bind` before the test runs, and `beforeClose` (e.g. killing a child the test started) run
+ * before the case is closed.
+ */
+export function useFleet(prefix: string, bind: (setup: FleetSetup) => void, beforeClose?: () => void | Promise<void>): void {
+  let redis: RedisServer | undefined;
+  let fleetCase: FleetCase | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.destroy());
+  beforeEach(async () => {
+    fleetCase = await openFleetCase(prefix);
+    bind({ ...fleetCase, redis: redis! });
+  });
+  afterEach(async () => {
+    await beforeClose?.();
+    if (fleetCase !== undefined) await closeFleetCase(fleetCase);
+    fleetCase = undefined;
+  });
 }
 
 /** Polls `check` until it holds. */

@@ -1,33 +1,22 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
-import { startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, until } from "./fleetHarness.js";
+import type { RedisServer } from "../helpers/redisServer.js";
+import { fleetToml, until, useFleet } from "./fleetHarness.js";
 
 describe("fleet: a host that dies mid-job", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let fleetCase: FleetCase;
   let marker: string;
   let child: ChildProcess | undefined;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis.destroy());
-  beforeEach(async () => {
-    fleetCase = await openFleetCase("dies");
-    ({ dir, marker, llm } = fleetCase);
-  });
-
-  afterEach(async () => {
+  useFleet("dies", (setup) => ({ redis, dir, marker, llm } = setup), () => {
     if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     child = undefined;
-    await closeFleetCase(fleetCase);
   });
 
   it("its lease runs out and another host does exactly the work that was left", async () => {
@@ -61,9 +50,8 @@ describe("fleet: a host that dies mid-job", () => {
     const held = llm.requests[1]!.tools;
     expect(done).toHaveLength(1);
     expect(held).toHaveLength(1);
-    const admin = new Redis({ host: "127.0.0.1", port: redis.port, db: 4, lazyConnect: true });
+    const admin = await redis.admin(4);
     try {
-      await admin.connect();
       // The first summary landed; the held tool's claim belongs to the dying host.
       await until(async () => (await admin.hlen("abridge:summaries")) === 1, "the first summary in Redis");
       expect(await admin.keys("abridge:claim:*")).toHaveLength(1);

@@ -2,14 +2,14 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createMcpFrontend } from "../../src/serve/mcpFrontend.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { Summarizer } from "../../src/summarize/types.js";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
-import { startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
+import type { RedisServer } from "../helpers/redisServer.js";
+import { fleetToml, openHost, until, useFleet } from "./fleetHarness.js";
 
 /** The extractive summarizer, counting its calls. */
 function countingSummarizer(): Summarizer & { calls: number } {
@@ -31,18 +31,8 @@ describe("fleet: bridges sharing one summary cache on Redis", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let fleetCase: FleetCase;
   let marker: string;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis.destroy());
-  beforeEach(async () => {
-    fleetCase = await openFleetCase("fleet");
-    ({ dir, marker, llm } = fleetCase);
-  });
-
-  afterEach(async () => closeFleetCase(fleetCase));
+  useFleet("fleet", (setup) => ({ redis, dir, marker, llm } = setup));
 
   it("summarize warm on one host makes another serve every summary with no generation", async () => {
     const tools = 6;

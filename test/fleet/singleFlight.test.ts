@@ -1,28 +1,17 @@
 import path from "node:path";
-import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
-import { startRedis, type RedisServer } from "../helpers/redisServer.js";
+import type { RedisServer } from "../helpers/redisServer.js";
 import { RedisStore } from "../../src/cache/redisStore.js";
-import { closeFleetCase, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
+import { fleetToml, openHost, until, useFleet } from "./fleetHarness.js";
 
 describe("fleet: one LLM request per tool across every host", () => {
   let redis: RedisServer;
   let llm: FakeOpenAi;
   let dir: string;
-  let fleetCase: FleetCase;
   let marker: string;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => redis.destroy());
-  beforeEach(async () => {
-    fleetCase = await openFleetCase("flight");
-    ({ dir, marker, llm } = fleetCase);
-  });
-
-  afterEach(async () => closeFleetCase(fleetCase));
+  useFleet("flight", (setup) => ({ redis, dir, marker, llm } = setup));
 
   it("three bridges warming the same catalog at once make exactly one request per tool", async () => {
     // Slow answers keep every host's requests overlapping with the others' claims.
@@ -58,9 +47,8 @@ describe("fleet: one LLM request per tool across every host", () => {
     const lists = hosts.map((host) => JSON.stringify(host.bridge.list("compact")));
     expect(new Set(lists).size).toBe(1);
 
-    const admin = new Redis({ host: "127.0.0.1", port: redis.port, db: 3, lazyConnect: true });
+    const admin = await redis.admin(3);
     try {
-      await admin.connect();
       expect(await admin.hlen("abridge:summaries")).toBe(total);
       // Every claim was released when its job ended.
       expect(await admin.keys("abridge:claim:*")).toEqual([]);
@@ -106,9 +94,8 @@ describe("fleet: one LLM request per tool across every host", () => {
     const tools = probe.bridge.tools();
     const held = tools.slice(0, 2);
     const other = await RedisStore.open({ url });
-    const admin = new Redis({ host: "127.0.0.1", port: redis.port, db: 8, lazyConnect: true });
+    const admin = await redis.admin(8);
     try {
-      await admin.connect();
       const leases = [];
       for (const tool of held) {
         const claim = await other.claim(tool.key);

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { Redis } from "ioredis";
 
 /** Options of {@link startRedis}. */
 export interface RedisServerOptions {
@@ -23,6 +24,8 @@ export interface RedisServer {
   port: number;
   /** `redis://127.0.0.1:<port>/<db>`. */
   url(db?: number): string;
+  /** A plain client of database `db`, connected; the caller disconnects it. */
+  admin(db?: number): Promise<Redis>;
   /** Stops it (SIGTERM, then SIGKILL); data stays in its dir. */
   stop(): Promise<void>;
   /** Starts it again on the same port with the same dir (and so the same data when persistent). */
@@ -99,6 +102,16 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   return {
     port,
     url: (db = 0) => `redis://127.0.0.1:${port}/${db}`,
+    admin: async (db = 0) => {
+      const client = new Redis({ host: "127.0.0.1", port, db, lazyConnect: true });
+      try {
+        await client.connect();
+        return client;
+      } catch (err) {
+        client.disconnect();
+        throw err;
+      }
+    },
     stop,
     restart: async () => {
       await stop();
