@@ -5,7 +5,6 @@ import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
 import { createToolHasher, type ToolHasher } from "../catalog/toolHash.js";
 import { HeldJobs } from "./heldJobs.js";
-import { memoizedHasher } from "./memoizedHasher.js";
 import { summarySchema, type SummaryConfig } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { createSummarizer } from "../summarize/createSummarizer.js";
@@ -81,7 +80,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
   const summarizer = options.summarizer ?? createSummarizer(summary, { env: options.env, logger });
   const [store, hasher, callCounts] = await Promise.all([
     openStore(options, logger),
-    createToolHasher().then(memoizedHasher),
+    createToolHasher(),
     CallCounts.open({ file: callCountsFileFor(options.cacheFile), logger }),
   ]);
   const fallback = new ExtractiveSummarizer({ wordBudget: summary.word_budget });

@@ -57,6 +57,25 @@ describe("BoundedMemo", () => {
 });
 
 describe("the catalog memo", () => {
+  it("hashes each tool's schema once: a relist of the same tools as new objects walks none of them", () => {
+    const hashed: string[] = [];
+    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };
+    const memo = new CatalogMemo();
+    const relist = (): ExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
+    for (let round = 0; round < 3; round++) {
+      const catalog = new ToolCatalog({ store: storeOf(), hasher: counting, memo });
+      catalog.setTools(relist(), { queue: false });
+      catalog.setTools(relist(), { queue: false });
+      catalog.close();
+    }
+    expect(hashed.sort()).toEqual(["close_issue", "create_issue"]);
+    // A changed schema is new content: hashed afresh.
+    const catalog = new ToolCatalog({ store: storeOf(), hasher: counting, memo });
+    catalog.setTools([exposed(issue({ title: { type: "number" } }))], { queue: false });
+    catalog.close();
+    expect(hashed.sort()).toEqual(["close_issue", "create_issue", "create_issue"]);
+  });
+
   it("does not serve a changed schema under the same name from what was kept for the old one", () => {
     const memo = new CatalogMemo();
     const before = listed([exposed(issue({ owner: { type: "string" }, repo: { type: "string" } }))], "compact", { memo });
