@@ -1,9 +1,9 @@
 import { mkdir, open, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
-import { errnoCode, errorMessage, isMissing, RETRYABLE_IO } from "./cacheIo.js";
+import { errnoCode, isMissing, RETRYABLE_IO } from "./cacheIo.js";
 
 /** How often an append is written again to a file that replaced the one it went to. */
 const REWRITE_ATTEMPTS = 5;
@@ -76,9 +76,9 @@ export class CacheAppender {
       this.logger.warn("could not append to the summary cache; the entry is served from memory only", {
         key,
         code,
-        error: errorMessage(err),
+        error: messageOf(err),
       });
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot append to cache ${this.file}: ${errorMessage(err)}`, {
+      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot append to cache ${this.file}: ${messageOf(err)}`, {
         cause: err,
         retryable: RETRYABLE_IO.has(code ?? ""),
         details: { key, ...(code === undefined ? {} : { errno: code }) },

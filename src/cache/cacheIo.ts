@@ -1,4 +1,4 @@
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 
 /** Errors after which the same file operation may work later (space freed, descriptors released). */
 export const RETRYABLE_IO = new Set(["ENOSPC", "EDQUOT", "EAGAIN", "EBUSY", "EMFILE", "ENFILE", "EINTR", "EIO"]);
@@ -15,15 +15,10 @@ export function isMissing(err: unknown): boolean {
   return code === "ENOENT" || code === "ENOTDIR";
 }
 
-/** The message of an error, or the value as text. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** A CACHE_IO error about reading `file` that keeps `err` as its cause (an AbridgeError passes through). */
 export function readError(file: string, err: unknown): AbridgeError {
   if (err instanceof AbridgeError) return err;
-  return new AbridgeError(ErrorCode.CACHE_IO, `cannot read cache ${file}: ${errorMessage(err)}`, {
+  return new AbridgeError(ErrorCode.CACHE_IO, `cannot read cache ${file}: ${messageOf(err)}`, {
     cause: err,
     retryable: RETRYABLE_IO.has(errnoCode(err) ?? ""),
   });

@@ -1,12 +1,12 @@
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { CacheAppender } from "./cacheAppender.js";
-import { errorMessage, isMissing, readError, throwIfAborted } from "./cacheIo.js";
+import { isMissing, readError, throwIfAborted } from "./cacheIo.js";
 import { formatCacheLine, KEY_OFFSET, quickKeyEnd } from "./cacheLineKey.js";
 import { LineIndex } from "./lineIndex.js";
 import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
@@ -281,7 +281,7 @@ export class JsonlStore implements SummaryStore {
         reason = `only ${bytesRead} of its ${at.length} bytes are left (the file was truncated)`;
       }
     } catch (err) {
-      reason = `cannot read it: ${errorMessage(err)}`;
+      reason = `cannot read it: ${messageOf(err)}`;
     }
     this.dropInvalid(key, at.offset, at.lineNumber, reason);
     return undefined;

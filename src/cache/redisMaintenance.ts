@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { parseRedisUrl } from "../config/redisUrl.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import type { ClearReport, CompactReport, InvalidLine, VerifyOptions, VerifyReport } from "./cacheMaintenance.js";
 import { parseCacheLine } from "./parseCacheLine.js";
@@ -164,6 +164,3 @@ export function writeRedisEntries(ref: RedisCacheRef, entries: readonly CacheEnt
   });
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

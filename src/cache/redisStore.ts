@@ -5,7 +5,7 @@ import type { RedisTarget } from "../config/redisUrl.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { clearCache, compactCache } from "./cacheMaintenance.js";
@@ -482,9 +482,6 @@ function sameEntry(a: CacheEntry, b: CacheEntry): boolean {
   return a.createdAt === b.createdAt && a.summarizer === b.summarizer && a.summary === b.summary;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /** Ends a connection: politely when it is up, at once otherwise (QUIT cannot be sent to nobody). */
 async function quit(client: Redis): Promise<void> {

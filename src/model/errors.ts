@@ -93,3 +93,8 @@ export function toAbridgeError(err: unknown, fallback: ErrorCode = ErrorCode.INT
   const message = err instanceof Error ? err.message : String(err);
   return new AbridgeError(fallback, message, { cause: err });
 }
+
+/** The message of a caught value: an Error's message, anything else as text. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

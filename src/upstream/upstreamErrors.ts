@@ -1,13 +1,9 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { SecretSet } from "../log/logger.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError, messageOf } from "../model/errors.js";
 import type { ServerState } from "../model/types.js";
 
-/** The message of a caught value. */
-export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /** What is known of a forwarded request that failed. */
 export interface FailedRequest {
