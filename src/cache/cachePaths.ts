@@ -7,8 +7,14 @@ import type { Config } from "../config/schema.js";
 /** Name of the summary cache file inside the cache directory. */
 export const CACHE_FILE_NAME = "summaries.jsonl";
 
-/** The package name that marks abridge's own root when walking up from this module. */
-const PACKAGE_NAME = "abridge";
+/**
+ * The npm package name that marks abridge's own root when walking up from this module. Scoped:
+ * `abridge` on the registry is an unrelated package.
+ */
+export const PACKAGE_NAME = "@abridge-mcp/abridge";
+
+/** abridge's folder under the XDG cache and state homes (the config lookup uses the same name). */
+export const APP_DIR_NAME = "abridge";
 
 /** Environment lookups the resolvers use; `process.env` fits. */
 export type PathEnv = Readonly<Record<string, string | undefined>>;
@@ -112,7 +118,7 @@ export function resolveCacheDir(options: CachePathOptions): string {
     options.packageRoot === null
       ? undefined
       : (options.packageRoot ?? findPackageRoot(dirname(fileURLToPath(import.meta.url))));
-  return checkoutCacheDir(root) ?? join(xdgDir(options.env.XDG_CACHE_HOME, join(home, ".cache")), PACKAGE_NAME);
+  return checkoutCacheDir(root) ?? join(xdgDir(options.env.XDG_CACHE_HOME, join(home, ".cache")), APP_DIR_NAME);
 }
 
 /** The path of `summaries.jsonl` in {@link resolveCacheDir}'s directory. */
@@ -129,7 +135,7 @@ export function resolveStateDir(options: StatePathOptions): string {
   const home = homeOf(options);
   const explicit = nonEmpty(options.flag) ?? nonEmpty(options.env.ABRIDGE_STATE_DIR) ?? nonEmpty(options.configStateDir);
   if (explicit !== undefined) return userPath(explicit, options.cwd, home);
-  return join(xdgDir(options.env.XDG_STATE_HOME, join(home, ".local", "state")), PACKAGE_NAME);
+  return join(xdgDir(options.env.XDG_STATE_HOME, join(home, ".local", "state")), APP_DIR_NAME);
 }
 
 /**

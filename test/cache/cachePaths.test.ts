@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { findPackageRoot, resolveCacheDir, resolveCacheFile, resolveStateDir } from "../../src/cache/cachePaths.js";
+import { findPackageRoot, PACKAGE_NAME, resolveCacheDir, resolveCacheFile, resolveStateDir } from "../../src/cache/cachePaths.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/, "");
 
@@ -17,11 +17,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A fake package root named abridge, optionally a git checkout. */
+/** A fake package root named as abridge's package, optionally a git checkout. */
 async function fakePackage(withGit: boolean): Promise<string> {
   const root = join(dir, "pkg");
   await mkdir(join(root, "dist", "cache"), { recursive: true });
-  await writeFile(join(root, "package.json"), JSON.stringify({ name: "abridge" }));
+  await writeFile(join(root, "package.json"), JSON.stringify({ name: PACKAGE_NAME }));
   if (withGit) await mkdir(join(root, ".git"));
   return root;
 }
@@ -67,10 +67,11 @@ describe("resolveCacheFile", () => {
 });
 
 describe("findPackageRoot", () => {
-  it("walks up to the package.json named abridge", async () => {
+  it("walks up to the package.json named as abridge's package", async () => {
     const root = await fakePackage(true);
     expect(findPackageRoot(join(root, "dist", "cache"))).toBe(root);
-    await writeFile(join(root, "dist", "package.json"), JSON.stringify({ name: "something-else" }));
+    // Unscoped "abridge" is an unrelated package on the registry, not this one.
+    await writeFile(join(root, "dist", "package.json"), JSON.stringify({ name: "abridge" }));
     expect(findPackageRoot(join(root, "dist", "cache"))).toBe(root);
     await writeFile(join(root, "dist", "cache", "package.json"), "{ broken");
     expect(findPackageRoot(join(root, "dist", "cache"))).toBe(root);

@@ -39,6 +39,14 @@ describe("README matches the code", () => {
     }
   });
 
+  it("imports abridge in its snippets by the package's name", () => {
+    const { name } = JSON.parse(readFileSync("package.json", "utf8")) as { name: string };
+    const sources = [...readme.matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
+    const own = sources.filter((source) => source === name || /^(@[^/]+\/)?abridge(\/|$)/.test(source!));
+    expect(own.length).toBeGreaterThan(0);
+    expect(new Set(own)).toEqual(new Set([name]));
+  });
+
   it("runs the library snippet against examples/abridge.toml", { timeout: 120_000 }, async () => {
     const section = readme.slice(readme.indexOf("## Library"), readme.indexOf("## Architecture"));
     const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
@@ -51,9 +59,10 @@ describe("README matches the code", () => {
     const repo = process.cwd();
     const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-snippet-"));
     try {
-      // The snippet as a host would run it, with "abridge" resolved to this checkout's source.
+      // The snippet as a host would run it, with the package resolved to this checkout's source.
+      expect(snippet).toContain('from "@abridge-mcp/abridge"');
       const script = snippet!
-        .replace('from "abridge"', `from ${JSON.stringify(path.join(repo, "src", "index.ts"))}`)
+        .replace('from "@abridge-mcp/abridge"', `from ${JSON.stringify(path.join(repo, "src", "index.ts"))}`)
         .replace('"/path/to/abridge"', JSON.stringify(repo))
         .replace('"/tmp/abridge-example/summaries.jsonl"', JSON.stringify(path.join(dir, "summaries.jsonl")));
       const file = path.join(dir, "host.mts");
