@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { headers, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { headers, NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
@@ -103,12 +103,13 @@ export class BusClient {
   /**
    * The tool list of `agent`'s workers (the first worker to answer), in the worker's mode.
    *
-   * @throws BusCallError `timeout` or `unavailable` when no worker of the agent answers; AbridgeError INPUT_INVALID for a bad agent name.
+   * @throws BusCallError `unavailable` at once when no worker at all is on the bus, `timeout` when
+   * workers of other agents are but none of this one (see {@link callTool}); AbridgeError INPUT_INVALID for a bad agent name.
    */
   async listTools(agent: string, options: BusListOptions = {}): Promise<BusDiscovery> {
     checkAgent(agent);
     const id = randomUUID();
-    const msg = await this.request(BUS_SUBJECTS.refresh, { agent, id, relist: options.refresh ?? false }, options.timeoutMs, options.signal);
+    const msg = await this.request(BUS_SUBJECTS.refresh, agent, { agent, id, relist: options.refresh ?? false }, options.timeoutMs, options.signal);
     const body = this.answerBody(msg);
     const failed = refreshErrorSchema.safeParse(body);
     if (failed.success) throw workerError(failed.data.error, failed.data.worker);
@@ -122,12 +123,15 @@ export class BusClient {
    * `isError: true`, as on MCP.
    *
    * @throws BusCallError for a bus error: the worker's (`tool_not_found`, `timeout`, `bad_request`...)
-   * or this client's (`timeout` when no answer came in time, `unavailable` when no worker listens).
+   * or this client's: `unavailable` at once when no worker at all listens on the subject (the NATS
+   * server's no-responders status), `timeout` when no answer came in time. Workers of other agents
+   * receive a call too (and drop it), so when only they are on the bus the server sees listeners and
+   * the call ends with the `timeout`.
    */
   async callTool(agent: string, tool: string, args: JsonObject = {}, options: BusCallOptions = {}): Promise<CallToolResult> {
     checkAgent(agent);
     const id = options.id ?? randomUUID();
-    const msg = await this.request(BUS_SUBJECTS.invoke, { id, agent, tool, arguments: args }, options.timeoutMs, options.signal);
+    const msg = await this.request(BUS_SUBJECTS.invoke, agent, { id, agent, tool, arguments: args }, options.timeoutMs, options.signal);
     const checked = checkMessage(invokeResultSchema, this.answerBody(msg), "answer");
     if (!checked.ok) throw malformedAnswer(checked.problem);
     const answer = checked.value;
@@ -136,7 +140,7 @@ export class BusClient {
     return answer.result as CallToolResult;
   }
 
-  private async request(subject: string, body: JsonObject, timeoutMs = this.timeoutMs, signal?: AbortSignal): Promise<Msg> {
+  private async request(subject: string, agent: string, body: JsonObject, timeoutMs = this.timeoutMs, signal?: AbortSignal): Promise<Msg> {
     if (this.closePromise !== undefined) throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, "the bus client is closed");
     if (signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "the request was cancelled", { cause: signal.reason });
     const marked = headers();
@@ -151,7 +155,7 @@ export class BusClient {
         sent.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
       });
     } catch (err) {
-      throw requestError(err, subject, timeoutMs);
+      throw requestError(err, subject, agent, timeoutMs);
     }
   }
 
@@ -185,12 +189,18 @@ function malformedAnswer(problem: string): BusCallError {
 }
 
 /** What a failed NATS request means for the caller. */
-function requestError(err: unknown, subject: string, timeoutMs: number): Error {
+function requestError(err: unknown, subject: string, agent: string, timeoutMs: number): Error {
   if (err instanceof AbridgeError) return err;
   const timedOut = err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError);
-  if (timedOut) return new BusCallError("timeout", `no answer on ${subject} within ${timeoutMs} ms`, { retryable: true, origin: "client", cause: err });
-  if (err instanceof RequestError && err.isNoResponders()) {
-    return new BusCallError("unavailable", `no worker listens on ${subject}`, { retryable: true, origin: "client", cause: err });
+  // Also what a call to an agent without workers gets while other agents' workers are on the bus:
+  // they receive it and drop it, so the server has no no-responders status to send.
+  if (timedOut) {
+    return new BusCallError("timeout", `no answer from a worker of agent ${agent} on ${subject} within ${timeoutMs} ms`, { retryable: true, origin: "client", cause: err });
+  }
+  // The server's answer when nothing subscribes to the subject: no worker of any agent is on the
+  // bus. The client reports it as a RequestError caused by a NoRespondersError.
+  if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) {
+    return new BusCallError("unavailable", `no worker of agent ${agent} is on the bus: nothing listens on ${subject}`, { retryable: true, origin: "client", cause: err });
   }
   return new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `request on ${subject} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err, retryable: true });
 }

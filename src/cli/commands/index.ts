@@ -35,6 +35,7 @@ export const COMMAND_ENTRIES: readonly CommandEntry[] = [
   entry("daemon stop", async () => (await import("./daemonCommand.js")).daemonStopCommand),
   entry("daemon status", async () => (await import("./daemonCommand.js")).daemonStatusCommand),
   entry("bus", async () => (await import("./busCommand.js")).busCommand),
+  entry("bus call", async () => (await import("./busCallCommand.js")).busCallCommand),
 ];
 
 /**

@@ -1,0 +1,70 @@
+import { writeLine } from "../cliIo.js";
+import { ExitCode, type CommandSpec } from "../command.js";
+import { positiveIntOption, usageError } from "../usageError.js";
+import { BusCallError, BusClient } from "../../client/busClient.js";
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import type { JsonObject } from "../../model/types.js";
+import { agentNameProblem, DEFAULT_REQUEST_TIMEOUT_MS } from "../../wire/busProtocol.js";
+import { parseNatsUrl } from "../../wire/natsConnection.js";
+
+function parseArguments(text: string | undefined): JsonObject {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw usageError(`arguments: expected a JSON object, got invalid JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw usageError(`arguments: expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`);
+  }
+  return value as JsonObject;
+}
+
+/** `abridge bus call`: one call to an agent's workers over the bus, as a host sends it. */
+export const busCallCommand: CommandSpec = {
+  path: ["bus", "call"],
+  summary: "Call one tool of an agent over the NATS bus and print its result as JSON (exit 1 on a bus error or a tool error)",
+  args: "<tool> [json-args]",
+  positionals: { min: 1, max: 2 },
+  details: [
+    "Sends the call on tool.invoke.mcp, marked Content-Trust: tool-request, and waits for one worker of the agent.",
+    "<tool> is the name as the agent's list shows it (<server>_<tool>). A bus error is printed with its code,",
+    "e.g. unavailable when no worker is on the bus, timeout when none answered within --timeout-ms.",
+  ].join("\n"),
+  options: {
+    nats: { type: "string", value: "URL", description: "The NATS server, nats://HOST:PORT (required)" },
+    agent: { type: "string", value: "NAME", description: "The agent whose workers take the call (required)" },
+    "timeout-ms": { type: "string", value: "MS", description: `How long to wait for an answer (default ${DEFAULT_REQUEST_TIMEOUT_MS})` },
+  },
+  async run(ctx) {
+    const natsText = ctx.values.nats;
+    if (typeof natsText !== "string") throw usageError("--nats URL is required, e.g. --nats nats://127.0.0.1:4222");
+    const url = parseNatsUrl(natsText);
+    if ("problem" in url) throw usageError(`--nats: ${url.problem}`);
+    for (const secret of url.secrets) ctx.secrets.add(secret);
+    const agent = ctx.values.agent;
+    if (typeof agent !== "string") throw usageError("--agent NAME is required: the agent whose workers take the call");
+    const agentProblem = agentNameProblem(agent);
+    if (agentProblem !== undefined) throw usageError(`--agent: ${agentProblem}`);
+    const [tool, argsText] = ctx.positionals as [string, string | undefined];
+    const args = parseArguments(argsText);
+    const timeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? DEFAULT_REQUEST_TIMEOUT_MS;
+
+    const client = await BusClient.connect({ nats: natsText, timeoutMs, name: "abridge-bus-call", logger: ctx.logger });
+    try {
+      const result = await client.callTool(agent, tool, args, { signal: ctx.io.signal });
+      writeLine(ctx.io.stdout, JSON.stringify(result, null, 2));
+      return result.isError === true ? ExitCode.FAILURE : ExitCode.OK;
+    } catch (err) {
+      if (!(err instanceof BusCallError)) throw err;
+      const from = err.worker !== undefined ? ` from worker ${err.worker}` : "";
+      throw new AbridgeError(ErrorCode.BUS_CALL_FAILED, `bus error ${err.busCode}${err.retryable ? " (retryable)" : ""}${from}: ${err.message}`, {
+        retryable: err.retryable,
+        cause: err,
+      });
+    } finally {
+      await client.close();
+    }
+  },
+};
