@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.js";
-import { RECURSION_EXIT_CODE } from "../model/exitCodes.js";
+import { RECURSION_EXIT_CODE, SUMMARIZER_FAILED_EXIT_CODE } from "../model/exitCodes.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { CliIo } from "./cliIo.js";
 
@@ -51,6 +51,11 @@ export const ExitCode = {
   FAILURE: 1,
   /** Bad command line or bad config: nothing was done. */
   USAGE: 2,
+  /**
+   * `summarize warm`: every call to the summarizer failed; what was written is the extractive
+   * fallback (`--allow-fallback` makes this 0).
+   */
+  SUMMARIZER_FAILED: SUMMARIZER_FAILED_EXIT_CODE,
   /**
    * Refused to start: an abridge above this one serves the same config (it lists abridge itself).
    * The parent abridge maps this code to that server's CONFIG_RECURSION error.

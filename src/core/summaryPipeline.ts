@@ -14,6 +14,7 @@ import type { Summarizer } from "../summarize/types.js";
 
 export type { DiscoverOptions } from "../catalog/toolCatalog.js";
 export type { Summarizer } from "../summarize/types.js";
+export { fallbackCause, type FallbackCause } from "../summarize/summarizeQueue.js";
 
 /** Options of {@link openSummaryPipeline}. */
 export interface SummaryPipelineOptions {

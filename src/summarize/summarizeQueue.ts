@@ -24,6 +24,24 @@ const MAX_REASON_CHARS = 500;
 
 const HASH_PATTERN = /^[0-9a-f]{16}$/;
 
+/** Start of the `fallback` reason of an entry whose summary the guard rejected. */
+const GUARD_REASON = "guard: ";
+/** Start of the `fallback` reason of an entry written because the spend cap was reached. */
+const CAP_REASON = `${ErrorCode.SPEND_CAP_REACHED}: `;
+
+/**
+ * Why the queue wrote the fallback's summary: the summarizer call `failed` (for good, after any
+ * retries), its summary was `rejected` by the guard, or the spend cap left the tool `capped`.
+ */
+export type FallbackCause = "failed" | "rejected" | "capped";
+
+/** The cause of an entry's fallback, read from the `fallback` reason this queue wrote into it. */
+export function fallbackCause(reason: string): FallbackCause {
+  if (reason.startsWith(GUARD_REASON)) return "rejected";
+  if (reason.startsWith(CAP_REASON)) return "capped";
+  return "failed";
+}
+
 type Counters = Omit<SummarizeQueueStats, "queued" | "running" | "waiting">;
 
 /**
@@ -401,7 +419,7 @@ export class SummarizeQueue {
     }
     for (const input of inputs) {
       this.counters.capReached++;
-      await this.useFallback(input, `${ErrorCode.SPEND_CAP_REACHED}: spend cap of ${this.maxRequests} requests reached`);
+      await this.useFallback(input, `${CAP_REASON}spend cap of ${this.maxRequests} requests reached`);
     }
   }
 
@@ -428,7 +446,7 @@ export class SummarizeQueue {
     }
     this.counters.guardRejections++;
     this.logger.info("summary rejected by the guard; using the fallback", { key: input.key, reasons: verdict.reasons });
-    await this.useFallback(input, `guard: ${verdict.reasons.join("; ")}`);
+    await this.useFallback(input, `${GUARD_REASON}${verdict.reasons.join("; ")}`);
   }
 
   private async useFallback(input: SummarizeInput, reason: string): Promise<void> {

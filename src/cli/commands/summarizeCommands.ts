@@ -1,6 +1,7 @@
 import type { Config } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
-import { tokenReport, type CacheEntry } from "../../core/toolViews.js";
+import { fallbackCause, type FallbackCause } from "../../core/summaryPipeline.js";
+import { tokenReport, type CacheEntry, type CatalogTool } from "../../core/toolViews.js";
 import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
@@ -24,82 +25,152 @@ async function summarizeConfig(ctx: CommandContext): Promise<Config> {
   return config;
 }
 
-/** Per-server outcome of a warm run. */
+/** What the summaries written by this run came from: per server, and the fallbacks by cause. */
+class WarmTally {
+  /** Per server: summaries the configured summarizer wrote (accepted by the guard). */
+  readonly generated = new Map<string, number>();
+  /** Per server: summaries the extractive fallback wrote in the summarizer's place. */
+  readonly fallback = new Map<string, number>();
+  /** The fallbacks by cause. */
+  readonly causes: Record<FallbackCause, number> = { failed: 0, rejected: 0, capped: 0 };
+
+  add(entry: CacheEntry): void {
+    const counts = entry.fallback === undefined ? this.generated : this.fallback;
+    counts.set(entry.server, (counts.get(entry.server) ?? 0) + 1);
+    if (entry.fallback !== undefined) this.causes[fallbackCause(entry.fallback)] += 1;
+  }
+
+  /** Summaries this run made, whether or not the cache could store them. */
+  get written(): number {
+    return sumOf(this.generated) + sumOf(this.fallback);
+  }
+
+  /**
+   * Every call to the summarizer failed: some tool fell back after a failed call, and no call
+   * came back with a summary (none written by the summarizer, none rejected by the guard).
+   */
+  get everyCallFailed(): boolean {
+    return this.causes.failed > 0 && sumOf(this.generated) === 0 && this.causes.rejected === 0;
+  }
+}
+
+function sumOf(counts: ReadonlyMap<string, number>): number {
+  return [...counts.values()].reduce((a, b) => a + b, 0);
+}
+
+/** One row of the warm table: a server, or the tokens no single server owns. */
 interface WarmRow {
-  server: string;
-  state: string;
-  tools: number;
-  hits: number;
-  generated: number;
-  failed: number;
+  label: string;
+  /** Tool counts; absent on the row of the shared tokens. */
+  counts?: { tools: number; hits: number; generated: number; fallback: number };
+  /** o200k tokens this row adds to the full and to the compact list. */
   full: number;
   compact: number;
-  summary: number;
+  note: string;
 }
 
-/** Builds the per-server rows and the total from the bridge's current catalog. */
-function warmRows(bridge: Bridge, generated: Map<string, number>, failed: Map<string, number>): WarmRow[] {
+/**
+ * The rows of the warm table. A server's tokens are those of its tools in a list of their own,
+ * without the list's brackets or compact mode's `get_schema`; the list of every tool carries those
+ * once, and its joins between servers count a few tokens more or less than the parts: all of that
+ * is the `(shared)` row, so the rows add up to the list measured as a whole (the "all modes" line).
+ */
+function warmRows(bridge: Bridge, tally: WarmTally): { rows: WarmRow[]; whole: ReturnType<typeof tokenReport> } {
+  const options = { separator: bridge.config.separator };
+  const empty = tokenReport([], options);
   const discovery = new Map(bridge.discovery().map((d) => [d.server, d]));
-  // The compact list carries one get_schema tool for all servers; per server it is left out, so
-  // the rows show each server's own cost and the total row counts it once.
-  const shared = tokenReport([], { separator: bridge.config.separator }).compact.openAiTokens;
-  return bridge.servers().map((status) => {
+  const all: CatalogTool[] = [];
+  const rows: WarmRow[] = bridge.servers().map((status) => {
     const tools = bridge.tools(status.name);
-    const tokens = tokenReport(tools, { separator: bridge.config.separator });
+    all.push(...tools);
+    const tokens = tokenReport(tools, options);
     return {
-      server: status.name,
-      state: status.state === "ready" ? "ready" : `${status.state}${status.error ? `: ${status.error.message}` : ""}`,
-      tools: tools.length,
-      hits: discovery.get(status.name)?.hits ?? 0,
-      generated: generated.get(status.name) ?? 0,
-      failed: failed.get(status.name) ?? 0,
-      full: tokens.full.openAiTokens,
-      compact: tools.length === 0 ? 0 : Math.max(0, tokens.compact.openAiTokens - shared),
-      summary: tokens.summary.openAiTokens,
+      label: status.name,
+      counts: {
+        tools: tools.length,
+        hits: discovery.get(status.name)?.hits ?? 0,
+        generated: tally.generated.get(status.name) ?? 0,
+        fallback: tally.fallback.get(status.name) ?? 0,
+      },
+      full: tools.length === 0 ? 0 : tokens.full.openAiTokens - empty.full.openAiTokens,
+      compact: tools.length === 0 ? 0 : tokens.compact.openAiTokens - empty.compact.openAiTokens,
+      note: status.state === "ready" ? "" : `${status.state}${status.error ? `: ${status.error.message}` : ""}`,
     };
   });
+  const whole = tokenReport(all, options);
+  const sum = (pick: (r: WarmRow) => number): number => rows.reduce((n, r) => n + pick(r), 0);
+  rows.push({
+    label: "(shared)",
+    full: whole.full.openAiTokens - sum((r) => r.full),
+    compact: whole.compact.openAiTokens - sum((r) => r.compact),
+    note: "get_schema (compact mode's meta-tool), the list's brackets and the joins between servers",
+  });
+  return { rows, whole };
 }
 
-function printWarmTable(ctx: CommandContext, bridge: Bridge, rows: WarmRow[]): void {
-  const total = tokenReport(bridge.tools(), { separator: bridge.config.separator });
+function printWarmTable(ctx: CommandContext, bridge: Bridge, tally: WarmTally): void {
+  const { rows, whole } = warmRows(bridge, tally);
   const sum = (pick: (r: WarmRow) => number): number => rows.reduce((n, r) => n + pick(r), 0);
-  const body = rows.map((r) => [
-    r.server,
-    String(r.tools),
-    String(r.hits),
-    String(r.generated),
-    String(r.failed),
+  const sumCount = (pick: (c: NonNullable<WarmRow["counts"]>) => number): number => sum((r) => (r.counts ? pick(r.counts) : 0));
+  const total: WarmRow = {
+    label: "total",
+    counts: {
+      tools: sumCount((c) => c.tools),
+      hits: sumCount((c) => c.hits),
+      generated: sumCount((c) => c.generated),
+      fallback: sumCount((c) => c.fallback),
+    },
+    full: sum((r) => r.full),
+    compact: sum((r) => r.compact),
+    note: "",
+  };
+  const body = [...rows, total].map((r) => [
+    r.label,
+    r.counts ? String(r.counts.tools) : "-",
+    r.counts ? String(r.counts.hits) : "-",
+    r.counts ? String(r.counts.generated) : "-",
+    r.counts ? String(r.counts.fallback) : "-",
     `${formatCount(r.full)} -> ${formatCount(r.compact)}`,
-    r.full === 0 ? "-" : formatShare(r.compact / r.full),
-    r.state === "ready" ? "" : r.state,
-  ]);
-  body.push([
-    "total",
-    String(sum((r) => r.tools)),
-    String(sum((r) => r.hits)),
-    String(sum((r) => r.generated)),
-    String(sum((r) => r.failed)),
-    `${formatCount(total.full.openAiTokens)} -> ${formatCount(total.compact.openAiTokens)}`,
-    total.full.openAiTokens === 0 ? "-" : formatShare(total.compact.ratioOfFull),
-    "",
+    // The shared tokens are no tools' full form made smaller: a share of them would mean nothing.
+    r.counts === undefined || r.full <= 0 ? "-" : formatShare(r.compact / r.full),
+    r.note,
   ]);
   writeLine(
     ctx.io.stdout,
     formatTable(
-      ["server", "tools", "hits", "generated", "failed", "tokens full -> compact", "share", "note"],
+      ["server", "tools", "hits", "generated", "fallback", "tokens full -> compact", "share", "note"],
       body,
       ["left", "right", "right", "right", "right", "right", "right"],
     ),
   );
   writeLine(
     ctx.io.stdout,
-    `all modes (o200k tokens of the tool list): full ${formatCount(total.full.openAiTokens)}, summary ${formatCount(total.summary.openAiTokens)} (${formatShare(total.summary.ratioOfFull)}), compact ${formatCount(total.compact.openAiTokens)} (${formatShare(total.compact.ratioOfFull)}), lazy ${formatCount(total.lazy.openAiTokens)} (${formatShare(total.lazy.ratioOfFull)})`,
+    `all modes (o200k tokens of the tool list): full ${formatCount(whole.full.openAiTokens)}, summary ${formatCount(whole.summary.openAiTokens)} (${formatShare(whole.summary.ratioOfFull)}), compact ${formatCount(whole.compact.openAiTokens)} (${formatShare(whole.compact.ratioOfFull)}), lazy ${formatCount(whole.lazy.openAiTokens)} (${formatShare(whole.lazy.ratioOfFull)})`,
   );
   const q = bridge.stats().queue;
+  const id = bridge.summarizerIdentity().summarizer;
+  const generated = sumOf(tally.generated);
+  const fallback = sumOf(tally.fallback);
+  const causes = [
+    tally.causes.failed > 0 ? `${formatCount(tally.causes.failed)} after a failed call` : "",
+    tally.causes.rejected > 0 ? `${formatCount(tally.causes.rejected)} rejected by the guard` : "",
+    tally.causes.capped > 0 ? `${formatCount(tally.causes.capped)} over the spend cap` : "",
+  ].filter((c) => c !== "");
   writeLine(
     ctx.io.stdout,
-    `summarizer ${bridge.summarizerIdentity().summarizer}: ${formatCount(q.requests)} requests, ${formatCount(q.generated)} generated, ${formatCount(q.fallbacks)} fell back to extractive, ${formatCount(q.retries)} retries${q.fromPeers > 0 ? `, ${formatCount(q.fromPeers)} written by other hosts meanwhile` : ""}`,
+    `summarizer ${id}: ${formatCount(q.requests)} requests, ${formatCount(generated)} generated, ${formatCount(fallback)} fell back to extractive${causes.length > 0 ? ` (${causes.join(", ")})` : ""}, ${formatCount(q.retries)} retries${q.fromPeers > 0 ? `, ${formatCount(q.fromPeers)} written by other hosts meanwhile` : ""}`,
   );
+  if (tally.everyCallFailed) {
+    writeLine(
+      ctx.io.stdout,
+      `every summarizer call failed: all ${formatCount(fallback)} summaries written are extractive; \`abridge summarize warm --stale\` redoes them`,
+    );
+  } else if (tally.causes.failed > 0) {
+    writeLine(
+      ctx.io.stdout,
+      `some summarizer calls failed: ${formatCount(tally.causes.failed)} of ${formatCount(tally.written)} summaries written are extractive instead; \`abridge summarize warm --stale\` redoes them`,
+    );
+  }
 }
 
 /** Progress on stderr: a bar on a terminal, a few plain lines otherwise. */
@@ -136,6 +207,10 @@ export const summarizeWarmCommand: CommandSpec = {
     summarizer: { type: "string", value: "NAME", description: "extractive (default, offline) | openai" },
     force: { type: "boolean", description: "Summarize every tool again, cached or not" },
     stale: { type: "boolean", description: "Redo entries written by another summarizer or prompt version" },
+    "allow-fallback": {
+      type: "boolean",
+      description: `Exit 0 even when every summarizer call failed and every summary is the extractive fallback (otherwise exit ${ExitCode.SUMMARIZER_FAILED})`,
+    },
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
@@ -143,16 +218,14 @@ export const summarizeWarmCommand: CommandSpec = {
     return withBridge(
       ctx,
       async (bridge) => {
-        const generated = new Map<string, number>();
-        const failed = new Map<string, number>();
+        const tally = new WarmTally();
         const queued = bridge.discovery().reduce((n, d) => n + d.queued, 0);
         const progress = progressReporter(ctx, queued);
         // A summary that was made but could not be written (full disk, read-only file) is lost
         // when this process ends: counted apart, so "generated" never passes for "saved".
         const sinkErrorsBefore = bridge.stats().queue.sinkErrors;
         bridge.onSummary((entry) => {
-          generated.set(entry.server, (generated.get(entry.server) ?? 0) + 1);
-          if (entry.fallback !== undefined) failed.set(entry.server, (failed.get(entry.server) ?? 0) + 1);
+          tally.add(entry);
           progress.tick(entry);
         });
         let interrupted = false;
@@ -163,20 +236,27 @@ export const summarizeWarmCommand: CommandSpec = {
           interrupted = true;
         }
         progress.done();
-        printWarmTable(ctx, bridge, warmRows(bridge, generated, failed));
+        printWarmTable(ctx, bridge, tally);
         const notWritten = bridge.stats().queue.sinkErrors - sinkErrorsBefore;
         if (notWritten > 0) {
-          const made = [...generated.values()].reduce((a, b) => a + b, 0);
           writeLine(
             ctx.io.stderr,
-            `abridge: ${formatCount(notWritten)} of ${formatCount(made)} summaries could not be written to ${bridge.cacheFile} (see the warnings above); they are not cached [${ErrorCode.CACHE_IO}]`,
+            `abridge: ${formatCount(notWritten)} of ${formatCount(tally.written)} summaries could not be written to ${bridge.cacheFile} (see the warnings above); they are not cached [${ErrorCode.CACHE_IO}]`,
+          );
+        }
+        const refuseFallback = tally.everyCallFailed && ctx.values["allow-fallback"] !== true;
+        if (refuseFallback) {
+          writeLine(
+            ctx.io.stderr,
+            `abridge: every call to the summarizer ${bridge.summarizerIdentity().summarizer} failed (see the warnings above); the summaries written are the extractive fallback (--allow-fallback accepts them) [${ErrorCode.SUMMARIZER_FAILED}]`,
           );
         }
         if (interrupted) {
           writeLine(ctx.io.stderr, "abridge: interrupted; every summary written so far is kept");
           return ExitCode.INTERRUPTED;
         }
-        return notWritten > 0 || bridge.servers().some((s) => s.state === "failed") ? ExitCode.FAILURE : ExitCode.OK;
+        if (notWritten > 0 || bridge.servers().some((s) => s.state === "failed")) return ExitCode.FAILURE;
+        return refuseFallback ? ExitCode.SUMMARIZER_FAILED : ExitCode.OK;
       },
       {
         config,
