@@ -1,5 +1,5 @@
 import type { Mode } from "../config/schema.js";
-import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
+import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
 import { parseAddress, type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema, type WireError } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
@@ -420,7 +420,7 @@ export class DaemonClient {
       return handle.info;
     }
     const seen = await readLock(lockFilePath(this.options.stateDir));
-    if (seen.state !== "ok" || isLockStale(seen)) {
+    if (seen.state !== "ok" || (await judgeLock(seen)) !== "live") {
       this.info = undefined;
       throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `no daemon is running for ${this.options.stateDir} (start one with \`abridge daemon start\`)`, {
         retryable: true,

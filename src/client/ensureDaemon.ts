@@ -2,7 +2,7 @@ import { mkdir, open, readFile, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.js";
 import { configIdentity, configMismatch } from "../wire/configIdentity.js";
-import { isLockStale, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
+import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { currentPid, isPidAlive } from "../wire/processInfo.js";
 import { parseAddress, type DaemonStats } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
@@ -131,7 +131,7 @@ export async function ensureDaemon(options: EnsureDaemonOptions): Promise<Daemon
     for (;;) {
       if (options.signal?.aborted) throw new AbridgeError(ErrorCode.CANCELLED, "ensureDaemon cancelled", { cause: options.signal.reason });
       const seen = await readLock(lockFile);
-      if (seen.state === "ok" && !isLockStale(seen)) {
+      if (seen.state === "ok" && (await judgeLock(seen)) === "live") {
         const mismatch = configMismatch(seen.lock, wanted, stateDir);
         if (mismatch) throw mismatch;
         try {

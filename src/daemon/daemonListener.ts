@@ -1,7 +1,7 @@
 import { unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
-import { isLockStale, readLock, type LockInfo } from "../wire/lockfile.js";
+import { judgeLock, readLock, type LockInfo } from "../wire/lockfile.js";
 import type { DaemonAddress } from "../wire/protocol.js";
 
 /** A listener bound for a daemon, with the connections it accepted before the daemon exists. */
@@ -89,7 +89,7 @@ export async function bindListener(socketPath: string | undefined, lockFile: str
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw bindError(socketPath, err);
       const seen = await readLock(lockFile);
-      if (seen.state === "ok" && !isLockStale(seen)) return { status: "running", holder: seen.lock };
+      if (seen.state === "ok" && (await judgeLock(seen)) === "live") return { status: "running", holder: seen.lock };
       await unlinkQuietly(socketPath);
       await listen(server, { path: socketPath }).catch((again: unknown) => {
         throw bindError(socketPath, again);

@@ -5,7 +5,9 @@ import { dirname, join } from "node:path";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { delay } from "../model/timers.js";
+import { connect } from "node:net";
 import { currentUid, isPidAlive } from "./processInfo.js";
+import { parseAddress } from "./protocol.js";
 
 /** Name of the lockfile inside the state directory. */
 export const LOCK_FILE_NAME = "abridge.lock";
@@ -160,10 +162,12 @@ export interface StalenessOptions {
 }
 
 /**
- * True when the lock no longer stands for a live daemon: its pid is gone, or its heartbeat is
- * older than {@link STALE_HEARTBEATS} intervals (the pid was reused, or the daemon hangs). The lock
- * and its rewrites are created whole (link/rename of a finished file), so unreadable content is
- * garbage, not a write in progress, and counts as stale.
+ * True when the lock may no longer stand for a live daemon: its pid is gone, or its heartbeat is
+ * older than {@link STALE_HEARTBEATS} intervals (the pid was reused, the daemon hangs, or the
+ * machine is so busy that its timer ran late). The clock alone cannot tell the last case from the
+ * others: whatever acts on a stale lock asks {@link judgeLock}. The lock and its rewrites are
+ * created whole (link/rename of a finished file), so unreadable content is garbage, not a write in
+ * progress, and counts as stale.
  */
 export function isLockStale(read: LockRead, options: StalenessOptions = {}): boolean {
   if (read.state === "missing") return false;
@@ -175,11 +179,83 @@ export function isLockStale(read: LockRead, options: StalenessOptions = {}): boo
   return !Number.isFinite(beat) || age > read.lock.heartbeatMs * STALE_HEARTBEATS;
 }
 
+/**
+ * What a lockfile stands for:
+ * - `missing`: no lockfile;
+ * - `dead`: unreadable, or its pid is gone;
+ * - `live`: its heartbeat is recent, or it is late but the holder answered at its address;
+ * - `hung`: its pid lives, its heartbeat is late and nothing answered at its address in time.
+ */
+export type LockVerdict = "missing" | "dead" | "live" | "hung";
+
+/** Options of {@link judgeLock}. */
+export interface JudgeLockOptions {
+  now?: number;
+  isAlive?: (pid: number) => boolean;
+  /**
+   * How long a holder with a late heartbeat gets to answer (default: its heartbeat interval, at
+   * least {@link MIN_PROBE_MS}).
+   */
+  probeTimeoutMs?: number;
+}
+
+/** The shortest wait for an answer from a holder whose heartbeat is late. */
+export const MIN_PROBE_MS = 5_000;
+
+/**
+ * Judges a lock without trusting the clock alone. A late heartbeat is only a sign: on a machine
+ * busy enough to delay the holder's timer past {@link STALE_HEARTBEATS} intervals, its pid still
+ * lives and it still answers. So a lock whose pid lives and whose heartbeat is late is asked for
+ * an answer at its address (a `stats` request with the lock's own token: the token of a 0600 file
+ * in our own state directory, worth nothing to anyone once its daemon is gone); any answer line
+ * makes it `live`, silence until the timeout makes it `hung`.
+ */
+export async function judgeLock(read: LockRead, options: JudgeLockOptions = {}): Promise<LockVerdict> {
+  if (read.state === "missing") return "missing";
+  if (read.state === "corrupt") return "dead";
+  const alive = options.isAlive ?? isPidAlive;
+  if (!alive(read.lock.pid)) return "dead";
+  if (!isLockStale(read, { isAlive: alive, ...(options.now !== undefined ? { now: options.now } : {}) })) return "live";
+  const timeoutMs = options.probeTimeoutMs ?? Math.max(MIN_PROBE_MS, read.lock.heartbeatMs);
+  return (await holderAnswers(read.lock, timeoutMs)) ? "live" : "hung";
+}
+
+/**
+ * True when something answers a `stats` request at the lock's address within `timeoutMs`: a
+ * refusal or any other answer line counts, since it is liveness that is asked, not health. A
+ * refused connection, an end without a line, or silence is false.
+ */
+export function holderAnswers(lock: LockInfo, timeoutMs: number): Promise<boolean> {
+  const address = parseAddress(lock.address);
+  if (!address) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const socket = address.kind === "unix" ? connect({ path: address.path }) : connect({ host: address.host, port: address.port });
+    let settled = false;
+    const finish = (answered: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answered);
+    };
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    socket.setEncoding("utf8");
+    socket.on("connect", () => socket.write(`${JSON.stringify({ token: lock.token, op: "stats", id: "probe" })}\n`));
+    let received = "";
+    socket.on("data", (chunk: string) => {
+      received += chunk;
+      if (received.includes("\n")) finish(true);
+    });
+    socket.on("error", () => finish(false));
+    socket.on("close", () => finish(false));
+  });
+}
+
 /** Outcome of {@link acquireLock}. */
 export type AcquireResult = { acquired: true } | { acquired: false; holder: LockInfo };
 
 /** Options of {@link acquireLock}. */
-export interface AcquireOptions extends StalenessOptions {
+export interface AcquireOptions extends JudgeLockOptions {
   signal?: AbortSignal;
   /** Attempts before giving up while others keep taking and releasing the lock. */
   maxAttempts?: number;
@@ -206,7 +282,8 @@ async function removeQuietly(file: string): Promise<void> {
 }
 
 /**
- * Takes the lockfile for `lock`, or reports the live daemon that holds it.
+ * Takes the lockfile for `lock`, or reports the live daemon that holds it. A lock is taken over
+ * when {@link judgeLock} finds it dead or hung, never only because its heartbeat is late.
  *
  * Creation is `link(temp, lock)`: it fails with EEXIST exactly like `open(O_CREAT|O_EXCL)`, but
  * the lock appears with its whole content, so no reader ever sees a half-written file. A stale
@@ -230,7 +307,7 @@ export async function acquireLock(file: string, lock: LockInfo, options: Acquire
       }
       const seen = await readLock(file);
       if (seen.state === "missing") continue;
-      if (seen.state === "ok" && !isLockStale(seen, options)) return { acquired: false, holder: seen.lock };
+      if (seen.state === "ok" && (await judgeLock(seen, options)) === "live") return { acquired: false, holder: seen.lock };
 
       let marker;
       try {
@@ -247,8 +324,8 @@ export async function acquireLock(file: string, lock: LockInfo, options: Acquire
         await marker.close();
         const again = await readLock(file);
         if (again.state === "missing") continue;
-        if (again.state === "ok" && !isLockStale(again, options)) return { acquired: false, holder: again.lock };
         if (again.state !== seen.state || again.raw !== seen.raw) continue;
+        // The same lock as judged above: a late holder was given its chance to answer then.
         await rename(temp, file);
         return { acquired: true };
       } finally {

@@ -206,6 +206,35 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     expect(stopped.code, stopped.stderr).toBe(0);
   });
 
+  it("keeps using a daemon whose heartbeat is late but which answers (a busy machine), and stops it normally", async () => {
+    const setup = await e2eSetup();
+    // A long interval: the daemon does not rewrite the lock during the test, so the late
+    // heartbeat written below stays as a starved timer would leave it.
+    const handle = await ensureDaemon({ ...setup.ensure, daemonArgs: [...(setup.ensure.daemonArgs ?? []), "--heartbeat-ms", "600000"] });
+    const file = lockFilePath(setup.stateDir);
+    const { writeFile } = await import("node:fs/promises");
+    const { isLockStale } = await import("../../src/wire/lockfile.js");
+    const late = { ...handle.info, heartbeat: new Date(Date.now() - 2 * 3_600_000 * 6).toISOString() };
+    await writeFile(file, `${JSON.stringify(late)}\n`);
+    expect(isLockStale(await readLock(file))).toBe(true);
+
+    // Neither a second caller nor a plain client takes the late heartbeat for a dead daemon.
+    const again = await ensureDaemon(setup.ensure);
+    expect(again).toMatchObject({ spawned: false, info: { pid: handle.info.pid } });
+    const c = new DaemonClient({ stateDir: setup.stateDir });
+    clients.push(c);
+    expect(await c.callTool("echo", "echo", { text: "still here" })).toMatchObject({ content: [{ text: "still here" }] });
+    const status = await runAbridge(["daemon", "status", "--state-dir", setup.stateDir]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(pidsWithMarker(setup.stateDir)).toEqual([handle.info.pid]);
+
+    c.close();
+    const stopped = await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).toContain(`stopped pid ${handle.info.pid}`);
+    expect(stopped.stderr).not.toContain("SIGTERM");
+  });
+
   it("daemon stop ends a hung daemon (stale heartbeat, live pid) with SIGTERM then SIGKILL, children included", async () => {
     const setup = await e2eSetup();
     const { mkdir } = await import("node:fs/promises");

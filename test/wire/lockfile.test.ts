@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   acquireLock,
   isLockStale,
+  judgeLock,
   lockFilePath,
   newToken,
   readLock,
@@ -88,6 +89,52 @@ describe("daemon lockfile", () => {
     const old = lockFor(process.pid, new Date(Date.now() - 60_000));
     await writeFile(file, JSON.stringify(old));
     expect(await acquireLock(file, lockFor(process.pid))).toEqual({ acquired: true });
+  });
+
+  it("keeps a late-heartbeat lock whose holder still answers, and takes it once the holder is silent", async () => {
+    const { createServer } = await import("node:net");
+    const file = await lockDir();
+    // A holder on a busy machine: its heartbeat is a minute late, but it answers at its address.
+    const requests: string[] = [];
+    const answering = createServer((socket) => {
+      socket.setEncoding("utf8");
+      socket.once("data", (line: string) => {
+        requests.push(line);
+        socket.end(`${JSON.stringify({ id: "probe", ok: false, error: { code: "X", message: "x", retryable: false } })}\n`);
+      });
+    });
+    // A hung holder: the kernel accepts the connection, nothing ever answers.
+    const silent = createServer(() => undefined);
+    const port = async (server: typeof answering): Promise<number> => {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return (server.address() as { port: number }).port;
+    };
+    try {
+      const late = { ...lockFor(process.pid, new Date(Date.now() - 60_000)), address: `127.0.0.1:${await port(answering)}` };
+      await writeFile(file, JSON.stringify(late), { mode: 0o600 });
+      expect(isLockStale(await readLock(file))).toBe(true);
+      expect(await judgeLock(await readLock(file))).toBe("live");
+      expect(await acquireLock(file, lockFor(process.pid))).toEqual({ acquired: false, holder: late });
+      expect(JSON.parse(requests[0]!)).toMatchObject({ op: "stats", token: late.token });
+
+      const hung = { ...lockFor(process.pid, new Date(Date.now() - 60_000)), address: `127.0.0.1:${await port(silent)}` };
+      await writeFile(file, JSON.stringify(hung), { mode: 0o600 });
+      expect(await judgeLock(await readLock(file), { probeTimeoutMs: 300 })).toBe("hung");
+      expect(await acquireLock(file, lockFor(process.pid), { probeTimeoutMs: 300 })).toEqual({ acquired: true });
+    } finally {
+      answering.close();
+      silent.close();
+    }
+  });
+
+  it("judges a missing lock, a dead pid and a fresh heartbeat without asking anyone", async () => {
+    const file = await lockDir();
+    expect(await judgeLock(await readLock(file))).toBe("missing");
+    await writeFile(file, JSON.stringify(lockFor(deadPid())), { mode: 0o600 });
+    expect(await judgeLock(await readLock(file))).toBe("dead");
+    // Address 127.0.0.1:1 refuses connections: a fresh heartbeat must be enough on its own.
+    await writeFile(file, JSON.stringify(lockFor(process.pid)));
+    expect(await judgeLock(await readLock(file))).toBe("live");
   });
 
   it("treats an unreadable lock as stale", async () => {

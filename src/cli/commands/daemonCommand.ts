@@ -4,7 +4,7 @@ import { ensureDaemon } from "../../client/ensureDaemon.js";
 import type { Config } from "../../config/schema.js";
 import { Daemon, DEFAULT_GRACE_MS } from "../../daemon/daemon.js";
 import { configIdentity, configMismatch } from "../../wire/configIdentity.js";
-import { isLockStale, lockFilePath, readLock, releaseLock, type LockInfo } from "../../wire/lockfile.js";
+import { judgeLock, lockFilePath, readLock, releaseLock, type LockInfo } from "../../wire/lockfile.js";
 import { isPidAlive, processCommandLine, processGroupOf, signalProcess } from "../../wire/processInfo.js";
 import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { delay } from "../../model/timers.js";
@@ -146,12 +146,14 @@ export const daemonStopCommand: CommandSpec = {
     const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
     const lockFile = lockFilePath(stateDir);
     const seen = await readLock(lockFile);
-    if (seen.state === "ok" && isLockStale(seen) && isPidAlive(seen.lock.pid)) {
-      // Stale by heartbeat with its pid alive: a hung daemon (or a reused pid, which the command
-      // line tells apart). It cannot answer `shutdown`, so it is signalled.
+    const verdict = await judgeLock(seen);
+    if (seen.state === "ok" && verdict === "hung") {
+      // Its pid alive, its heartbeat late and no answer at its address: a hung daemon (or a
+      // reused pid, which the command line tells apart). It cannot answer `shutdown`, so it is
+      // signalled. A daemon that is only slow (a busy machine) answers and is stopped below.
       return stopHungDaemon(ctx, seen.lock, lockFile, timeoutMs);
     }
-    if (seen.state !== "ok" || isLockStale(seen)) {
+    if (seen.state !== "ok" || verdict !== "live") {
       // A stale lock left by a daemon that died: clear it so the next start need not take it over.
       if (seen.state === "ok") await releaseLock(lockFile, seen.lock.token);
       writeLine(ctx.io.stdout, `abridge daemon: not running (state dir ${stateDir})`);
@@ -239,7 +241,12 @@ export const daemonStatusCommand: CommandSpec = {
   async run(ctx) {
     const stateDir = stateDirFor(ctx, await optionalConfig(ctx));
     const seen = await readLock(lockFilePath(stateDir));
-    if (seen.state !== "ok" || isLockStale(seen)) {
+    const verdict = await judgeLock(seen);
+    if (seen.state === "ok" && verdict === "hung") {
+      writeLine(ctx.io.stderr, `abridge daemon: pid ${seen.lock.pid} is alive but its heartbeat stopped and it does not answer (hung); \`abridge daemon stop\` ends it`);
+      return ExitCode.FAILURE;
+    }
+    if (seen.state !== "ok" || verdict !== "live") {
       writeLine(ctx.io.stderr, `abridge daemon: not running (state dir ${stateDir})`);
       return ExitCode.FAILURE;
     }
