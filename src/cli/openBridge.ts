@@ -1,8 +1,10 @@
 import type { Config } from "../config/schema.js";
 import { Bridge } from "../core/bridge.js";
+import { failedStartError } from "../core/failedStart.js";
 import { stateDir, summaryCacheFile } from "../core/cacheAdmin.js";
 import type { DiscoverOptions, Summarizer } from "../core/summaryPipeline.js";
 import type { CommandContext, OptionSpec } from "./command.js";
+import { writeLine } from "./cliIo.js";
 import { usageError } from "./usageError.js";
 import { didYouMean } from "../util/suggest.js";
 
@@ -56,7 +58,9 @@ export function selectServers(config: Config, names: string[] | undefined, from:
 
 /**
  * Loads the config, opens a {@link Bridge}, connects the upstreams and runs `fn`; the bridge is
- * closed (children ended) whatever happens.
+ * closed (children ended) whatever happens. A one-shot command: a server that fails to start is
+ * not retried (the command ends before a retry could help), and unless `reportFailed` is false
+ * each such server is named once on stderr after `fn`, with its error and code.
  */
 export async function withBridge<T>(
   ctx: CommandContext,
@@ -70,6 +74,11 @@ export async function withBridge<T>(
     staleCheck?: boolean;
     /** false: look only, queue no summaries for misses (`summarize status`). */
     queueMisses?: boolean;
+    /**
+     * false: the command shows the servers that failed to start itself (`servers` in its table,
+     * `call` in the error it ends with), so they are not named again on stderr.
+     */
+    reportFailed?: boolean;
   } = {},
 ): Promise<T> {
   const config = options.config ?? (await ctx.loadConfig());
@@ -78,6 +87,7 @@ export async function withBridge<T>(
     cacheFile: cacheFileFor(ctx, config),
     env: ctx.io.env,
     logger: ctx.logger,
+    retryFailedStart: false,
     ...(options.summarizer ? { summarizer: options.summarizer } : {}),
   });
   try {
@@ -88,7 +98,15 @@ export async function withBridge<T>(
         ...(options.queueMisses === false ? { queue: false } : {}),
       });
     }
-    return await fn(bridge);
+    const result = await fn(bridge);
+    if (options.reportFailed !== false) {
+      for (const status of bridge.servers()) {
+        if (status.state !== "failed") continue;
+        const error = failedStartError(status);
+        writeLine(ctx.io.stderr, ctx.secrets.redact(`abridge: ${error.message} [${error.code}]`));
+      }
+    }
+    return result;
   } finally {
     await bridge.close();
   }

@@ -62,6 +62,34 @@ function findCommand(argv: string[]): { entry: CommandEntry | undefined; rest: s
   return { entry: undefined, rest: argv.filter((_arg, i) => !used.has(i)), words, stop };
 }
 
+/** A negative number (`-5`, `-0.5`, `-1e3`): as an argument, a value and never a flag. */
+const NEGATIVE_NUMBER = /^-(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
+ * `args` with each negative number that follows a flag taking a value joined to it
+ * (`--budget -5` becomes `--budget=-5`): parseArgs takes any argument starting with a dash for a
+ * flag, and would refuse `--budget` as missing its value instead of refusing -5 as out of range.
+ */
+function joinNegativeValues(args: readonly string[], options: Record<string, OptionSpec>): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? "";
+    if (arg === "--") {
+      joined.push(...args.slice(i));
+      break;
+    }
+    const name = Object.entries(options).find(([long, o]) => arg === `--${long}` || (o.short !== undefined && arg === `-${o.short}`))?.[0];
+    const next = args[i + 1];
+    if (name !== undefined && options[name]?.type === "string" && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      joined.push(`--${name}=${next}`);
+      i++;
+      continue;
+    }
+    joined.push(arg);
+  }
+  return joined;
+}
+
 function optionLines(options: Record<string, OptionSpec>): string[] {
   return Object.entries(options).map(([name, o]) => {
     const flag = `${o.short ? `-${o.short}, ` : "    "}--${name}${o.value ? ` ${o.value}` : ""}`;
@@ -181,7 +209,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
-      args: rest,
+      args: joinNegativeValues(rest, options),
       options: Object.fromEntries(
         Object.entries(options).map(([name, o]) => [
           name,
@@ -192,9 +220,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    const message = err instanceof Error ? err.message.replace(/\. To specify a positional.*$/s, "") : String(err);
-    const flag = /'(--?[\w-]+)/.exec(message)?.[1];
-    const hint = flag ? didYouMean(flag.replace(/^-+/, ""), Object.keys(options)) : undefined;
+    // One line, like every other error: parseArgs words some of its messages over several.
+    const message = (err instanceof Error ? err.message.replace(/\. To specify a positional.*$/s, "") : String(err)).replace(/\s*\n\s*/g, " ");
+    const flag = /'(--?[\w-]+)/.exec(message)?.[1]?.replace(/^-+/, "");
+    // Only for a flag not known: one that exists (given without its value) needs no other name.
+    const known = flag !== undefined && Object.entries(options).some(([name, o]) => name === flag || o.short === flag);
+    const hint = flag !== undefined && !known ? didYouMean(flag, Object.keys(options)) : undefined;
     return usageFailure(io, `abridge ${spec.path.join(" ")}: ${message}${hint ? `; did you mean "--${hint}"?` : ""}`, commandUsage(spec));
   }
 
@@ -216,7 +247,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const level = (values["log-level"] as string | undefined) ?? io.env.ABRIDGE_LOG_LEVEL;
   if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level)) {
     const from = values["log-level"] === undefined ? "$ABRIDGE_LOG_LEVEL" : "--log-level";
-    return usageFailure(io, `abridge: ${from}: expected one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
+    return usageFailure(io, `abridge: ${from}: expected one of ${LOG_LEVELS.join(", ")}, got "${level}"`, commandUsage(spec));
   }
   const secrets = new SecretSet();
   const logger = createAdjustableLogger({
@@ -252,6 +283,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (outputClosed(io.signal)) return ExitCode.OK;
     const error = toAbridgeError(err);
     writeLine(io.stderr, secrets.redact(`abridge: ${error.message} [${error.code}]`));
+    // A wrong value of an option or argument is a command-line error like the parser's own.
+    if (error.code === ErrorCode.USAGE) writeLine(io.stderr, commandUsage(spec));
     if (error.code === ErrorCode.INTERNAL && err instanceof Error && err.stack) {
       logger.debug("stack", { stack: err.stack });
     }

@@ -1,6 +1,6 @@
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 
-/** A wrong command line: printed with the usage of the command, exit code 2. */
+/** A wrong command line: printed with the usage line of the command after it, exit code 2. */
 export function usageError(message: string): AbridgeError {
   return new AbridgeError(ErrorCode.USAGE, message);
 }
@@ -13,6 +13,7 @@ export function positiveIntOption(values: Readonly<Record<string, unknown>>, nam
   const text = values[name];
   if (typeof text !== "string") return undefined;
   const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
+  if (!Number.isInteger(value)) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
+  if (value <= 0) throw usageError(`--${name}: ${text} is out of range: expected a positive integer (1 or more)`);
   return value;
 }

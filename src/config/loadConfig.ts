@@ -4,7 +4,7 @@ import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { EnvMap } from "./expandVars.js";
-import { findConfigPath, throwIfCancelled } from "./findConfigPath.js";
+import { findConfigFile, throwIfCancelled } from "./findConfigPath.js";
 import { parseConfigText } from "./parseConfigText.js";
 import type { Config } from "./schema.js";
 
@@ -28,7 +28,8 @@ export interface LoadConfigOptions {
  */
 export async function loadConfig(options: LoadConfigOptions): Promise<Config> {
   const logger = options.logger ?? silentLogger;
-  const file = await findConfigPath(options);
+  const found = await findConfigFile(options);
+  const file = found.path;
   let text: string;
   try {
     text = await readFile(file, { encoding: "utf8", ...(options.signal ? { signal: options.signal } : {}) });
@@ -41,7 +42,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<Config> {
   }
   const config = parseConfigText(text, {
     file,
-    displayName: displayName(file, options.cwd),
+    displayName: found.fromCwd ? displayName(file, options.cwd) : file,
     env: options.env,
     logger,
     ...(options.secrets ? { secrets: options.secrets } : {}),

@@ -88,6 +88,7 @@ export class Bridge {
       childEnv: childMarkerEnv(options.config.source, options.env),
       clientInfo: { name: "abridge", version: VERSION },
       ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.retryFailedStart !== undefined ? { retryFailedStart: options.retryFailedStart } : {}),
     });
     this.pool.on("toolsChanged", () => {
       if (this.startup.followsChanges) this.discover();

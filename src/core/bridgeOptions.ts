@@ -20,6 +20,11 @@ export interface BridgeOptions {
   changeDebounceMs?: number;
   /** Restart backoff of the upstream pool (tests shorten it). */
   backoff?: BackoffOptions;
+  /**
+   * Retry a server that failed to start in the background (default true). false for a one-shot
+   * command: it ends before a retry could help, and it reports each failure itself.
+   */
+  retryFailedStart?: boolean;
   /** Base backoff of summarizer retries (tests shorten it). */
   summaryBackoffMs?: number;
   /** `--read-only` on `serve`/`daemon`: only tools annotated readOnlyHint: true, everywhere. */

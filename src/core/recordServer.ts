@@ -4,6 +4,7 @@ import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { JsonObject } from "../model/types.js";
 import { VERSION } from "../model/version.js";
 import { childMarkerEnv } from "../upstream/nestedAbridge.js";
+import { failedStartError } from "./failedStart.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 
 /** Options of {@link recordServer}. */
@@ -44,6 +45,8 @@ export async function recordServer(config: Config, server: string, options: Reco
     // The recording is the server's whole answer: allow/deny does not apply to it.
     exposes: () => true,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    // One attempt: the recording ends here either way, and a failure is thrown to the caller.
+    retryFailedStart: false,
     // Lets an abridge among the servers see that it would serve this config again.
     childEnv: childMarkerEnv(config.source, options.env),
     clientInfo: { name: "abridge", version: VERSION },
@@ -51,9 +54,7 @@ export async function recordServer(config: Config, server: string, options: Reco
   try {
     await pool.start(options.signal);
     const status = pool.status(server);
-    if (status?.state !== "ready") {
-      throw new AbridgeError(status?.error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${server} failed to start: ${status?.error?.message ?? status?.state ?? "unknown"}`);
-    }
+    if (status?.state !== "ready") throw failedStartError(status ?? { name: server });
     const tools = await pool.recordTools(server, options.signal !== undefined ? { signal: options.signal } : {});
     return { server, ...(status.serverInfo !== undefined ? { serverInfo: status.serverInfo } : {}), tools };
   } finally {

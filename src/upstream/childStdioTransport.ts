@@ -132,6 +132,7 @@ export class ChildStdioTransport implements Transport {
   private spawnedPid: number | undefined;
   private exited = false;
   private exitStatus: number | null | undefined;
+  private exitSignalName: NodeJS.Signals | null | undefined;
   private closedNotified = false;
   private closing: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
@@ -160,6 +161,11 @@ export class ChildStdioTransport implements Transport {
   /** The child's exit code once it has exited (null when a signal ended it), else undefined. */
   get exitCode(): number | null | undefined {
     return this.exitStatus;
+  }
+
+  /** The signal that ended the child once it has exited (null when it exited by itself), else undefined. */
+  get exitSignal(): NodeJS.Signals | null | undefined {
+    return this.exitSignalName;
   }
 
   /** Pid of the child once spawned; kept after it exits. */
@@ -192,9 +198,10 @@ export class ChildStdioTransport implements Transport {
         // The group's id may be reused once its leader is reaped: stop watching it now.
         if (child.pid !== undefined) this.params.watchdog?.unwatch(child.pid);
       });
-      child.once("close", (code) => {
+      child.once("close", (code, signal) => {
         this.exited = true;
         this.exitStatus = code;
+        this.exitSignalName = signal;
         this.reader.clear();
         this.notifyClosed();
       });

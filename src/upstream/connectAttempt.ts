@@ -31,7 +31,8 @@ export interface AttemptOptions {
  * Leaves closing a failed attempt's client and transport to the caller.
  *
  * @throws AbridgeError CONFIG_RECURSION when the child is an abridge that refused to serve its
- *   own config again; UPSTREAM_TIMEOUT when the deadline passed or `initialize` timed out;
+ *   own config again; UPSTREAM_TIMEOUT when the deadline passed or `initialize` timed out; an
+ *   Error naming the exit code (or signal) when a stdio child quit before it was ready;
  *   otherwise what the transport or the SDK threw.
  */
 export async function connectAndList(client: Client, transport: Transport, options: AttemptOptions): Promise<RawTool[]> {
@@ -68,6 +69,12 @@ export async function connectAndList(client: Client, transport: Transport, optio
       throw recursionRefused(server);
     }
     if (timeout.signal.aborted && isAbridgeError(timeout.signal.reason)) throw timeout.signal.reason;
+    // The process quit by itself: the SDK only saw its pipes close ("Connection closed"), while
+    // the exit code (or signal) is what tells the user what happened.
+    const exit = transport instanceof ChildStdioTransport ? processExit(transport) : undefined;
+    if (exit !== undefined && (!(err instanceof McpError) || err.code === (RpcErrorCode.ConnectionClosed as number))) {
+      throw new Error(`the server process ${exit} before it was ready`, { cause: err });
+    }
     if (err instanceof McpError && err.code === (RpcErrorCode.RequestTimeout as number) && !options.lifetime.aborted && !options.signal?.aborted) {
       throw new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${server}: ${err.message}`, { cause: err, retryable: true });
     }
@@ -75,4 +82,11 @@ export async function connectAndList(client: Client, transport: Transport, optio
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** How a spawned child ended (`exited with code 3`, `was ended by SIGKILL`), or undefined while it runs. */
+function processExit(transport: ChildStdioTransport): string | undefined {
+  if (transport.childPid === undefined || transport.exitCode === undefined) return undefined;
+  if (transport.exitCode !== null) return `exited with code ${transport.exitCode}`;
+  return transport.exitSignal ? `was ended by ${transport.exitSignal}` : "exited";
 }

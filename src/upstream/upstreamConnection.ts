@@ -48,6 +48,12 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   watchdog?: ProcessGroupWatch;
   /** Notifications no call took: resources/updated, list_changed, log lines outside a call. */
   onNotification?: (notification: UpstreamNotification) => void;
+  /**
+   * Whether a failed first start is retried in the background (default true, for what keeps
+   * running: serve, the daemon). false for a one-shot command, which ends before a retry could
+   * help: the failure is final, and it is the caller's to report (only logged at info here).
+   */
+  retryFailedStart?: boolean;
 }
 
 /**
@@ -63,6 +69,7 @@ export class UpstreamConnection extends UpstreamBase {
   /** What each attempt's transport is made with (see transportFactory.ts). */
   private readonly transportContext: TransportContext;
   private readonly onNotification: ((notification: UpstreamNotification) => void) | undefined;
+  private readonly retryFailedStart: boolean;
 
   private restarts = 0;
   private attempt = 0;
@@ -96,6 +103,7 @@ export class UpstreamConnection extends UpstreamBase {
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.random = options.random ?? Math.random;
     this.onNotification = options.onNotification;
+    this.retryFailedStart = options.retryFailedStart ?? true;
     this.secrets = serverSecrets(config);
     this.stderr = new StderrTail({ logger: this.logger, secrets: this.secrets, level: options.stderrLogLevel ?? "debug" });
     this.transportContext = {
@@ -158,7 +166,7 @@ export class UpstreamConnection extends UpstreamBase {
    * state stays `failed`, with the last attempt's error, until an attempt succeeds, so a status
    * does not flap between `failed` and `restarting` every few seconds. When it comes up, its
    * tools appear through `onToolsChanged`. Not retried: a cancelled start and a config error
-   * (neither gets better by waiting). Idempotent.
+   * (neither gets better by waiting), and any failure when `retryFailedStart` is false. Idempotent.
    */
   start(signal?: AbortSignal): Promise<void> {
     this.startPromise ??= this.firstStart(signal);
@@ -172,9 +180,16 @@ export class UpstreamConnection extends UpstreamBase {
     } catch (err) {
       if (this.closePromise) return;
       const error = startError(err, this.config.name, this.stderr.lines(), this.secrets, signal);
-      const retry = error.code !== ErrorCode.CANCELLED && error.code !== ErrorCode.CONFIG_INVALID && error.code !== ErrorCode.CONFIG_RECURSION;
+      const retry =
+        this.retryFailedStart && error.code !== ErrorCode.CANCELLED && error.code !== ErrorCode.CONFIG_INVALID && error.code !== ErrorCode.CONFIG_RECURSION;
       this.error = { code: error.code, message: error.message };
-      this.logger.warn("upstream failed to start", { code: error.code, error: error.message, ...(retry ? { retrying: "in the background" } : {}) });
+      // Without retries the caller reports the failure (a one-shot command prints it once, with
+      // its result); a warning here would say it twice.
+      this.logger[this.retryFailedStart ? "warn" : "info"]("upstream failed to start", {
+        code: error.code,
+        error: error.message,
+        ...(retry ? { retrying: "in the background" } : {}),
+      });
       // The pool now exposes no tools for this server; a later successful start is a change.
       this.discovered = true;
       this.setState("failed");

@@ -57,7 +57,7 @@ export interface ReconfigureResult {
 export interface UpstreamPoolOptions
   extends Pick<
     UpstreamConnectionOptions,
-    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes"
+    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes" | "retryFailedStart"
   > {
   /** Every configured server, enabled or not. */
   servers: ServerConfig[];

@@ -73,7 +73,7 @@ describe("abridge among its own servers", () => {
     const config = await selfListingMcpJson();
     const r = await runAbridge(["tools", "--config", config], { cwd: dir });
     expect(r.stdout).toContain("echo_echo");
-    expect(r.stderr).toContain('abridge: server abridge failed: abridge: refused to start: it is abridge serving a config that an abridge above it serves already');
+    expect(r.stderr).toContain('abridge: server abridge failed to start: refused to start: it is abridge serving a config that an abridge above it serves already');
     expect(r.stderr).toContain('remove the "abridge" entry');
     expect(r.code).toBe(ExitCode.FAILURE);
     const servers = await runAbridge(["servers", "--json", "--config", config], { cwd: dir });

@@ -63,6 +63,9 @@ describe("runCli shell", () => {
     const r = await runAbridge(["servers"], { cwd: "/", env: { XDG_CONFIG_HOME: "/nonexistent-abridge" } });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("CONFIG_NOT_FOUND");
-    expect(r.stderr).toContain("examples/abridge.toml");
+    expect(r.stderr).toContain("/abridge.toml  (./abridge.toml)");
+    expect(r.stderr).toContain("/nonexistent-abridge/abridge/abridge.toml");
+    // There is no examples/ folder in /: the example is not suggested there.
+    expect(r.stderr).not.toContain("examples/abridge.toml");
   });
 });

@@ -77,13 +77,17 @@ describe("findConfigPath", () => {
     expect(dir.message).toContain("is a directory");
   });
 
-  it("lists every place searched and suggests the example when nothing is found", async () => {
+  it("lists every place searched when nothing is found, and suggests the example only where it is", async () => {
     const error = await rejection(findConfigPath({ cwd, env: { HOME: home, XDG_CONFIG_HOME: xdg } }));
     expect(error.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
     expect(error.message).toContain(path.join(cwd, "abridge.toml"));
     expect(error.message).toContain(path.join(xdg, "abridge", "abridge.toml"));
-    expect(error.message).toContain("--config examples/abridge.toml");
+    expect(error.message).not.toContain("examples/abridge.toml");
     expect(error.details?.["searched"]).toEqual([path.join(cwd, "abridge.toml"), path.join(xdg, "abridge", "abridge.toml")]);
+
+    await put(path.join(cwd, "examples", "abridge.toml"), "");
+    const withExample = await rejection(findConfigPath({ cwd, env: { HOME: home, XDG_CONFIG_HOME: xdg } }));
+    expect(withExample.message).toContain("--config examples/abridge.toml");
   });
 });
 

@@ -2,7 +2,7 @@ import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
-import { parseMode } from "./toolsCommand.js";
+import { modeChoices, parseMode } from "./toolsCommand.js";
 import { BusWorker } from "../../bus/busWorker.js";
 import { Bridge } from "../../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
@@ -26,7 +26,7 @@ export const busCommand: CommandSpec = {
   options: {
     nats: { type: "string", value: "URL", description: "The NATS server, nats://HOST:PORT (required)" },
     agent: { type: "string", value: "NAME", description: "The agent this worker serves: letters, digits, _ and - (required)" },
-    mode: { type: "string", value: "MODE", description: "full | summary | compact | lazy | auto (default: the config's mode)" },
+    mode: { type: "string", value: "MODE", description: `${modeChoices()} (default: the config's mode)` },
     "timeout-ms": { type: "string", value: "MS", description: `Each call's limit; keep it below the requesters' (default ${DEFAULT_WORKER_TIMEOUT_MS})` },
     "grace-ms": { type: "string", value: "MS", description: `On SIGTERM, time calls in flight get to finish (default ${DEFAULT_BUS_GRACE_MS})` },
     "no-watch": { type: "boolean", description: "Do not watch the config file for changes" },

@@ -1,4 +1,4 @@
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { failedStartError } from "../../core/failedStart.js";
 import type { JsonObject } from "../../model/types.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
@@ -39,9 +39,7 @@ export const callCommand: CommandSpec = {
       ctx,
       async (bridge) => {
         const status = bridge.status(server);
-        if (status?.state === "failed") {
-          throw new AbridgeError(status.error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${server} failed to start: ${status.error?.message ?? "unknown"}`);
-        }
+        if (status?.state === "failed") throw failedStartError(status);
         const result = await bridge.callServerTool(server, tool, args, {
           signal: ctx.io.signal,
           mode: "compact",
@@ -50,7 +48,8 @@ export const callCommand: CommandSpec = {
         writeLine(ctx.io.stdout, JSON.stringify(result, null, 2));
         return result.isError === true ? ExitCode.FAILURE : ExitCode.OK;
       },
-      { config },
+      // The server's failure is the error the command ends with: not named again.
+      { config, reportFailed: false },
     );
   },
 };

@@ -10,7 +10,7 @@ import { writeLine } from "../cliIo.js";
 import { formatCount, formatShare, formatTable } from "../formatTable.js";
 import { CACHE_DIR_OPTION, cacheFileFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
-import { parseMode } from "./toolsCommand.js";
+import { modeChoices, parseMode } from "./toolsCommand.js";
 
 async function readInput(ctx: CommandContext): Promise<{ text: string; source: string }> {
   const input = ctx.values.input as string | undefined;
@@ -42,7 +42,7 @@ export const renderCommand: CommandSpec = {
   options: {
     input: { type: "string", short: "i", value: "FILE", description: "Recorded tools/list answer (default: stdin)" },
     server: { type: "string", value: "NAME", description: "Server name (default: the file's \"server\" field or its base name)" },
-    mode: { type: "string", value: "MODE", description: `${MODES.join(" | ")} (default: the config's mode, compact)` },
+    mode: { type: "string", value: "MODE", description: `${modeChoices()} (default: the config's mode, compact)` },
     json: { type: "boolean", description: "Print exactly the tools/list result a client receives" },
     tokens: { type: "boolean", description: "Print o200k_base token counts before and after (stderr with --json)" },
     budget: { type: "string", value: "N", description: "Token budget of --mode auto (default: the config's token_budget, 8000)" },

@@ -42,9 +42,8 @@ export const searchCommand: CommandSpec = {
           const rows = results.map((r, i) => [String(i + 1), r.name, r.score.toFixed(2), clip(r.summary, SUMMARY_WIDTH)]);
           writeLine(ctx.io.stdout, formatTable(["#", "tool", "score", "summary"], rows, ["right", "left", "right", "left"]));
         }
-        const failed = bridge.servers().filter((s) => s.state === "failed");
-        for (const s of failed) writeLine(ctx.io.stderr, `abridge: server ${s.name} failed: ${s.error?.message ?? "unknown error"}`);
-        return failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+        // A server that failed to start has no tools in the ranking (withBridge names it on stderr).
+        return bridge.servers().some((s) => s.state === "failed") ? ExitCode.FAILURE : ExitCode.OK;
       },
       { queueMisses: false },
     );

@@ -5,7 +5,7 @@ import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 import { ErrorCode, isAbridgeError } from "../../model/errors.js";
-import { parseMode } from "./toolsCommand.js";
+import { modeChoices, parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
 import { serveStdio } from "../../serve/serveStdio.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
@@ -57,7 +57,7 @@ export const serveCommand: CommandSpec = {
     "initialize is answered at once; a first tools/list waits up to startup_grace_ms for upstreams still starting.",
   ].join("\n"),
   options: {
-    mode: { type: "string", value: "MODE", description: "full | summary | compact | lazy | auto (default: the config's mode)" },
+    mode: { type: "string", value: "MODE", description: `${modeChoices()} (default: the config's mode)` },
     http: { type: "string", value: "HOST:PORT", description: "Serve streamable HTTP at http://HOST:PORT/mcp (loopback only; port 0 picks one)" },
     "token-file": { type: "string", value: "FILE", description: "Read the bearer token HTTP clients must send from FILE (default $ABRIDGE_TOKEN)" },
     token: { type: "string", value: "TOKEN", description: "Refused: a token in the arguments is visible to every local user in ps; use $ABRIDGE_TOKEN or --token-file" },

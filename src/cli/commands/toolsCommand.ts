@@ -4,6 +4,14 @@ import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, withBridge } from "../openBridge.js";
 import { usageError } from "../usageError.js";
 
+/**
+ * The modes `--mode` accepts, for help: the list {@link parseMode} checks, so the two cannot
+ * differ. `note` is added after the mode that is the default, when one is.
+ */
+export function modeChoices(defaultMode?: { mode: Mode; note: string }): string {
+  return MODES.map((m) => (m === defaultMode?.mode ? `${m} ${defaultMode.note}` : m)).join(" | ");
+}
+
 /** Parses `--mode`. */
 export function parseMode(value: unknown, fallback: Mode): Mode {
   if (value === undefined) return fallback;
@@ -17,7 +25,7 @@ export const toolsCommand: CommandSpec = {
   summary: "List every tool of every server (full descriptions unless --mode says otherwise)",
   options: {
     json: { type: "boolean", description: "Print the tools/list result as JSON" },
-    mode: { type: "string", value: "MODE", description: "full (default) | summary | compact | lazy" },
+    mode: { type: "string", value: "MODE", description: modeChoices({ mode: "full", note: "(default)" }) },
     ...CACHE_DIR_OPTION,
   },
   async run(ctx) {
@@ -33,10 +41,8 @@ export const toolsCommand: CommandSpec = {
         }
       }
       // Like `servers`: a list with a server missing is an incomplete answer, so it is exit 1 (the
-      // README's exit codes), and stderr says which server, in JSON mode too (stdout stays JSON).
-      const failed = bridge.servers().filter((s) => s.state === "failed");
-      for (const s of failed) writeLine(ctx.io.stderr, `abridge: server ${s.name} failed: ${s.error?.message ?? "unknown error"}`);
-      return failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+      // README's exit codes); withBridge names the server on stderr, in JSON mode too (stdout stays JSON).
+      return bridge.servers().some((s) => s.state === "failed") ? ExitCode.FAILURE : ExitCode.OK;
     });
   },
 };

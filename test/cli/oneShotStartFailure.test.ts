@@ -1,0 +1,111 @@
+/**
+ * A server that fails to start, seen from the commands that run once (`tools`, `search`,
+ * `record`, `call`) and from `serve`. A one-shot command tries once: it names the failure once on
+ * stderr, with how the server's process ended and its stderr, promises no retry, and exits 1.
+ * `serve` keeps running, so it does retry in the background, and says so.
+ */
+import { spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ExitCode } from "../../src/cli/command.js";
+import { abridgeCommand } from "../helpers/abridgeCommand.js";
+import { fixtureServerToml, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+
+/** Non-empty lines of `text`. */
+function lines(text: string): string[] {
+  return text.split("\n").filter((line) => line.trim() !== "");
+}
+
+describe("a one-shot command whose server fails to start", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let gate: string;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    // Never created: the server exits with code 3 at every start.
+    gate = path.join(dir, "gate");
+  });
+  afterEach(async () => cleanup());
+
+  const commands: { name: string; argv: string[] }[] = [
+    { name: "tools", argv: ["tools"] },
+    { name: "search", argv: ["search", "echo some text"] },
+    { name: "record", argv: ["record", "gated"] },
+    { name: "call", argv: ["call", "gated", "echo", "--args", '{"text":"x"}'] },
+  ];
+  for (const command of commands) {
+    it(`${command.name}: one line with the exit code and the server's stderr, no retry promised, exit 1`, async () => {
+      const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+      const r = await runAbridge([...command.argv, "--config", config], { cwd: dir });
+      expect(r.code).toBe(ExitCode.FAILURE);
+      expect(lines(r.stderr)).toEqual([
+        "abridge: server gated failed to start: the server process exited with code 3 before it was ready (stderr: gated fixture: gate closed) [UPSTREAM_START_FAILED]",
+      ]);
+    });
+  }
+
+  it("logs the failure once and without a retry when the log says more", async () => {
+    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const r = await runAbridge(["tools", "--config", config, "--log-level", "debug"], { cwd: dir });
+    expect(r.code).toBe(ExitCode.FAILURE);
+    const failed = lines(r.stderr).filter((line) => line.includes("upstream failed to start"));
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toContain("exited with code 3");
+    expect(r.stderr).not.toContain("retrying");
+    expect(r.stderr).not.toContain("in the background");
+  });
+
+  it("names the signal that ended a server's process", async () => {
+    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate, "--signal", "SIGKILL"]));
+    const r = await runAbridge(["tools", "--config", config], { cwd: dir });
+    expect(r.code).toBe(ExitCode.FAILURE);
+    expect(lines(r.stderr)).toEqual([
+      "abridge: server gated failed to start: the server process was ended by SIGKILL before it was ready (stderr: gated fixture: gate closed) [UPSTREAM_START_FAILED]",
+    ]);
+  });
+});
+
+describe("serve with a server that fails to start", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
+  afterEach(async () => cleanup());
+
+  it("says it retries in the background, and brings the server up once it can start", async () => {
+    const gate = path.join(dir, "gate");
+    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const { command, args } = abridgeCommand(["serve", "--config", config, "--log-level", "info"]);
+    const child = spawn(command, args, { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["pipe", "ignore", "pipe"] });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    let stderr = "";
+    const checks = new Set<() => void>();
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+      for (const check of [...checks]) check();
+    });
+    /** The first stderr line containing `text`, once abridge has written it (or its exit, first). */
+    const lineWith = (text: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const check = (): void => {
+          const line = lines(stderr).find((l) => l.includes(text));
+          if (line === undefined) return;
+          checks.delete(check);
+          resolve(line);
+        };
+        checks.add(check);
+        check();
+        void exited.then((code) => reject(new Error(`abridge serve exited (${code}) before writing "${text}":\n${stderr}`)));
+      });
+    try {
+      const failed = await lineWith("upstream failed to start");
+      expect(failed).toContain('retrying="in the background"');
+      expect(failed).toContain("exited with code 3");
+      await writeFile(gate, "open");
+      await lineWith("upstream started after failing at first");
+    } finally {
+      child.stdin.end();
+    }
+    expect(await exited).toBe(0);
+  });
+});
