@@ -7,6 +7,7 @@ import {
   CompleteRequestSchema,
   ErrorCode as RpcCode,
   GetPromptRequestSchema,
+  InitializedNotificationSchema,
   LoggingLevelSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
@@ -29,6 +30,7 @@ import { silentLogger, type Logger } from "../log/logger.js";
 import type { ClientRelay, JsonObject, ListedTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { VERSION } from "../model/version.js";
 import { isObject } from "../model/json.js";
+import { ClientSession } from "./clientSession.js";
 
 /** Options of {@link createMcpFrontend}. */
 export interface McpFrontendOptions {
@@ -243,9 +245,11 @@ function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool
  * (while only one client has calls in flight on that upstream: with overlapping calls of two
  * clients a request is refused and a log line goes to every client, since stdio carries nothing
  * that ties an upstream's message to one call); `resources/updated` goes to the clients that
- * subscribed; list_changed to everyone. `logging/setLevel` is kept per client and filters what it
- * is sent; it is not forwarded, because the upstreams are shared and one client's level must not
- * silence another's. Capabilities are declared whole (the upstreams may not be up yet at `initialize`).
+ * subscribed; list_changed to every client that has listed what changed. `logging/setLevel` is
+ * kept per client and filters what it is sent; it is not forwarded, because the upstreams are
+ * shared and one client's level must not silence another's. Capabilities are declared whole (the
+ * upstreams may not be up yet at `initialize`). Nothing is sent unasked before the client's
+ * session has begun (see {@link ClientSession}).
  */
 export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = {}): McpFrontend {
   const mode = options.mode ?? bridge.config.mode;
@@ -286,6 +290,17 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
+  const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
+  // Everything sent to this client unasked goes through its session, which holds it until the
+  // session has begun.
+  const session = new ClientSession(notDelivered);
+  // The MCP lifecycle: the session begins with the client's notifications/initialized. The SDK's
+  // own handler of it is replaced; its `oninitialized` hook is still called.
+  server.setNotificationHandler(InitializedNotificationSchema, () => {
+    session.begin();
+    server.oninitialized?.();
+  });
+
   /** Digest of the list this client was last told of: its first tools/list, then each change sent. */
   let listedDigest: string | undefined;
   /** Lists wait this long for upstreams still starting (see `startup_grace_ms`). */
@@ -305,6 +320,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     if (request.params?.cursor === undefined || snapshot === undefined || cursor.snapshot !== snapshot.id) {
       snapshot = { id: ++snapshots, tools: bridge.list(mode) };
       listedDigest ??= bridge.listDigest(mode);
+      session.listed("tools");
     }
     const { tools: all, id } = snapshot;
     const { offset } = cursor;
@@ -323,7 +339,6 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     return {};
   });
   const wantsLog = (params: JsonObject): boolean => logLevel === undefined || severity(params.level) >= severity(logLevel);
-  const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
 
   /**
    * A tools/call, answered the same way whichever path brought it (the SDK server, or the stdio
@@ -391,10 +406,21 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   };
   const who = options.client !== undefined ? { client: options.client } : {};
 
-  on(ListResourcesRequestSchema, async (_request, extra) => ({ resources: await wire(() => bridge.listResources(extra.signal)) }));
-  on(ListResourceTemplatesRequestSchema, async (_request, extra) => ({ resourceTemplates: await wire(() => bridge.listResourceTemplates(extra.signal)) }));
+  // A list counts as seen from the moment it is asked for: a server coming up while the answer is
+  // gathered may or may not be in it, so its change is announced rather than missed.
+  on(ListResourcesRequestSchema, async (_request, extra) => {
+    session.listed("resources");
+    return { resources: await wire(() => bridge.listResources(extra.signal)) };
+  });
+  on(ListResourceTemplatesRequestSchema, async (_request, extra) => {
+    session.listed("resources");
+    return { resourceTemplates: await wire(() => bridge.listResourceTemplates(extra.signal)) };
+  });
   on(ReadResourceRequestSchema, (request, extra) => wire(() => bridge.readResource(request.params as JsonObject & { uri: string }, { signal: extra.signal, ...who })));
-  on(ListPromptsRequestSchema, async (_request, extra) => ({ prompts: await wire(() => bridge.listPrompts(extra.signal)) }));
+  on(ListPromptsRequestSchema, async (_request, extra) => {
+    session.listed("prompts");
+    return { prompts: await wire(() => bridge.listPrompts(extra.signal)) };
+  });
   on(GetPromptRequestSchema, (request, extra) => wire(() => bridge.getPrompt(request.params as JsonObject & { name: string }, { signal: extra.signal, ...who })));
 
   // Subscriptions of this client by URI; released when the client goes. `pending` while the
@@ -433,16 +459,16 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     const { method, params } = notification;
     switch (method) {
       case "notifications/message":
-        if (wantsLog(params)) server.notification({ method, params } as never).catch(notDelivered(method));
+        if (wantsLog(params)) session.moment(method, () => server.notification({ method, params } as never));
         return;
       case "notifications/resources/updated":
-        if (subscriptionOf(params.uri)?.server === origin) server.sendResourceUpdated(params as never).catch(notDelivered(method));
+        if (subscriptionOf(params.uri)?.server === origin) session.state(method, `${method} ${String(params.uri)}`, () => server.sendResourceUpdated(params as never));
         return;
       case "notifications/resources/list_changed":
-        server.sendResourceListChanged().catch(notDelivered(method));
+        session.listChanged("resources", () => server.sendResourceListChanged());
         return;
       case "notifications/prompts/list_changed":
-        server.sendPromptListChanged().catch(notDelivered(method));
+        session.listChanged("prompts", () => server.sendPromptListChanged());
         return;
     }
   };
@@ -452,11 +478,12 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   };
   const stopNotifications = bridge.onNotification(onUpstreamNotification);
   // A server that comes up after this client connected (or again after a restart) may bring
-  // resources and prompts the client has not seen; its tools arrive through onListChanged below.
+  // resources and prompts the client has not seen: a client that has listed them is told (once its
+  // session has begun). Its tools arrive through onListChanged below.
   const onStatus = (status: ServerStatus): void => {
     if (status.state !== "ready") return;
-    if (isObject(status.capabilities?.resources)) server.sendResourceListChanged().catch(notDelivered("notifications/resources/list_changed"));
-    if (isObject(status.capabilities?.prompts)) server.sendPromptListChanged().catch(notDelivered("notifications/prompts/list_changed"));
+    if (isObject(status.capabilities?.resources)) session.listChanged("resources", () => server.sendResourceListChanged());
+    if (isObject(status.capabilities?.prompts)) session.listChanged("prompts", () => server.sendPromptListChanged());
   };
   const stopStatus = bridge.onStatus(onStatus);
 
@@ -470,7 +497,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     const next = bridge.listDigest(mode);
     if (next === listedDigest) return;
     listedDigest = next;
-    server.sendToolListChanged().catch((err: unknown) => logger.debug("list_changed not delivered", { error: String(err) }));
+    session.listChanged("tools", () => server.sendToolListChanged());
   });
 
   return {
