@@ -13,6 +13,7 @@ import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/t
 import type { JsonObject, UpstreamNotification } from "../model/types.js";
 import type { CallForwarder } from "./callForwarder.js";
 import type { RequestRelay } from "./requestRelay.js";
+import { VERSION } from "../model/version.js";
 
 /** Name and version abridge introduces itself with in `initialize`. */
 export interface ClientInfo {
@@ -21,7 +22,7 @@ export interface ClientInfo {
 }
 
 /** Default `clientInfo`. */
-export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "abridge", version: "0.1.0" };
+export const DEFAULT_CLIENT_INFO: ClientInfo = { name: "abridge", version: VERSION };
 
 /** Where an upstream client sends what the upstream sends on its own. */
 export interface UpstreamClientRoutes {
