@@ -8,6 +8,11 @@ import type { ServerStatus } from "../model/types.js";
  */
 export function failedStartError(status: Pick<ServerStatus, "name" | "error">): AbridgeError {
   const { name, error } = status;
-  const why = error === undefined ? "unknown error" : error.message.startsWith(`${name}: `) ? error.message.slice(name.length + 2) : error.message;
-  return new AbridgeError(error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${name} failed to start: ${why}`, { details: { server: name } });
+  return new AbridgeError(error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${name} failed to start: ${failedStartReason(status)}`, { details: { server: name } });
+}
+
+/** Why a server did not start, without its name in front (where the server is named already). */
+export function failedStartReason(status: Pick<ServerStatus, "name" | "error">): string {
+  const { name, error } = status;
+  return error === undefined ? "unknown error" : error.message.startsWith(`${name}: `) ? error.message.slice(name.length + 2) : error.message;
 }

@@ -45,6 +45,17 @@ describe("a one-shot command whose server fails to start", () => {
     });
   }
 
+  it("summarize warm: the failure is shown once, in its table row, with the exit code and the error code; exit 1", async () => {
+    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_CACHE_DIR: path.join(dir, "cache") } });
+    expect(r.code).toBe(ExitCode.FAILURE);
+    const said = `${r.stdout}\n${r.stderr}`.split("exited with code 3").length - 1;
+    expect(said, `${r.stdout}\n${r.stderr}`).toBe(1);
+    const row = lines(r.stdout).find((line) => line.startsWith("gated "));
+    expect(row).toMatch(/failed: the server process exited with code 3 before it was ready \(stderr: gated fixture: gate closed\) \[UPSTREAM_START_FAILED\]$/);
+    expect(r.stderr).not.toContain("retrying");
+  });
+
   it("logs the failure once and without a retry when the log says more", async () => {
     const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
     const r = await runAbridge(["tools", "--config", config, "--log-level", "debug"], { cwd: dir });

@@ -2,6 +2,7 @@ import type { Config } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
 import { fallbackCause, type FallbackCause } from "../../core/summaryPipeline.js";
 import { tokenReport, type CacheEntry, type CatalogTool } from "../../core/toolViews.js";
+import { failedStartReason } from "../../core/failedStart.js";
 import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
@@ -94,7 +95,8 @@ function warmRows(bridge: Bridge, tally: WarmTally): { rows: WarmRow[]; whole: R
       },
       full: tools.length === 0 ? 0 : tokens.full.openAiTokens - empty.full.openAiTokens,
       compact: tools.length === 0 ? 0 : tokens.compact.openAiTokens - empty.compact.openAiTokens,
-      note: status.state === "ready" ? "" : `${status.state}${status.error ? `: ${status.error.message}` : ""}`,
+      // The one place a failed server is shown (the command passes reportFailed: false).
+      note: status.state === "ready" ? "" : `${status.state}${status.error ? `: ${failedStartReason(status)} [${status.error.code}]` : ""}`,
     };
   });
   const whole = tokenReport(all, options);
@@ -265,6 +267,7 @@ export const summarizeWarmCommand: CommandSpec = {
           // Filled in by start(): the stale check needs the summarizer the bridge built.
         },
         staleCheck: ctx.values.stale === true,
+        reportFailed: false,
       },
     );
   },
