@@ -89,13 +89,33 @@ class JsonSyntaxError extends Error {
   constructor(
     readonly offset: number,
     message: string,
+    /** What was expected there, without what was found (which quotes the file). */
+    readonly expected: string,
   ) {
     super(message);
   }
 }
 
+/**
+ * Where strict JSON `text` (known not to parse) goes wrong and what was expected there, without
+ * a byte of it: `invalid JSON at line 3, column 7: expected "," or "}" after a property value`.
+ * For files whose content must not reach a log or an error (it may be anything a link points at).
+ */
+export function describeInvalidJson(text: string): string {
+  let found: ReturnType<typeof locateJsonError>;
+  try {
+    found = locateJsonError(text);
+  } catch {
+    // Nested past the stack: the scanner recurses per level.
+    found = undefined;
+  }
+  if (found === undefined) return "invalid JSON";
+  const { line, column } = lineColumn(text, found.offset);
+  return `invalid JSON at line ${line}, column ${column}: expected ${found.expected}`;
+}
+
 /** Offset and description of the first syntax error in strict JSON `text`, or undefined. */
-export function locateJsonError(text: string): { offset: number; message: string } | undefined {
+export function locateJsonError(text: string): { offset: number; message: string; expected: string } | undefined {
   let pos = 0;
   const what = (): string => {
     if (pos >= text.length) return "the end of the file";
@@ -103,7 +123,7 @@ export function locateJsonError(text: string): { offset: number; message: string
     return JSON.stringify(text[pos]);
   };
   const fail = (expected: string): never => {
-    throw new JsonSyntaxError(pos, `expected ${expected}, got ${what()}`);
+    throw new JsonSyntaxError(pos, `expected ${expected}, got ${what()}`, expected);
   };
   const ws = (): void => {
     while (pos < text.length && " \t\n\r".includes(text[pos] ?? "")) pos++;
@@ -117,7 +137,10 @@ export function locateJsonError(text: string): { offset: number; message: string
         pos++;
         return;
       }
-      if (code < 0x20) throw new JsonSyntaxError(pos, "expected a closing \" or an escape such as \\n, got a raw control character or line break");
+      if (code < 0x20) {
+        const expected = "a closing \" or an escape such as \\n";
+        throw new JsonSyntaxError(pos, `expected ${expected}, got a raw control character or line break`, `${expected}, not a raw control character or line break`);
+      }
       if (code === 92) {
         const next = text[pos + 1] ?? "";
         if ('"\\/bfnrt'.includes(next) && next !== "") pos += 2;
@@ -203,7 +226,7 @@ export function locateJsonError(text: string): { offset: number; message: string
     if (pos < text.length) fail("the end of the file after the value");
     return undefined;
   } catch (err) {
-    if (err instanceof JsonSyntaxError) return { offset: err.offset, message: err.message };
+    if (err instanceof JsonSyntaxError) return { offset: err.offset, message: err.message, expected: err.expected };
     throw err;
   }
 }

@@ -1,17 +1,23 @@
-import { lstat, readdir, readFile, stat } from "node:fs/promises";
+import { readdir, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { describeValue, formatPath, valueAt } from "../config/formatIssues.js";
+import { formatPath, valueAt } from "../config/formatIssues.js";
+import { describeInvalidJson } from "../config/parseJsonText.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { compareStrings, isObject } from "../model/json.js";
 import type { JsonObject, RawTool } from "../model/types.js";
+import { readRegularFile } from "../util/readRegularFile.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
 
 /** A manifest larger than this is refused unread: a manifest lists tools, it is not a data file. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
-/** One thing wrong in a manifest: rendered `<file>: <field>: <message>`. */
+/**
+ * One thing wrong in a manifest: rendered `<file>: <field>: <message>`. It says what is wrong and
+ * where (file, field, line and column), never what the file holds: a value is named by its kind
+ * (`got a number`), so that no byte of a file reaches a log or a status through a problem.
+ */
 export interface ManifestProblem {
   /** Absolute path of the manifest. */
   file: string;
@@ -83,13 +89,33 @@ const toolSchema = z.looseObject({
   mcpExpose: z.boolean({ error: "expected true or false" }).optional(),
 });
 
-/** The first issue of a failed parse as `field: expected X, got Y`, relative to `at`. */
+/** The first issue of a failed parse as `field: expected X, got <kind>`, relative to `at`. */
 function issueProblems(file: string, error: z.ZodError, input: unknown, at: PropertyKey[]): ManifestProblem[] {
   return error.issues.map((issue) => ({
     file,
     field: formatPath([...at, ...issue.path]),
-    message: `${issue.message}, got ${describeValue(valueAt(input, issue.path), "json")}`,
+    message: `${issue.message}, got ${kindOf(valueAt(input, issue.path))}`,
   }));
+}
+
+/** What a JSON value is, without the value: `a string`, `an empty string`, `a number`, `nothing`. */
+function kindOf(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (value === "") return "an empty string";
+  switch (typeof value) {
+    case "string":
+      return "a string";
+    case "number":
+      return "a number";
+    case "boolean":
+      return "a boolean";
+    case "object":
+      return "an object";
+    default:
+      return typeof value;
+  }
 }
 
 /**
@@ -99,10 +125,12 @@ function issueProblems(file: string, error: z.ZodError, input: unknown, at: Prop
  */
 export function parseManifest(text: string, file: string): ParsedManifest {
   let value: unknown;
+  const json = text.startsWith("\uFEFF") ? text.slice(1) : text;
   try {
-    value = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
+    value = JSON.parse(json);
   } catch (err) {
-    throw manifestError([{ file, field: "", message: `expected JSON, got invalid JSON (${err instanceof Error ? err.message : String(err)})` }], err);
+    // Not V8's message: it quotes a slice of the file.
+    throw manifestError([{ file, field: "", message: `expected JSON, got ${describeInvalidJson(json)}` }], err);
   }
   const shape = manifestSchema.safeParse(value);
   if (!shape.success) throw manifestError(issueProblems(file, shape.error, value, []));
@@ -115,7 +143,7 @@ export function parseManifest(text: string, file: string): ParsedManifest {
   const named = new Set<string>();
   tools.forEach((raw, i) => {
     if (!isObject(raw)) {
-      problems.push({ file, field: `tools[${i}]`, message: `expected an object, got ${describeValue(raw, "json")}` });
+      problems.push({ file, field: `tools[${i}]`, message: `expected an object, got ${kindOf(raw)}` });
       return;
     }
     // A mapping for a tool skipped below is not a mapping of nothing: the tool's problem says it.
@@ -152,7 +180,7 @@ export function parseManifest(text: string, file: string): ParsedManifest {
       problems.push({
         file,
         field: formatPath(["implementation", "methods", name]),
-        message: `expected the name of a JSON-RPC method, got ${describeValue(method, "json")}; the tool is not exposed`,
+        message: `expected the name of a JSON-RPC method, got ${kindOf(method)}; the tool is not exposed`,
       });
       return;
     }
@@ -163,7 +191,7 @@ export function parseManifest(text: string, file: string): ParsedManifest {
     problems.push({
       file,
       field: formatPath(["implementation", "methods", name]),
-      message: `maps ${describeValue(method, "json")} to a tool this manifest does not declare; ignored`,
+      message: `maps ${typeof method === "string" ? "a method" : kindOf(method)} to a tool this manifest does not declare; ignored`,
     });
   }
   return { id, tools: out, hidden, problems };
@@ -179,7 +207,8 @@ function manifestError(problems: ManifestProblem[], cause?: unknown): AbridgeErr
 /**
  * Every `*.json` below `dir`, sorted, recursively. Names starting with a dot are skipped (editors'
  * lock and swap files: Emacs writes `.#tools.json`); symlinked folders are not followed, so a link
- * loop cannot make the walk endless, while a symlinked file is read.
+ * loop cannot make the walk endless, while a symlinked file is listed (and read only when it
+ * leads to a file inside the folder, see {@link loadManifests}).
  *
  * @throws AbridgeError CONFIG_INVALID when `dir` cannot be read or is not a folder.
  */
@@ -220,39 +249,61 @@ async function isFile(file: string): Promise<boolean> {
   }
 }
 
-/** Reads one file, bounded by {@link MAX_MANIFEST_BYTES}. */
-async function readManifestFile(file: string): Promise<ParsedManifest> {
-  let size: number;
+/**
+ * Reads one file found under the folder whose real path is `root`. A symbolic link is followed
+ * only to a file inside that folder: one that leads anywhere else (`env.json ->
+ * /proc/self/environ`) is refused unread, naming the link. The file must be a regular file of at
+ * most {@link MAX_MANIFEST_BYTES} (see {@link readRegularFile}).
+ */
+async function readManifestFile(file: string, root: string): Promise<ParsedManifest> {
+  let real: string;
   try {
-    size = (await lstat(file)).isSymbolicLink() ? (await stat(file)).size : (await lstat(file)).size;
+    real = await realpath(file);
   } catch (err) {
     throw manifestError([{ file, field: "", message: `cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})` }], err);
   }
-  if (size > MAX_MANIFEST_BYTES) throw manifestError([{ file, field: "", message: `expected at most ${MAX_MANIFEST_BYTES} bytes, got ${size}` }]);
+  if (!isInside(real, root)) {
+    throw manifestError([{ file, field: "", message: `a symbolic link to ${real}, outside the manifests folder ${root}; not read` }]);
+  }
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    // The resolved path, not following a link there: a link swapped in since is not read.
+    text = await readRegularFile(real, MAX_MANIFEST_BYTES, { noFollow: true });
   } catch (err) {
-    throw manifestError([{ file, field: "", message: `cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})` }], err);
+    throw manifestError([{ file, field: "", message: err instanceof Error ? err.message : String(err) }], err);
   }
   return parseManifest(text, file);
+}
+
+/** True when `file` (a real path) is below the folder `root` (a real path). */
+function isInside(file: string, root: string): boolean {
+  return file.startsWith(root.endsWith(path.sep) ? root : `${root}${path.sep}`);
 }
 
 /**
  * Loads every manifest under `dir`. A file that fails as a whole is reported and skipped, and when
  * `previous` (the last load) parsed it, its previous tools stand in until it is fixed: an edit
  * caught half-written must not take a tool away from the model. A tool name declared by two files
- * goes to the first in path order; the later declaration is reported and skipped.
+ * goes to the first in path order; the later declaration is reported and skipped. A symbolic link
+ * to a file outside the folder, a file that is not a regular file and one over
+ * {@link MAX_MANIFEST_BYTES} are reported unread.
  *
  * @throws AbridgeError CONFIG_INVALID when the folder itself cannot be read (`field` names the config field).
  */
 export async function loadManifests(dir: string, field: string, previous: ReadonlyMap<string, ParsedManifest> = new Map()): Promise<ManifestSet> {
   const files = await findManifestFiles(dir, field);
+  let root: string;
+  try {
+    root = await realpath(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read the manifests folder ${dir}${code ? ` (${code})` : ""}`, { cause: err, details: { field, dir } });
+  }
   const parsed = new Map<string, ParsedManifest>();
   const problems: ManifestProblem[] = [];
   for (const file of files) {
     try {
-      parsed.set(file, await readManifestFile(file));
+      parsed.set(file, await readManifestFile(file, root));
     } catch (err) {
       const own = err instanceof AbridgeError && Array.isArray(err.details?.problems) ? (err.details.problems as ManifestProblem[]) : [{ file, field: "", message: String(err) }];
       const kept = previous.get(file);

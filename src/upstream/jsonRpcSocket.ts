@@ -8,6 +8,14 @@ import { BoundedLineReader } from "../util/boundedLineReader.js";
 import type { DroppedLine } from "../util/boundedLineReader.js";
 import { responseIdOfDroppedLine } from "./childStdioTransport.js";
 
+/**
+ * Longest line a JSON-RPC backend may send by default (16 MiB, newline excluded), as for requests
+ * to `serve` over stdio and lines of the daemon's protocol. A line is held whole until its
+ * newline, so this is what one connection may make abridge hold; a line that goes past it ends
+ * the connection (see {@link JsonRpcSocket}).
+ */
+export const DEFAULT_JSONRPC_MAX_LINE_BYTES = 16 * 1024 * 1024;
+
 /** A JSON-RPC 2.0 error object as the backend sent it. */
 export interface RpcErrorObject {
   code: number;
@@ -23,7 +31,7 @@ export interface JsonRpcSocketOptions {
   address: BackendAddress;
   /** How the address is shown in messages (`unix:/run/x.sock`). */
   label: string;
-  /** Largest line accepted from the backend; a longer one is dropped as it arrives. */
+  /** Largest line accepted from the backend; one that goes past it ends the connection. */
   maxLineBytes: number;
   /** Bound of the connect. */
   timeoutMs: number;
@@ -41,10 +49,13 @@ interface Pending {
  * One connection to a JSON-RPC 2.0 backend speaking newline-delimited JSON: requests are written
  * as one line each and may be pipelined (many in flight at once); answers are matched to requests
  * by id, in whatever order they come. A line that is not a JSON-RPC answer is skipped and counted,
- * never fatal; an answer with an unknown id (a call abandoned meanwhile) is ignored; a line over
- * the bound is dropped as it streams in, failing the request it answers when its id can be read.
- * When the socket closes, every request still waiting fails with `UPSTREAM_UNAVAILABLE`
- * (retryable): nothing waits forever on a connection that is gone.
+ * never fatal; an answer with an unknown id (a call abandoned meanwhile) is ignored. A line that
+ * goes past `maxLineBytes` ends the connection as soon as it does, without waiting for a newline
+ * that may never come (a backend streaming bytes without one would otherwise be read forever):
+ * the request it answers, when its id can be read from the line's start, fails with
+ * `UPSTREAM_ERROR` naming the limit; the others on the connection fail as for any closed
+ * connection. When the socket closes, every request still waiting fails with
+ * `UPSTREAM_UNAVAILABLE` (retryable): nothing waits forever on a connection that is gone.
  */
 export class JsonRpcSocket {
   private readonly pending = new Map<number, Pending>();
@@ -164,10 +175,15 @@ export class JsonRpcSocket {
   }
 
   private onData(chunk: Buffer): void {
+    if (this.isClosed) return;
     for (const event of this.reader.push(chunk)) {
-      if ("dropped" in event) this.onDropped(event.dropped);
-      else this.onLine(event.line);
+      if ("dropped" in event) {
+        this.onOverLimit(event.dropped);
+        return;
+      }
+      this.onLine(event.line);
     }
+    if (this.reader.overflowing) this.onOverLimit({ bytes: this.reader.droppedBytes, head: this.reader.droppedHead, tail: "" });
   }
 
   private onLine(line: string): void {
@@ -217,17 +233,28 @@ export class JsonRpcSocket {
     this.garbageLog.warn({ why, line: line.length > 200 ? `${line.slice(0, 200)}...` : line, count: this.garbageLines });
   }
 
-  /** A line over the bound: the request it answers (when its id can be read) fails now, not at its timeout. */
-  private onDropped(line: DroppedLine): void {
+  /**
+   * A line went past the bound: the connection ends now, not at a newline that may never come.
+   * The request it answers (when its id can be read from the line's start) fails with the limit;
+   * the rest fail as on any closed connection, saying why it closed.
+   */
+  private onOverLimit(line: DroppedLine): void {
+    const limit = this.reader.maxLineBytes;
     const id = responseIdOfDroppedLine(line);
     const pending = typeof id === "number" ? this.pending.get(id) : undefined;
-    this.options.logger.warn("backend sent a line over the limit; dropped", { bytes: line.bytes, limit: this.reader.maxLineBytes, ...(pending ? { method: pending.method } : {}) });
-    if (pending === undefined) {
-      this.garbageLines += 1;
-      return;
+    this.options.logger.warn("backend sent a line over the limit; connection closed", { bytes: line.bytes, limit, ...(pending ? { method: pending.method } : {}) });
+    if (pending === undefined) this.garbageLines += 1;
+    else {
+      this.pending.delete(id as number);
+      pending.reject(
+        new AbridgeError(
+          ErrorCode.UPSTREAM_ERROR,
+          `${pending.method}: the answer went over the ${limit}-byte limit of a line (${line.bytes} bytes read); dropped, and the connection to ${this.options.label} closed`,
+        ),
+      );
     }
-    this.pending.delete(id as number);
-    pending.reject(new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${pending.method}: the answer of ${line.bytes} bytes is over the ${this.reader.maxLineBytes}-byte limit; dropped`));
+    this.lastError = `the backend sent a line over the ${limit}-byte limit`;
+    this.close();
   }
 
   private onClose(): void {

@@ -7,12 +7,12 @@ import { compareStrings } from "../model/json.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus } from "../model/types.js";
 import { DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
-import { DEFAULT_MAX_MESSAGE_BYTES } from "./childStdioTransport.js";
 import { JsonRpcClient } from "./jsonRpcClient.js";
 import type { BackendHealth } from "./jsonRpcClient.js";
 import { loadManifests, renderManifestProblem } from "./jsonRpcManifests.js";
 import type { HiddenTool, ManifestProblem, ParsedManifest } from "./jsonRpcManifests.js";
 import { toolResultOf } from "./jsonRpcResult.js";
+import { DEFAULT_JSONRPC_MAX_LINE_BYTES } from "./jsonRpcSocket.js";
 import { RelistScheduler } from "./relistScheduler.js";
 import { UpstreamBase } from "./upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
@@ -27,7 +27,10 @@ export interface JsonRpcUpstreamOptions extends UpstreamBaseOptions {
   backoff?: BackoffOptions;
   /** Source of jitter for the backoff (default `Math.random`). */
   random?: () => number;
-  /** Largest line the backend may send (default 256 MiB); a longer one fails the call it answers. */
+  /**
+   * Largest line the backend may send (default {@link DEFAULT_JSONRPC_MAX_LINE_BYTES}, 16 MiB); a
+   * longer one fails the call it answers and ends its connection.
+   */
   maxLineBytes?: number;
   /** Quiet time that coalesces a burst of manifest edits into one re-list (default 150 ms). */
   watchDebounceMs?: number;
@@ -83,7 +86,7 @@ export class JsonRpcUpstream extends UpstreamBase {
       logger: this.logger,
       backoff: options.backoff ?? DEFAULT_BACKOFF,
       random: options.random ?? Math.random,
-      maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      maxLineBytes: options.maxLineBytes ?? DEFAULT_JSONRPC_MAX_LINE_BYTES,
       connectTimeoutMs: () => this.config.connect_timeout_ms,
       onHealth: (health) => this.onHealth(health),
     });

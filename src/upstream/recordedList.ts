@@ -1,3 +1,4 @@
+import { describeInvalidJson } from "../config/parseJsonText.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
@@ -22,7 +23,8 @@ export function parseRecordedList(text: string, source: string): RecordedList {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected JSON, got invalid JSON (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+    // Where and what, not V8's message: it quotes a slice of the text.
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected JSON, got ${describeInvalidJson(text)}`, { cause: err });
   }
   const record = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
   let tools: unknown;

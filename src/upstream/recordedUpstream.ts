@@ -1,14 +1,21 @@
-import { readFile } from "node:fs/promises";
 import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
+import { readRegularFile } from "../util/readRegularFile.js";
 import { parseRecordedList } from "./recordedList.js";
 import { UpstreamBase } from "./upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 
 /**
+ * A recorded file larger than this is refused unread: the largest real server's list in the
+ * corpus (bench/corpus) is 1.8 MB.
+ */
+export const MAX_RECORDED_BYTES = 64 * 1024 * 1024;
+
+/**
  * Options of a {@link RecordedUpstream}: the pool's callbacks and exposure decision, as an
- * `UpstreamConnection` gets them (`onToolsChanged` fires from {@link RecordedUpstream.refresh}).
+ * `UpstreamConnection` gets them (`onToolsChanged` fires for the first list read, then from
+ * {@link RecordedUpstream.refresh} when the list changed).
  */
 export type RecordedUpstreamOptions = UpstreamBaseOptions;
 
@@ -19,9 +26,14 @@ export type RecordedUpstreamOptions = UpstreamBaseOptions;
  * Lets people plan a token budget for servers they have not installed, and lets benchmarks and
  * tests serve real catalogs without their dependencies.
  *
- * A file that cannot be read or is not a tool list leaves the server `failed` with
- * `CONFIG_INVALID` naming the config field and the file's own problem; it is not retried, since
- * waiting does not mend a file (a later {@link refresh} reads it again).
+ * A file that cannot be read, is not a regular file (a FIFO, a device), is over
+ * {@link MAX_RECORDED_BYTES} or is not a tool list leaves the server `failed` with `CONFIG_INVALID`
+ * naming the config field, the file and its problem; it is not retried, since waiting does not
+ * mend a file (a later {@link refresh} reads it again).
+ *
+ * A recorded server is ready as soon as its file is read: its first list is announced to the pool
+ * before its state leaves `connecting`, so a front end waiting for servers to settle finds its
+ * tools in the very first `tools/list`.
  */
 export class RecordedUpstream extends UpstreamBase {
   private startPromise: Promise<void> | undefined;
@@ -58,7 +70,7 @@ export class RecordedUpstream extends UpstreamBase {
 
   /** Reads the file. Never rejects: a bad file leaves the server `failed` (see the class). Idempotent. */
   start(_signal?: AbortSignal): Promise<void> {
-    this.startPromise ??= this.load();
+    this.startPromise ??= this.load(true);
     return this.startPromise;
   }
 
@@ -67,11 +79,12 @@ export class RecordedUpstream extends UpstreamBase {
     if (this.startPromise) await this.startPromise;
     if (this.state === "disabled" || this.closed) return;
     const before = JSON.stringify(this.toolList);
-    await this.load();
+    await this.load(false);
     if (JSON.stringify(this.toolList) !== before) this.onToolsChanged?.();
   }
 
-  private async load(): Promise<void> {
+  /** `first`: the load of {@link start}, whose list is news to the pool (see the class). */
+  private async load(first: boolean): Promise<void> {
     if (!this.config.enabled || this.closed) return;
     try {
       const recorded = await readRecordedFile(this.config);
@@ -82,6 +95,9 @@ export class RecordedUpstream extends UpstreamBase {
       this.error = undefined;
       this.startedAt = new Date().toISOString();
       this.logger.info("recorded server loaded", { tools: this.toolList.length, file: this.file });
+      // Told before the state changes: whoever waits for this server to settle reads the tools
+      // next, and the pool must have them named by then (as a live server's first list is).
+      if (first && this.toolList.length > 0) this.onToolsChanged?.();
       this.setState("ready");
     } catch (err) {
       if (this.closed) return;
@@ -138,17 +154,17 @@ export class RecordedUpstream extends UpstreamBase {
 
 /**
  * Reads and checks the recorded file of `config`. Errors are `CONFIG_INVALID` and name the config
- * field (`servers.<name>.recorded`), the file, and what in it is wrong (`tools[3].name: ...`).
+ * field (`servers.<name>.recorded`), the file, and what is wrong with it (`cannot read it (ENOENT)`,
+ * `it is a FIFO, not a regular file`, `tools[3].name: ...`).
  */
 export async function readRecordedFile(config: ServerConfig): Promise<ReturnType<typeof parseRecordedList>> {
   const file = config.recorded ?? "";
   const field = `servers.${config.name}.recorded`;
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await readRegularFile(file, MAX_RECORDED_BYTES);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read ${file}${code ? ` (${code})` : ""}`, { cause: err, details: { file, field } });
+    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { file, field } });
   }
   try {
     return parseRecordedList(text, file);

@@ -65,7 +65,7 @@ export interface UpstreamPoolOptions
   separator: string;
   /** Server names in config-file order (name collisions go to the first); default: `servers` order. */
   serverOrder?: readonly string[];
-  /** Largest line a JSON-RPC backend may send (default 256 MiB); tests lower it. */
+  /** Largest line a JSON-RPC backend may send (default 16 MiB, see DEFAULT_JSONRPC_MAX_LINE_BYTES); tests lower it. */
   jsonRpcMaxLineBytes?: number;
 }
 

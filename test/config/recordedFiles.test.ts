@@ -1,7 +1,9 @@
-import { writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/loadConfig.js";
+import { MAX_RECORDED_BYTES } from "../../src/upstream/recordedUpstream.js";
 import { runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
 
 describe("recorded = \"...\" in the config", () => {
@@ -24,7 +26,8 @@ describe("recorded = \"...\" in the config", () => {
 
   it.each([
     ["a missing file", undefined, "cannot read", "(ENOENT)"],
-    ["invalid JSON", "{nope", "expected JSON, got invalid JSON", ""],
+    ["invalid JSON", "{nope", "expected JSON, got invalid JSON at line 1, column 2: expected a property name in double quotes", ""],
+    ["text that is no JSON, not quoted", "TOKEN=tok-5d2e\n", "expected JSON, got invalid JSON at line 1, column 1: expected a value", ""],
     ["no tools array", JSON.stringify({ result: { items: [] } }), "expected a tools array", ""],
     ["a tool without a name", JSON.stringify({ tools: [{ inputSchema: { type: "object" } }] }), "tools[0].name: expected a non-empty string, got nothing", ""],
     ["a tool without a schema", JSON.stringify([{ name: "a" }]), "tools[0].inputSchema: expected an object", ""],
@@ -41,6 +44,7 @@ describe("recorded = \"...\" in the config", () => {
       expect(r.stderr).toContain(file);
       expect(r.stderr).toContain(problem);
       if (extra !== "") expect(r.stderr).toContain(extra);
+      expect(r.stderr).not.toContain("tok-");
       expect(r.stderr).toContain("[CONFIG_INVALID]");
     }
   });
@@ -59,5 +63,24 @@ describe("recorded = \"...\" in the config", () => {
     expect(r.code, r.stderr).toBe(0);
     const names = (JSON.parse(r.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
     expect(names).toEqual(["bare_ping", "corpus_ping", "list_ping", "rpc_ping"]);
+  });
+
+  it("a FIFO or a file over the size bound is refused unread, naming the field and the file (exit 2)", async () => {
+    const fifo = path.join(dir, "pipe.json");
+    execFileSync("mkfifo", [fifo]);
+    // Sparse: the size is stated, the bytes take no room.
+    const big = path.join(dir, "big.json");
+    await writeFile(big, "");
+    await truncate(big, MAX_RECORDED_BYTES + 1);
+    for (const [file, problem] of [
+      [fifo, "it is a FIFO, not a regular file"],
+      [big, `it is ${MAX_RECORDED_BYTES + 1} bytes, over the ${MAX_RECORDED_BYTES}-byte limit`],
+    ] as const) {
+      const config = await writeConfig(dir, `[servers.bad]\nrecorded = ${JSON.stringify(file)}\n`);
+      const r = await runAbridge(["tools", "--config", config, "--cache-dir", "cache"], { cwd: dir });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`servers.bad.recorded: ${file}: ${problem}`);
+      expect(r.stderr).toContain("[CONFIG_INVALID]");
+    }
   });
 });

@@ -1,9 +1,13 @@
-import { readFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import { copyFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
-import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { fixtureServerToml, runAbridge, tempDir, TEST_STARTUP_GRACE, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { MessageLog } from "../helpers/messageLog.js";
+import { killAll } from "../helpers/processes.js";
+import { BIN, serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 
@@ -93,4 +97,142 @@ describe("abridge serve with a recorded server", () => {
     const [status] = JSON.parse(r.stdout) as { name: string; transport: string; state: string; toolCount: number; serverInfo: unknown }[];
     expect(status).toMatchObject({ name: "small", transport: "recorded", state: "ready", toolCount: 1, serverInfo: { name: "small", version: "2.0.0" } });
   });
+});
+
+type Message = Record<string, unknown> & { id?: unknown; method?: string; result?: Record<string, unknown> };
+
+/** `abridge serve` over stdio as a raw child: JSON-RPC lines written and read by the test, its stderr, its exit. */
+class RawServe {
+  private readonly log: MessageLog<Message>;
+  private buffer = "";
+  private stderrText = "";
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+
+  constructor(readonly child: ChildProcess) {
+    this.log = new MessageLog<Message>(() => `\nstderr: ${this.stderrText.slice(-3000)}`);
+    this.exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      this.buffer += chunk;
+      let newline: number;
+      while ((newline = this.buffer.indexOf("\n")) !== -1) {
+        const line = this.buffer.slice(0, newline).trim();
+        this.buffer = this.buffer.slice(newline + 1);
+        if (line) this.log.messages.push(JSON.parse(line) as Message);
+      }
+      this.log.wake();
+    });
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      this.stderrText += chunk;
+      this.log.wake();
+    });
+  }
+
+  static start(config: string): RawServe {
+    const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    return new RawServe(child);
+  }
+
+  send(message: Message): void {
+    this.child.stdin!.write(`${JSON.stringify(message)}\n`);
+  }
+
+  /** Sends a request and waits for its answer. */
+  request(id: number, method: string, params?: Record<string, unknown>): Promise<Message> {
+    this.send({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) });
+    return this.log.until(() => this.log.messages.find((m) => m.id === id && m.method === undefined), `the answer to ${method} (${id})`, 120_000);
+  }
+
+  /** initialize, then notifications/initialized: the session a client opens. */
+  async initialize(): Promise<void> {
+    await this.request(1, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } });
+    this.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  }
+
+  /** Waits until stderr holds `text`. */
+  stderrHas(text: string): Promise<true> {
+    return this.log.until(() => (this.stderrText.includes(text) ? true : undefined), `stderr to say ${JSON.stringify(text)}`, 120_000);
+  }
+
+  stderr(): string {
+    return this.stderrText;
+  }
+
+  /** Ends the child if a test left it running. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill("SIGKILL");
+    await this.exited;
+  }
+}
+
+describe("abridge serve: recorded files that are no regular file, and many recorded servers", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let serve: RawServe | undefined;
+  let marker: string;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `recorded-raw-${path.basename(dir)}`;
+  });
+  afterEach(async () => {
+    await serve?.kill();
+    serve = undefined;
+    killAll(await waitForNoMarkedPids(marker));
+    await cleanup();
+  });
+
+  it("a FIFO as recorded file is reported by name; the other servers serve, and stdin EOF ends serve", async () => {
+    // Four: as many as libuv's threads for file operations, which an open that waits for a
+    // writer would each hold for good.
+    const fifos = [1, 2, 3, 4].map((i) => path.join(dir, `pipe${i}.json`));
+    for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
+    const config = await writeConfig(
+      dir,
+      [
+        `cache_dir = "cache"`,
+        ...fifos.map((fifo, i) => `[servers.pipe${i + 1}]\nrecorded = ${JSON.stringify(fifo)}\n`),
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]),
+      ].join("\n"),
+    );
+    serve = RawServe.start(config);
+    for (const [i, fifo] of fifos.entries()) {
+      await serve.stderrHas(`servers.pipe${i + 1}.recorded: ${fifo}: it is a FIFO, not a regular file`);
+    }
+    expect(serve.stderr()).toContain("CONFIG_INVALID");
+    await serve.initialize();
+    const listed = await serve.request(2, "tools/list");
+    const names = (listed.result!.tools as { name: string }[]).map((t) => t.name);
+    expect(names).toContain("echo_echo");
+    expect(names.some((n) => n.startsWith("pipe"))).toBe(false);
+    const call = await serve.request(3, "tools/call", { name: "echo_echo", arguments: { text: "through" } });
+    expect(JSON.stringify(call.result)).toContain("through");
+    serve.child.stdin!.end();
+    expect(await serve.exited).toEqual([0, null]);
+  }, 180_000);
+
+  it("lists all tools of 20 recorded servers in the first tools/list, sent right after initialize", async () => {
+    const files = readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort().slice(0, 20);
+    let total = 0;
+    const entries: string[] = [];
+    for (const [i, file] of files.entries()) {
+      await copyFile(path.join(CORPUS, file), path.join(dir, `s${i}.json`));
+      total += (JSON.parse(readFileSync(path.join(CORPUS, file), "utf8")) as { tools: unknown[] }).tools.length;
+      entries.push(`[servers.s${i}]\nrecorded = "s${i}.json"\n`);
+    }
+    // A grace longer than any load: a list that waits must wait for every recorded server.
+    const config = await writeConfig(dir, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, ...entries].join("\n"));
+    serve = RawServe.start(config);
+    await serve.initialize();
+    const listed = await serve.request(2, "tools/list");
+    const names = (listed.result!.tools as { name: string }[]).map((t) => t.name).filter((n) => n !== "get_schema");
+    expect(names).toHaveLength(total);
+    for (let i = 0; i < files.length; i++) expect(names.some((n) => n.startsWith(`s${i}_`)), `s${i}`).toBe(true);
+    serve.child.stdin!.end();
+    expect(await serve.exited).toEqual([0, null]);
+  }, 180_000);
 });

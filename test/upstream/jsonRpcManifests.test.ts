@@ -1,4 +1,4 @@
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../src/model/errors.js";
@@ -49,7 +49,7 @@ describe("JSON-RPC manifests", () => {
   });
 
   it.each([
-    ["invalid JSON", "{", "/m.json: expected JSON, got invalid JSON"],
+    ["invalid JSON", "{", "/m.json: expected JSON, got invalid JSON at line 1, column 2: expected a property name in double quotes"],
     ["an array", "[]", "/m.json: expected a manifest object {id, tools, implementation}, got an array"],
     ["no id", JSON.stringify({ tools: [], implementation: { methods: {} } }), "/m.json: id: expected a non-empty string, got nothing"],
     ["tools not an array", JSON.stringify({ id: "m", tools: {}, implementation: { methods: {} } }), "/m.json: tools: expected an array of tools, got an object"],
@@ -78,13 +78,13 @@ describe("JSON-RPC manifests", () => {
     );
     expect(parsed.tools.map((t) => t.tool.name)).toEqual(["ok"]);
     expect(parsed.problems.map(renderManifestProblem)).toEqual([
-      '/m.json: tools[1]: expected an object, got "not a tool"',
-      '/m.json: tools[2].name: expected a non-empty string, got ""',
+      "/m.json: tools[1]: expected an object, got a string",
+      "/m.json: tools[2].name: expected a non-empty string, got an empty string",
       "/m.json: tools[3].inputSchema: expected a JSON Schema object, got nothing",
       '/m.json: tools[4].name: "ok" is declared twice in this manifest; the first is kept',
-      "/m.json: implementation.methods.bad_method: expected the name of a JSON-RPC method, got 42; the tool is not exposed",
-      "/m.json: tools[6].description: expected a string, got 7",
-      '/m.json: implementation.methods.ghost: maps "m.ghost" to a tool this manifest does not declare; ignored',
+      "/m.json: implementation.methods.bad_method: expected the name of a JSON-RPC method, got a number; the tool is not exposed",
+      "/m.json: tools[6].description: expected a string, got a number",
+      "/m.json: implementation.methods.ghost: maps a method to a tool this manifest does not declare; ignored",
     ]);
   });
 
@@ -102,5 +102,47 @@ describe("JSON-RPC manifests", () => {
     await expect(loadManifests(path.join(dir, "none"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: cannot read the manifests folder ${path.join(dir, "none")} (ENOENT)`);
     await writeFile(path.join(dir, "file.json"), "{}");
     await expect(loadManifests(path.join(dir, "file.json"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: ${path.join(dir, "file.json")} is not a folder`);
+  });
+  it("refuses a symbolic link that leads out of the folder, naming the link and quoting nothing of its target", async () => {
+    const outside = path.join(dir, "outside");
+    const folder = path.join(dir, "manifests");
+    await mkdir(outside);
+    await mkdir(path.join(folder, "data"), { recursive: true });
+    // What /proc/self/environ holds: were it read, invalid JSON whose first bytes V8 quotes.
+    const secret = path.join(outside, "environ");
+    await writeFile(secret, "ABRIDGE_TOKEN=tok-4f1c9e\0HOME=/root\0");
+    await symlink(secret, path.join(folder, "env.json"));
+    // A link to a manifest outside is refused too, though it would parse.
+    await writeFile(path.join(outside, "m.json"), manifest("out", [tool("escaped")], { escaped: "m.escaped" }));
+    await symlink(path.join(outside, "m.json"), path.join(folder, "escaped.json"));
+    // A link that stays inside is read, also when the folder is reached through a link itself.
+    await writeFile(path.join(folder, "data", "kept.txt"), manifest("kept", [tool("kept")], { kept: "m.kept" }));
+    await symlink(path.join("data", "kept.txt"), path.join(folder, "kept.json"));
+    await symlink(folder, path.join(dir, "current"));
+
+    // Named by their real paths (the temp folder may itself be reached through a link).
+    const [realSecret, realOutside, realFolder] = await Promise.all([secret, path.join(outside, "m.json"), folder].map((p) => realpath(p)));
+    for (const root of [folder, path.join(dir, "current")]) {
+      const set = await loadManifests(root, "servers.x.manifests");
+      expect(set.tools.map((t) => t.tool.name)).toEqual(["kept"]);
+      const lines = set.problems.map(renderManifestProblem);
+      expect(lines).toEqual([
+        `${path.join(root, "env.json")}: a symbolic link to ${realSecret}, outside the manifests folder ${realFolder}; not read`,
+        `${path.join(root, "escaped.json")}: a symbolic link to ${realOutside}, outside the manifests folder ${realFolder}; not read`,
+      ]);
+      expect(lines.join("\n")).not.toContain("tok-4f1c9e");
+    }
+  });
+
+  it("says where a manifest's JSON breaks without quoting any of it", async () => {
+    await writeFile(path.join(dir, "env.json"), "ABRIDGE_TOKEN=tok-4f1c9e\nHOME=/root\n");
+    await writeFile(path.join(dir, "late.json"), '{\n  "id": "m",\n  "tools": [tok-77aa31]\n}');
+    const set = await loadManifests(dir, "servers.x.manifests");
+    const lines = set.problems.map(renderManifestProblem);
+    expect(lines).toEqual([
+      `${path.join(dir, "env.json")}: expected JSON, got invalid JSON at line 1, column 1: expected a value (string, number, object, array, true, false or null)`,
+      `${path.join(dir, "late.json")}: expected JSON, got invalid JSON at line 3, column 13: expected a value (string, number, object, array, true, false or null)`,
+    ]);
+    expect(lines.join("\n")).not.toContain("tok-");
   });
 });

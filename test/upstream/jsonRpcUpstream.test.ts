@@ -140,7 +140,7 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     const huge = p.callTool("svc", "huge", { bytes: 200_000 }, { timeoutMs: 60_000 });
     await expect(huge).rejects.toMatchObject({ code: "UPSTREAM_ERROR" });
     await expect(huge).rejects.toThrow(/over the 65536-byte limit/);
-    // Still serving on the same backend.
+    // Still serving on the same backend (on a fresh connection: a line over the limit ends its own).
     expect(await p.callTool("svc", "say", { name: "again" })).toEqual({ content: [{ type: "text", text: "hello again" }] });
     expect(p.status("svc")?.state).toBe("ready");
   });
@@ -270,19 +270,30 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     expect(status.state).toBe("ready");
     expect(status.error?.code).toBe("CONFIG_INVALID");
     const lines = status.error!.message.split("\n");
-    expect(lines).toContain(`${path.join(manifests, "broken.json")}: expected JSON, got invalid JSON (${jsonError("{ not json")})`);
+    expect(lines).toContain(`${path.join(manifests, "broken.json")}: expected JSON, got invalid JSON at line 1, column 3: expected a property name in double quotes`);
     expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: tools[0].name: "add" is already declared by ${path.join(manifests, "calc/manifest.json")}; this declaration is skipped`);
     expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: tools[1].name: expected a non-empty string, got nothing`);
-    expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: implementation.methods.empty: expected the name of a JSON-RPC method, got ""; the tool is not exposed`);
+    expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: implementation.methods.empty: expected the name of a JSON-RPC method, got an empty string; the tool is not exposed`);
     expect(await p.callTool("svc", "add", { a: 1, b: 2 })).toEqual({ content: [{ type: "text", text: "3" }] });
   });
-});
 
-function jsonError(text: string): string {
-  try {
-    JSON.parse(text);
-    return "";
-  } catch (err) {
-    return (err as Error).message;
-  }
-}
+  it("ends a connection whose line goes past the 16 MiB default without a newline: its calls fail with the limit, a new call works", async () => {
+    backend = await startJsonRpcBackend(socket);
+    // A minute per call: only the line bound, not a timeout, may end the endless answer.
+    const p = await openPool({ timeout_ms: 60_000 });
+    expect(await p.callTool("svc", "add", { a: 1, b: 1 })).toEqual({ content: [{ type: "text", text: "2" }] });
+    const before = backend.stats().connections;
+    // Pipelined on the same connection: the gate holds its answer, the endless answer follows.
+    const held = p.callTool("svc", "gate_wait", { tag: "held" });
+    const endless = p.callTool("svc", "endless", {});
+    await expect(endless).rejects.toMatchObject({ code: "UPSTREAM_ERROR" });
+    await expect(endless).rejects.toThrow(/data\.endless: the answer went over the 16777216-byte limit of a line \(\d+ bytes read\); dropped, and the connection to unix:.* closed/);
+    await expect(held).rejects.toMatchObject({ code: "UPSTREAM_UNAVAILABLE", retryable: true });
+    await expect(held).rejects.toThrow(/closed during gate\.wait \(the backend sent a line over the 16777216-byte limit\)/);
+    // The backend sees its streaming connection end, not abridge give up reading it.
+    while (backend.stats().endlessClosed < 1) await new Promise((r) => setImmediate(r));
+    expect(await p.callTool("svc", "say", { name: "after" })).toEqual({ content: [{ type: "text", text: "hello after" }] });
+    expect(backend.stats().connections).toBeGreaterThan(before);
+    expect(p.status("svc")?.state).toBe("ready");
+  }, 120_000);
+});

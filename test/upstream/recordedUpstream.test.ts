@@ -67,4 +67,21 @@ describe("a recorded server in the upstream pool", () => {
     expect(changed).toEqual(["wiki"]);
     expect(pool.tools().map((t) => t.name)).toEqual(["wiki_read_page", "wiki_write_page"]);
   });
+
+  it("names a recorded server's tools by the time it settles, before the pool's start has finished", async () => {
+    const servers = [];
+    for (let i = 0; i < 5; i++) {
+      await writeFile(path.join(dir, `w${i}.json`), JSON.stringify(TOOLS));
+      servers.push(recorded(`w${i}`, `w${i}.json`));
+    }
+    pool = new UpstreamPool({ servers, separator: "_", exposes: exposesTool });
+    const changed: string[] = [];
+    pool.on("toolsChanged", (server) => changed.push(server));
+    const started = pool.start();
+    // What a front end does for its first tools/list: wait for the servers to settle, then list.
+    expect(await pool.waitSettled(undefined, 60_000)).toBe(true);
+    expect(pool.tools().map((t) => t.name)).toEqual(servers.flatMap((s) => [`${s.name}_read_page`, `${s.name}_write_page`]));
+    expect(changed.join(",").split(",").sort()).toEqual(servers.map((s) => s.name).sort());
+    await started;
+  });
 });
