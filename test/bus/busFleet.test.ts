@@ -11,7 +11,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
 import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
-import { body, BusRig, requestHeaders, until, type WorkerProcess } from "./busHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { body, BusRig, requestHeaders, type WorkerProcess } from "./busHarness.js";
 
 let rig: BusRig;
 let client: BusClient;
@@ -73,7 +74,7 @@ describe("abridge bus: a fleet of workers", () => {
       () => undefined,
       (err: unknown) => err,
     );
-    await until(() => fleet.some((f) => existsSync(f.mark)), "the call to reach one worker's upstream");
+    await waitFor(() => fleet.some((f) => existsSync(f.mark)), { what: "the call to reach one worker's upstream" });
     const victim = fleet.find((f) => existsSync(f.mark))!;
     const survivor = fleet.find((f) => f !== victim)!;
     await victim.worker.kill();

@@ -11,6 +11,7 @@ import { abridgeCommand } from "../helpers/abridgeCommand.js";
 import { tempDir, waitForNoMarkedPids } from "../helpers/cliHarness.js";
 import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
 import { killAll } from "../helpers/processes.js";
+import { Watch } from "../helpers/waitFor.js";
 
 /** A running worker. */
 export interface WorkerProcess {
@@ -19,6 +20,8 @@ export interface WorkerProcess {
   /** The worker id it printed (`host/pid/n`). */
   id: string;
   stderr(): string;
+  /** Resolves once the worker has written `text` to stderr (checked on each chunk it writes). */
+  untilStderr(text: string, what: string): Promise<void>;
   /** Resolves with the exit code (null when killed by a signal) once the process ended. */
   exited: Promise<number | null>;
   /** SIGTERM, then the exit code. */
@@ -43,12 +46,14 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
+  const written = new Watch();
   // "close": the exit code once stderr is read to its end too.
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   const id = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`abridge bus did not start:\n${stderr}`)), 60_000);
     child.stderr!.on("data", (b: Buffer) => {
       stderr += b.toString("utf8");
+      written.changed();
       const match = /worker (\S+) on nats:/.exec(stderr);
       if (match) {
         clearTimeout(timer);
@@ -66,6 +71,7 @@ export async function startWorker(options: WorkerOptions): Promise<WorkerProcess
     pid: child.pid!,
     id,
     stderr: () => stderr,
+    untilStderr: (text, what) => written.until(() => stderr.includes(text), { what, detail: () => `stderr so far:\n${stderr}` }),
     exited,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
@@ -137,14 +143,6 @@ export async function collect(nc: NatsConnection, subject: string): Promise<Coll
 /** The JSON body of a message. */
 export function body(msg: Msg): Record<string, unknown> {
   return msg.json<Record<string, unknown>>();
-}
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-export async function until(predicate: () => boolean | Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !(await predicate()); waited += 50) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /**

@@ -4,13 +4,15 @@
  * server that goes away and comes back is reconnected to, logged once, with the same upstreams.
  */
 import { existsSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
 import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { killAll } from "../helpers/processes.js";
 import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
-import { startWorker, until, type WorkerProcess } from "./busHarness.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
+import { startWorker, type WorkerProcess } from "./busHarness.js";
 
 let nats: NatsServer;
 let client: BusClient;
@@ -55,6 +57,35 @@ async function worker(agent: string, args: string[] = [], natsUrl = nats.url): P
   return { worker: started, mark, marker };
 }
 
+/**
+ * Listens on a stopped NATS server's port, hanging up on every connection, until `attempts`
+ * connections came (reconnect attempts, each failing as against a server that is gone), then
+ * frees the port again.
+ */
+async function failedReconnects(port: number, attempts: number): Promise<void> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const arrived = new Watch();
+  const server = createServer((socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => sockets.delete(socket));
+    socket.destroy();
+    arrived.changed();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  try {
+    await arrived.until(() => connections >= attempts, { what: `${attempts} reconnect attempts on port ${port}`, detail: () => `${connections} came` });
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
 function text(result: { content?: unknown[] }): string {
   return (result.content as { text?: string }[]).map((c) => c.text ?? "").join("");
 }
@@ -63,7 +94,7 @@ describe("abridge bus: shutdown", () => {
   it("SIGTERM: the call in flight is answered, then the worker exits 0 and its upstreams are gone", async () => {
     const { worker: w, mark, marker } = await worker("drain");
     const call = client.callTool("drain", "host_wait", { ms: 1500 });
-    await until(() => existsSync(mark), "the call to reach the upstream");
+    await waitFor(() => existsSync(mark), { what: "the call to reach the upstream" });
     const exit = w.stop();
     expect(text(await call)).toBe("waited 1500 ms");
     expect(await exit).toBe(0);
@@ -78,7 +109,7 @@ describe("abridge bus: shutdown", () => {
       () => undefined,
       (err: unknown) => err,
     );
-    await until(() => existsSync(mark), "the call to reach the upstream");
+    await waitFor(() => existsSync(mark), { what: "the call to reach the upstream" });
     const exit = w.stop();
     const error = await call;
     expect(error).toBeInstanceOf(BusCallError);
@@ -90,19 +121,31 @@ describe("abridge bus: shutdown", () => {
 
 describe("abridge bus: the NATS server goes away", () => {
   it("reconnects when it is back, logs the outage once, and keeps its upstreams", async () => {
-    const { worker: w } = await worker("steady");
-    const before = text(await client.callTool("steady", "files_pid", {}));
-    await nats.stop();
-    await until(() => w.stderr().includes("lost the NATS server"), "the worker to notice");
-    // Down long enough for a few failed reconnect attempts (one a second): each must not log again.
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
-    await nats.restart();
-    await until(() => w.stderr().includes("reconnected to the NATS server"), "the worker to reconnect");
+    // A server of its own, with no other client on it while it is down: every connection that
+    // reaches its port meanwhile is one of the worker's reconnect attempts.
+    const own = await startNatsServer();
+    cleanups.push(() => own.stop());
+    const { worker: w } = await worker("steady", [], own.url);
+    const first = await BusClient.connect({ nats: own.url });
+    const before = text(await first.callTool("steady", "files_pid", {}));
+    await first.close();
+    await own.stop();
+    await w.untilStderr("lost the NATS server", "the worker to notice");
+    // Down for a few failed reconnect attempts (one a second), each of which must not log again.
+    await failedReconnects(own.port, 2);
+    await own.restart();
+    await w.untilStderr("reconnected to the NATS server", "the worker to reconnect");
+    const second = await BusClient.connect({ nats: own.url });
+    cleanups.push(() => second.close());
     let after: string | undefined;
-    await until(async () => {
-      after = await client.callTool("steady", "files_pid", {}, { timeoutMs: 2_000 }).then(text, () => undefined);
-      return after !== undefined;
-    }, "a call to be served after the reconnect");
+    // Its subscriptions are back on the server once a call is served: tried until then.
+    await waitFor(
+      async () => {
+        after = await second.callTool("steady", "files_pid", {}, { timeoutMs: 2_000 }).then(text, () => undefined);
+        return after !== undefined;
+      },
+      { what: "a call to be served after the reconnect" },
+    );
     expect(after).toBe(before);
     expect(w.stderr().match(/lost the NATS server/g)).toHaveLength(1);
     expect(w.stderr().match(/reconnected to the NATS server/g)).toHaveLength(1);

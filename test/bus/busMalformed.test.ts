@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusClient } from "../../src/index.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { freePort, type NatsServer } from "../helpers/natsServer.js";
-import { body, BusRig, collect, requestHeaders, until, type WorkerProcess } from "./busHarness.js";
+import { body, BusRig, collect, requestHeaders, type WorkerProcess } from "./busHarness.js";
 
 let rig: BusRig;
 let nats: NatsServer;
@@ -87,7 +87,7 @@ describe("abridge bus: malformed messages", () => {
 
   it("logs a message with neither a reply subject nor a readable agent, and goes on", async () => {
     raw.publish("tool.invoke.mcp", "\u0000garbage", { headers: requestHeaders() });
-    await until(() => worker.stderr().includes("malformed bus message with no reply subject and no readable agent"), "the log line");
+    await worker.untilStderr("malformed bus message with no reply subject and no readable agent", "the log line");
     await stillServes();
   });
 });

@@ -9,15 +9,7 @@ import { ErrorCode } from "../../src/model/errors.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { freePort, startRedis, type RedisServer } from "../helpers/redisServer.js";
-
-/** Polls `check` until it holds (the thing waited for happens in another connection). */
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { Watch, waitFor } from "../helpers/waitFor.js";
 
 describe("RedisStore", () => {
   let redis: RedisServer;
@@ -55,11 +47,15 @@ describe("RedisStore", () => {
     // A store is listening once open() returns: what lands after it is heard, what landed before was loaded.
     expect(await admin.pubsub("NUMSUB", "abridge:landed:0")).toEqual(["abridge:landed:0", 2]);
     const heard: CacheEntry[] = [];
-    b.onRemoteEntry((entry) => heard.push(entry));
+    const hearing = new Watch();
+    b.onRemoteEntry((entry) => {
+      heard.push(entry);
+      hearing.changed();
+    });
     const entry = makeEntry("github", "create_issue", "Creates an issue.");
     await a.append(entry);
     expect(a.get(entry.key)?.summary).toBe("Creates an issue.");
-    await until(() => b.has(entry.key), "the entry to reach the other store");
+    await hearing.until(() => heard.length > 0, { what: "the entry to reach the other store" });
     expect(heard.map((e) => e.key)).toEqual([entry.key]);
     expect(b.get(entry.key)).toEqual(entry);
 
@@ -96,7 +92,8 @@ describe("RedisStore", () => {
     expect(first.granted).toBe(true);
     expect((await b.claim(key)).granted).toBe(false);
     if (!first.granted) throw new Error("unreachable");
-    // Renewed past several lease lengths, it stays held.
+    // Renewed past several lease lengths, it stays held. The time passing is what is tested: the
+    // lease would run out within it without the renewals.
     for (let i = 0; i < 4; i++) {
       await new Promise((r) => setTimeout(r, 150));
       expect(await first.lease.renew()).toBe(true);
@@ -106,7 +103,8 @@ describe("RedisStore", () => {
     const second = await b.claim(key);
     expect(second.granted).toBe(true);
     // Left alone, the lease runs out and a renewal by the old holder fails.
-    await until(async () => (await admin.exists(`abridge:claim:${key}`)) === 0, "the lease to expire");
+    // Redis expires the key on its own clock; only asking it tells: polled.
+    await waitFor(async () => (await admin.exists(`abridge:claim:${key}`)) === 0, { what: "the lease to expire" });
     if (!second.granted) throw new Error("unreachable");
     expect(await second.lease.renew()).toBe(false);
     const third = await a.claim(key);
@@ -128,12 +126,17 @@ describe("RedisStore", () => {
   it("logs refused credentials once as a config mistake, never the password, and still serves", async () => {
     const locked = await startRedis({ password: "right-horse-battery" });
     const lines: string[] = [];
+    const logged = new Watch();
     const secrets = new SecretSet();
     secrets.add("wrong-horse-battery");
-    const logger = createLogger({ level: "debug", sink: (line) => lines.push(line), secrets });
+    const sink = (line: string): void => {
+      lines.push(line);
+      logged.changed();
+    };
+    const logger = createLogger({ level: "debug", sink, secrets });
     try {
       const store = await open({ url: `redis://:wrong-horse-battery@127.0.0.1:${locked.port}/0`, logger, startWaitMs: 5_000 });
-      await until(() => lines.some((l) => l.includes("refused the credentials")), "the credentials error");
+      await logged.until(() => lines.some((l) => l.includes("refused the credentials")), { what: "the credentials error" });
       expect(store.location).toBe(`redis://:***@127.0.0.1:${locked.port}/0`);
       expect(lines.join("\n")).not.toContain("wrong-horse-battery");
       expect(lines.filter((l) => l.includes("refused the credentials"))).toHaveLength(1);
@@ -177,10 +180,14 @@ describe("RedisStore", () => {
       await direct.connect();
       await direct.hset("abridge:summaries", theirs.key, JSON.stringify(theirs));
       const heard: string[] = [];
-      store.onRemoteEntry((entry) => heard.push(entry.key));
+      const hearing = new Watch();
+      store.onRemoteEntry((entry) => {
+        heard.push(entry.key);
+        hearing.changed();
+      });
       expect(await store.flushed(15_000)).toBe(true);
-      await until(() => store.has(theirs.key), "the load after the connection came up");
-      expect(heard).toContain(theirs.key);
+      await hearing.until(() => heard.includes(theirs.key), { what: "the load after the connection came up" });
+      expect(store.has(theirs.key)).toBe(true);
       expect(JSON.parse((await direct.hget("abridge:summaries", mine.key)) ?? "null")).toEqual(mine);
       expect(await readFile(spoolFile, "utf8")).toBe("");
       expect(lines.some((l) => l.includes("reachable again"))).toBe(true);

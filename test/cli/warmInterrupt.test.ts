@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cacheEntrySchema } from "../../src/cache/cacheEntry.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 describe("abridge summarize warm interrupted", () => {
   let dir: string;
@@ -36,12 +37,8 @@ describe("abridge summarize warm interrupted", () => {
     const file = path.join(dir, "cache", "summaries.jsonl");
     const controller = new AbortController();
     const run = runAbridge(["summarize", "warm", "--config", config], { cwd: dir, signal: controller.signal, isTTY: true });
-    // Interrupt once the first summary is on disk.
-    for (let i = 0; i < 200; i++) {
-      const text = await readFile(file, "utf8").catch(() => "");
-      if (text.includes("\n")) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Interrupt once the first summary is on disk (only reading the file tells: polled).
+    await waitFor(async () => (await readFile(file, "utf8").catch(() => "")).includes("\n"), { what: "the first summary in the cache file" });
     controller.abort(new Error("SIGINT"));
     const interrupted = await run;
     expect(interrupted.code).toBe(130);

@@ -22,6 +22,7 @@ import { promisify } from "node:util";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 /** The version every check was written against; newer ones are checked when this is bumped. */
 export const INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector@2.12.0";
@@ -164,10 +165,12 @@ async function main(): Promise<number> {
     [
       "leaves no abridge and no upstream running after the inspector exits",
       async () => {
-        const deadline = Date.now() + 15_000;
-        while ((pidsWithMarker(marker).length > 0 || pidsWithMarker(config).length > 0) && Date.now() < deadline) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
+        // Only /proc shows which processes are left: polled, then what is left is reported.
+        await waitFor(() => pidsWithMarker(marker).length === 0 && pidsWithMarker(config).length === 0, {
+          what: "abridge and its upstreams to exit",
+          timeoutMs: 15_000,
+          intervalMs: 100,
+        }).catch(() => undefined);
         assert.deepEqual(pidsWithMarker(marker), [], "fixture processes left");
         assert.deepEqual(pidsWithMarker(config), [], "abridge processes left");
       },

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { fixtureServerToml, tempDir } from "../helpers/cliHarness.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const bridges: Bridge[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -37,12 +38,15 @@ async function open(graceMs: number): Promise<{ bridge: Bridge; gate: string; ca
   return { bridge, gate, cacheFile };
 }
 
-async function waitFor(predicate: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not reached");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Resolves once `echo`'s three tools are in the catalog (checked at every status and list change). */
+function echoListed(bridge: Bridge): Promise<void> {
+  const changes = new Watch();
+  const stopStatus = bridge.onStatus(() => changes.changed());
+  const stopList = bridge.onListChanged(() => changes.changed());
+  return changes.until(() => bridge.tools("echo").length === 3, { what: "echo's tools in the catalog", timeoutMs: 60_000 }).finally(() => {
+    stopStatus();
+    stopList();
+  });
 }
 
 async function cachedServers(cacheFile: string): Promise<string[]> {
@@ -54,8 +58,9 @@ async function cachedServers(cacheFile: string): Promise<string[]> {
 describe("summary jobs while the upstreams start", { timeout: 120_000 }, () => {
   it("lists a server that is up at once, and summarizes only once every server settled", async () => {
     const { bridge, gate, cacheFile } = await open(120_000);
+    const listed = echoListed(bridge);
     bridge.begin();
-    await waitFor(() => bridge.tools("echo").length === 3);
+    await listed;
     expect(bridge.status("late")?.state).toBe("connecting");
     // Nothing is queued yet, so the queue is drained at once and nothing was written.
     await bridge.drainSummaries();
@@ -71,16 +76,19 @@ describe("summary jobs while the upstreams start", { timeout: 120_000 }, () => {
 
   it("summarizes what is up once startup_grace_ms has passed, with a server still starting", async () => {
     const { bridge, cacheFile } = await open(200);
+    let summaries = 0;
+    const written = new Watch();
+    bridge.onSummary(() => {
+      summaries += 1;
+      written.changed();
+    });
+    const listed = echoListed(bridge);
     bridge.begin();
-    await waitFor(() => bridge.tools("echo").length === 3);
-    let cached: string[] = [];
-    const deadline = Date.now() + 60_000;
-    while (cached.length === 0 && Date.now() < deadline) {
-      await bridge.drainSummaries();
-      cached = await cachedServers(cacheFile);
-      if (cached.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect(cached).toEqual(["echo"]);
+    await listed;
+    // The jobs are let go when the grace ends: the first summary written says they were.
+    await written.until(() => summaries > 0, { what: "a summary once the grace ended", timeoutMs: 60_000 });
+    await bridge.drainSummaries();
+    expect(await cachedServers(cacheFile)).toEqual(["echo"]);
     expect(bridge.status("late")?.state).toBe("connecting");
   });
 });

@@ -9,7 +9,16 @@ import { DaemonClient } from "../../src/client/daemonClient.js";
 import { daemonRequestSchema, describeIssues } from "../../src/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
-const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5));
+/**
+ * Writes `bytes` on `client` so that the daemon (in this process) reads them as a chunk of their
+ * own: once they are written, a request on another connection (`witness`) is answered, and the
+ * daemon can only have read that request in a turn of its event loop that found these bytes
+ * waiting too. So they are read before the next write is made.
+ */
+async function writeApart(client: RawClient, witness: RawClient, bytes: Buffer | string, token: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => client.socket.write(bytes, (err) => (err ? reject(err) : resolve())));
+  expect(await witness.request({ op: "stats", token })).toMatchObject({ ok: true });
+}
 
 describe("daemon answers gathered per turn of the event loop", () => {
   it("answers 300 pipelined calls sent in one chunk in request order, each with its id, bad ones with the schema's message", async () => {
@@ -43,21 +52,18 @@ describe("daemon answers gathered per turn of the event loop", () => {
     const setup = await testSetup();
     const daemon = await startDaemon(setup);
     const client = await RawClient.connect(daemon.address);
+    const witness = await RawClient.connect(daemon.address);
     const token = daemon.token;
     const line = `${JSON.stringify({ token, op: "call_tool", id: "split", server: "echo", tool: "echo", args: { text: "in pieces ✓" } })}\n`;
     // Byte-wise pieces, so the split falls inside the multi-byte character too.
     const bytes = Buffer.from(line, "utf8");
-    for (let at = 0; at < bytes.length; at += 7) {
-      client.socket.write(bytes.subarray(at, at + 7));
-      await tick();
-    }
+    for (let at = 0; at < bytes.length; at += 7) await writeApart(client, witness, bytes.subarray(at, at + 7), token);
     expect(await client.next()).toMatchObject({ id: "split", ok: true, result: { content: [{ text: "in pieces ✓" }] } });
 
     const two = [1, 2].map((id) => JSON.stringify({ token, op: "call_tool", id, server: "echo", tool: "echo", args: { text: `two ${id}` } })).join("\n");
     // Two lines and the start of a third in one chunk; the third ends in the next.
     const third = JSON.stringify({ token, op: "stats", id: 3 });
-    client.send(`${two}\n${third.slice(0, 10)}`);
-    await tick();
+    await writeApart(client, witness, `${two}\n${third.slice(0, 10)}`, token);
     client.send(`${third.slice(10)}\n`);
     expect(await client.next()).toMatchObject({ id: 1, ok: true, result: { content: [{ text: "two 1" }] } });
     expect(await client.next()).toMatchObject({ id: 2, ok: true, result: { content: [{ text: "two 2" }] } });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient, isMcpPath } from "../../src/client/daemonClient.js";
 import { AbridgeError } from "../../src/model/errors.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 
 const clients: DaemonClient[] = [];
@@ -78,10 +79,10 @@ describe("DaemonClient", () => {
     await c.listTools();
     const controller = new AbortController();
     const call = c.callTool("slow", "sleep", { ms: 30_000 }, { signal: controller.signal });
-    while (daemon.bridge.stats().calls.inFlight === 0) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => daemon.bridge.stats().calls.inFlight > 0, { what: "the call at the daemon" });
     controller.abort();
     expect((await rejection(call)).code).toBe("CANCELLED");
-    while (daemon.bridge.stats().calls.inFlight > 0) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "the upstream call to end" });
     // Other requests of the same client are unaffected.
     expect(await c.callTool("echo", "echo", { text: "after" })).toMatchObject({ content: [{ text: "after" }] });
   });

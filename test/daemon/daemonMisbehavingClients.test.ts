@@ -9,6 +9,7 @@ import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { MAX_BUFFERED_ANSWER_BYTES } from "../../src/daemon/daemonSession.js";
 import { parseAddress } from "../../src/wire/protocol.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { memoryLogger, startDaemon, testSetup } from "./daemonHarness.js";
 
 function rawSocket(address: string): Promise<Socket> {
@@ -17,14 +18,6 @@ function rawSocket(address: string): Promise<Socket> {
   const socket = connect({ host: parsed.host, port: parsed.port });
   socket.on("error", () => undefined);
   return once(socket, "connect").then(() => socket);
-}
-
-async function waitFor(predicate: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not reached");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
@@ -47,10 +40,11 @@ describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
       const closed = new Promise<boolean>((resolve) => socket.once("close", () => resolve(true)));
       let open = true;
       void closed.then(() => (open = false));
-      // Writing on until the socket dies: a peer that never reads learns of the close by its writes failing.
+      // Writing on until the socket dies: a peer that never reads learns of the close by its writes
+      // failing. Each write waits until the one before has left (or failed), then for a turn of the
+      // event loop, in which the daemon (in this process) reads: as fast as the daemon takes it.
       while (open && Date.now() < deadline) {
-        socket.write("{}\n".repeat(1_000));
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise<void>((resolve) => socket.write("{}\n".repeat(1_000), () => setImmediate(resolve)));
       }
       if (!open) closedByDaemon += 1;
       socket.destroy();
@@ -80,17 +74,19 @@ describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
     // Written without waiting: the client side buffers whatever the daemon does not read.
     socket.write(request.repeat(count));
     const stats = (): { bufferedBytes: number; peakBufferedBytes: number; pausedConnections: number } => daemon.stats().daemon;
-    await waitFor(() => stats().pausedConnections === 1);
+    await waitFor(() => stats().pausedConnections === 1, { what: "the daemon to stop reading the connection" });
     const answerBytes = JSON.stringify(daemon.stats()).length + 100;
     // Bounded: the limit, plus what one read chunk's requests answered before the pause took hold.
     expect(stats().bufferedBytes).toBeLessThanOrEqual(MAX_BUFFERED_ANSWER_BYTES + 64 * answerBytes);
     // Reading again, every request is answered.
     let received = 0;
+    const reading = new Watch();
     socket.on("data", (chunk: Buffer) => {
       for (const byte of chunk) if (byte === 10) received += 1;
+      reading.changed();
     });
     socket.resume();
-    await waitFor(() => received === count, 45_000);
+    await reading.until(() => received === count, { what: `${count} answers`, timeoutMs: 45_000, detail: () => `${received} came` });
     expect(stats().peakBufferedBytes).toBeLessThanOrEqual(MAX_BUFFERED_ANSWER_BYTES + 64 * answerBytes);
     socket.destroy();
   });

@@ -3,7 +3,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readLock } from "../../src/wire/lockfile.js";
 import { MAX_LINE_BYTES } from "../../src/wire/protocol.js";
-import { memoryLogger, RawClient, startDaemon, testSetup } from "./daemonHarness.js";
+import { memoryLogger } from "../helpers/memoryLogger.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 describe("daemon protocol", () => {
   it("answers list_tools, call_tool, get_schema, stats and refresh, echoing ids", async () => {
@@ -201,25 +203,25 @@ describe("daemon protocol", () => {
     await Promise.all(others);
     expect(await caller.next()).toMatchObject({ id: "long", ok: true, result: { content: [{ type: "text" }] } });
     // The leavers' calls were aborted, the caller's was not.
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0);
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "the leavers' calls to end" });
     expect(daemon.bridge.stats().calls).toMatchObject({ total: 6, failed: 5 });
   });
 
   it("aborts a client's calls when it disconnects, and the cancellation reaches the upstream", async () => {
     const setup = await testSetup();
-    const { logger, lines } = memoryLogger();
+    const { logger, lines, until } = memoryLogger();
     const daemon = await startDaemon(setup, { logger });
     const client = await RawClient.connect(daemon.address);
     await client.request({ op: "list_tools", token: daemon.token });
     client.send({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 20_000 }, token: daemon.token });
     // The call has reached the upstream (not merely abridge, where a call to a server still
     // starting waits, and one aborted there has nothing to cancel upstream).
-    await waitFor(() => lines.some((l) => l.includes("sleeping")), 20_000, "the call at the upstream");
+    await until(() => lines.some((l) => l.includes("sleeping")), "the call at the upstream");
     expect(daemon.bridge.stats().calls.inFlight).toBe(1);
     client.close();
     // Well under the call's own 20 s: only the cancellation ends it this early.
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, 15_000, "the call aborted");
-    await waitFor(() => lines.some((l) => l.includes("cancelled")), 15_000, "the upstream's cancellation line");
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "the call aborted", timeoutMs: 15_000 });
+    await until(() => lines.some((l) => l.includes("cancelled")), "the upstream's cancellation line", 15_000);
   });
 
   it("exits after the idle timeout, removing its lockfile, but not while a call runs", async () => {
@@ -251,7 +253,7 @@ describe("daemon protocol", () => {
     const client = await RawClient.connect(daemon.address);
     await client.request({ op: "list_tools", token: daemon.token });
     client.send({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 800, steps: 1 }, token: daemon.token, id: "a" });
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1);
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, { what: "the call in flight" });
     const closing = daemon.close({ graceMs: 20_000 });
     expect(await client.next()).toMatchObject({ id: "a", ok: true });
     await closing;
@@ -261,7 +263,7 @@ describe("daemon protocol", () => {
     const client2 = await RawClient.connect(daemon2.address);
     await client2.request({ op: "list_tools", token: daemon2.token });
     client2.send({ op: "call_tool", server: "slow", tool: "sleep", args: { ms: 30_000 }, token: daemon2.token, id: "b" });
-    await waitFor(() => daemon2.bridge.stats().calls.inFlight === 1);
+    await waitFor(() => daemon2.bridge.stats().calls.inFlight === 1, { what: "the call in flight" });
     await daemon2.close({ graceMs: 200 });
     expect(await client2.next()).toMatchObject({ id: "b", ok: false, error: { code: "CANCELLED" } });
   });
@@ -292,11 +294,3 @@ describe("daemon protocol", () => {
     for (const result of results) expect(result).toEqual({ status: "running", holder: daemon.info });
   });
 });
-
-async function waitFor(predicate: () => boolean, timeoutMs = 20_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

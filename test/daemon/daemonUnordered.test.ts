@@ -6,15 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
 import { AbridgeError } from "../../src/model/errors.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
-
-async function waitFor(done: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe("unordered connections", () => {
   it("answer a fast call before a slow one sent first, and cancel the slow one by id", async () => {
@@ -25,7 +18,7 @@ describe("unordered connections", () => {
     client.send({ token, op: "options", unordered: true, id: "o" });
     expect(await client.next()).toEqual({ id: "o", ok: true });
     client.send({ token, op: "call_tool", id: "slow", server: "slow", tool: "sleep", args: { ms: 30_000 } });
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, "the slow call at the upstream");
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, { what: "the slow call at the upstream" });
     client.send({ token, op: "call_tool", id: "fast", server: "echo", tool: "echo", args: { text: "first" } });
     expect(await client.next()).toMatchObject({ id: "fast", ok: true, result: { content: [{ text: "first" }] } });
 
@@ -35,7 +28,7 @@ describe("unordered connections", () => {
     const answers = [await client.next(), await client.next()];
     expect(answers).toContainEqual({ id: "c2", ok: true, cancelled: true });
     expect(answers).toContainEqual(expect.objectContaining({ id: "slow", ok: false, error: expect.objectContaining({ code: "CANCELLED" }) }));
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, "the upstream call to end");
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "the upstream call to end" });
     // The connection carries on.
     expect(await client.request({ token, op: "call_tool", id: 9, server: "echo", tool: "echo", args: { text: "after" } })).toMatchObject({ id: 9, ok: true });
   });
@@ -47,9 +40,9 @@ describe("unordered connections", () => {
     const client = await RawClient.connect(daemon.address);
     client.send({ token, op: "options", unordered: true, id: 0 });
     for (const id of [1, 2]) client.send({ token, op: "call_tool", id, server: "slow", tool: "sleep", args: { ms: 30_000 } });
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 2, "both calls at the upstream");
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 2, { what: "both calls at the upstream" });
     client.close();
-    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, "both calls cancelled");
+    await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "both calls cancelled" });
   });
 
   it("reject a malformed options or cancel request with DAEMON_BAD_REQUEST", async () => {
@@ -90,7 +83,7 @@ describe("the client's shared call connections", () => {
       await client.listTools();
       const controller = new AbortController();
       const slow = client.callTool("slow", "sleep", { ms: 30_000 }, { signal: controller.signal });
-      await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, "the slow call at the upstream");
+      await waitFor(() => daemon.bridge.stats().calls.inFlight === 1, { what: "the slow call at the upstream" });
       const texts = Array.from({ length: 40 }, (_, i) => `fast ${i}`);
       const fast = await Promise.all(texts.map((text) => client.callTool("echo", "echo", { text })));
       expect(fast.map((r) => (r.content?.[0] as { text?: string } | undefined)?.text)).toEqual(texts);
@@ -101,7 +94,7 @@ describe("the client's shared call connections", () => {
       );
       expect(error).toBeInstanceOf(AbridgeError);
       expect((error as AbridgeError).code).toBe("CANCELLED");
-      await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, "the slow call cancelled at the daemon");
+      await waitFor(() => daemon.bridge.stats().calls.inFlight === 0, { what: "the slow call cancelled at the daemon" });
       // Calls share a few connections: 41 calls did not open 41 (the read-only requests have one more).
       const stats = await client.stats();
       expect(stats.daemon.connections).toBeLessThanOrEqual(5);

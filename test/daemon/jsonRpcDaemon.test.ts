@@ -1,8 +1,23 @@
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MODES } from "../../src/config/schema.js";
+import type { Bridge } from "../../src/core/bridge.js";
 import { EXPOSED_TOOLS, startJsonRpcBackend, writeBackendManifests, type Backend } from "../fixtures/jsonRpcBackend.js";
+import { settled, waitFor } from "../helpers/waitFor.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
+
+/** Resolves once `server`'s status is `state` (now or at a later status change). */
+function statusOf(bridge: Bridge, server: string, state: string): Promise<void> {
+  const reached = new Promise<void>((resolve) => {
+    if (bridge.status(server)?.state === state) return resolve();
+    const stop = bridge.onStatus((status) => {
+      if (status.name !== server || status.state !== state) return;
+      stop();
+      resolve();
+    });
+  });
+  return settled(reached, { what: `${server} to be ${state}`, detail: () => `it is ${bridge.status(server)?.state}` });
+}
 
 const backends: Backend[] = [];
 afterEach(async () => {
@@ -47,7 +62,7 @@ describe("the daemon in front of a JSON-RPC backend", () => {
     // Many calls at once, answered out of order by the backend, each to its own caller.
     const tags = Array.from({ length: 16 }, (_, i) => `t${i}`);
     for (const [i, tag] of tags.entries()) client.send({ op: "call_tool", server: "svc", tool: "gate_wait", args: { tag }, token, id: i });
-    while ((backend.stats().requests["gate.wait"] ?? 0) < tags.length) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => (backend.stats().requests["gate.wait"] ?? 0) >= tags.length, { what: "every call waiting at the backend" });
     const opener = await RawClient.connect(daemon.address);
     expect(await opener.request({ op: "call_tool", server: "svc", tool: "gate_open", args: {}, token })).toMatchObject({ ok: true });
     const answers = await Promise.all(tags.map(() => client.next()));
@@ -69,15 +84,11 @@ describe("the daemon in front of a JSON-RPC backend", () => {
     const call = await client.request({ op: "call_tool", server: "svc", tool: "add", args: { a: 1, b: 2 }, token });
     expect(call).toMatchObject({ ok: false, error: { code: "UPSTREAM_UNAVAILABLE", retryable: true } });
 
-    // Up now: a later call reaches it (the reconnect follows the backoff; the answer is awaited, not timed).
+    // Up now: the reconnect (when the backoff says) makes the server ready, and a call then reaches it.
     const backend = await startJsonRpcBackend(path.join(setup.dir, "svc.sock"));
     backends.push(backend);
-    let answer: Record<string, unknown> = call;
-    while (answer.ok !== true) {
-      await new Promise((r) => setTimeout(r, 50));
-      answer = await client.request({ op: "call_tool", server: "svc", tool: "add", args: { a: 1, b: 2 }, token });
-      if (answer.ok !== true) expect(answer).toMatchObject({ error: { code: "UPSTREAM_UNAVAILABLE", retryable: true } });
-    }
+    await statusOf(daemon.bridge, "svc", "ready");
+    const answer = await client.request({ op: "call_tool", server: "svc", tool: "add", args: { a: 1, b: 2 }, token });
     expect(answer).toMatchObject({ ok: true, result: { content: [{ type: "text", text: "3" }] } });
   }, 60_000);
 });

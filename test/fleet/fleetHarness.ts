@@ -128,12 +128,3 @@ export function useFleet(prefix: string, bind: (setup: FleetSetup) => void, befo
     fleetCase = undefined;
   });
 }
-
-/** Polls `check` until it holds. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

@@ -6,7 +6,8 @@ import { abridgeCommand } from "../helpers/abridgeCommand.js";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import type { RedisServer } from "../helpers/redisServer.js";
-import { fleetToml, until, useFleet } from "./fleetHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { fleetToml, useFleet } from "./fleetHarness.js";
 
 describe("fleet: a host that dies mid-job", () => {
   let redis: RedisServer;
@@ -45,7 +46,7 @@ describe("fleet: a host that dies mid-job", () => {
     let childErr = "";
     dying.stderr?.on("data", (chunk: Buffer) => (childErr += chunk.toString("utf8")));
     dying.stdout?.resume();
-    await until(() => llm.requests.length === 2, `the dying host's second request (stderr: ${childErr})`, 60_000);
+    await waitFor(() => llm.requests.length === 2, { what: "the dying host's second request", timeoutMs: 60_000, detail: () => `its stderr: ${childErr}` });
     const done = llm.requests[0]!.tools;
     const held = llm.requests[1]!.tools;
     expect(done).toHaveLength(1);
@@ -53,7 +54,7 @@ describe("fleet: a host that dies mid-job", () => {
     const admin = await redis.admin(4);
     try {
       // The first summary landed; the held tool's claim belongs to the dying host.
-      await until(async () => (await admin.hlen("abridge:summaries")) === 1, "the first summary in Redis");
+      await waitFor(async () => (await admin.hlen("abridge:summaries")) === 1, { what: "the first summary in Redis" });
       expect(await admin.keys("abridge:claim:*")).toHaveLength(1);
 
       const exited = new Promise<void>((resolve) => dying.once("exit", () => resolve()));

@@ -7,7 +7,8 @@ import { ErrorCode } from "../../src/model/errors.js";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { freePort, startRedis, type RedisServer } from "../helpers/redisServer.js";
-import { closeFleetCase, closeHosts, type FleetCase, fleetToml, openFleetCase, openHost, until } from "./fleetHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { closeFleetCase, closeHosts, type FleetCase, fleetToml, openFleetCase, openHost } from "./fleetHarness.js";
 
 describe("fleet: when Redis is down", () => {
   let llm: FakeOpenAi;
@@ -46,16 +47,16 @@ describe("fleet: when Redis is down", () => {
       fleetToml({ cacheUrl: redis.url(), marker, tools, summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, "batch_size = 1", "max_concurrency = 1"] }),
     );
     await host.bridge.start();
-    await until(() => llm.requests.length >= 3, "the first summaries");
+    await waitFor(() => llm.requests.length >= 3, { what: "the first summaries" });
     await redis.stop();
     const atStop = llm.requests.length;
     // Summaries go on being made while Redis is away.
-    await until(() => llm.requests.length >= atStop + 2, "summaries during the outage");
+    await waitFor(() => llm.requests.length >= atStop + 2, { what: "summaries during the outage" });
     await redis.restart();
     await host.bridge.drainSummaries();
 
     const reader = await admin(redis.port);
-    await until(async () => (await reader.hlen("abridge:summaries")) === total, "every entry in Redis after the restart");
+    await waitFor(async () => (await reader.hlen("abridge:summaries")) === total, { what: "every entry in Redis after the restart" });
     const entries = Object.values(await reader.hgetall("abridge:summaries")).map((text) => parseCacheLine(text));
     expect(entries.every((e) => e.ok && e.entry.summarizer.startsWith("openai:"))).toBe(true);
     expect(llm.requests.flatMap((r) => r.tools)).toHaveLength(total);
@@ -105,7 +106,7 @@ describe("fleet: when Redis is down", () => {
     expect(late.bridge.stats().catalog).toMatchObject({ tools: 5, summarized: 0 });
     expect(late.bridge.list("summary").find((t) => t.name === "echo_echo")?.description).toBe("Returns the text it is given.");
     await redis.restart();
-    await until(() => late.bridge.stats().catalog.summarized === 5, "the summaries loaded once Redis is back");
+    await waitFor(() => late.bridge.stats().catalog.summarized === 5, { what: "the summaries loaded once Redis is back" });
     expect(JSON.stringify(late.bridge.list("summary"))).toBe(summarized);
   });
 

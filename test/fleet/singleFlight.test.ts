@@ -4,7 +4,8 @@ import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import type { RedisServer } from "../helpers/redisServer.js";
 import { RedisStore } from "../../src/cache/redisStore.js";
-import { fleetToml, openHost, until, useFleet } from "./fleetHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { fleetToml, openHost, useFleet } from "./fleetHarness.js";
 
 describe("fleet: one LLM request per tool across every host", () => {
   let redis: RedisServer;
@@ -69,11 +70,12 @@ describe("fleet: one LLM request per tool across every host", () => {
     });
     const first = await openHost(toml);
     await first.bridge.start();
-    await until(() => llm.requests.length === 1, "the first host's request");
+    await waitFor(() => llm.requests.length === 1, { what: "the first host's request" });
     const second = await openHost(toml);
     await second.bridge.start();
-    await until(() => second.bridge.stats().queue.waiting === 3, "the second host's jobs to wait");
-    // Five lease lengths: without renewals the second host would have taken the jobs over.
+    await waitFor(() => second.bridge.stats().queue.waiting === 3, { what: "the second host's jobs to wait" });
+    // Five lease lengths: without renewals the second host would have taken the jobs over. The
+    // time passing is what is tested (leases that outlive it only by being renewed), so it is waited out.
     await new Promise((r) => setTimeout(r, 1_500));
     expect(llm.requests).toHaveLength(1);
     expect(second.bridge.stats().queue).toMatchObject({ waiting: 3, requests: 0 });
@@ -105,7 +107,7 @@ describe("fleet: one LLM request per tool across every host", () => {
       const config = await writeConfig(dir, toml);
       const warming = runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_STATE_DIR: path.join(dir, "state") } });
       // Everything it could claim is written: what is left is what it waits for.
-      await until(async () => (await admin.hlen("abridge:summaries")) === tools.length - held.length, "the warm host's own summaries");
+      await waitFor(async () => (await admin.hlen("abridge:summaries")) === tools.length - held.length, { what: "the warm host's own summaries" });
       for (const [i, tool] of held.entries()) {
         await other.append({
           key: tool.key,
@@ -146,7 +148,7 @@ describe("fleet: one LLM request per tool across every host", () => {
 
       const host = await openHost(toml);
       await host.bridge.start();
-      await until(() => host.bridge.stats().queue.waiting === keys.length, "every job parked");
+      await waitFor(() => host.bridge.stats().queue.waiting === keys.length, { what: "every job parked" });
       expect(llm.requests).toHaveLength(0);
       await host.bridge.close();
       expect(host.bridge.stats().queue).toMatchObject({ waiting: 0, requests: 0 });

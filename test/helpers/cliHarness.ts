@@ -9,6 +9,7 @@ import path from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { runCli } from "../../src/cli/runCli.js";
 import { fixtureCommand } from "./processes.js";
+import { waitFor } from "./waitFor.js";
 
 /** What a CLI run printed and returned. */
 export interface CliResult {
@@ -94,7 +95,7 @@ export function pidsWithMarker(marker: string): number[] {
  * closes, which takes a moment), then returns what is still alive: `[]` when all are gone.
  */
 export async function waitForNoMarkedPids(marker: string, timeoutMs = 10_000): Promise<number[]> {
-  const end = Date.now() + timeoutMs;
-  while (pidsWithMarker(marker).length > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+  // A process's end is seen only in /proc: polled. Its caller asserts on what is left.
+  await waitFor(() => pidsWithMarker(marker).length === 0, { what: `no process carrying ${marker}`, timeoutMs, intervalMs: 50 }).catch(() => undefined);
   return pidsWithMarker(marker);
 }

@@ -7,15 +7,8 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
+import { Watch } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe("a server that is down", () => {
   it("its tool names get UPSTREAM_UNAVAILABLE naming the server and why; its tools appear once it is up", async () => {
@@ -32,8 +25,10 @@ describe("a server that is down", () => {
     await expect(bridge.callTool("echo_ehco", {})).rejects.toMatchObject({ code: "TOOL_NOT_FOUND" });
     await expect(bridge.callTool("nowhere_echo", {})).rejects.toMatchObject({ code: "TOOL_NOT_FOUND" });
 
+    const listChanged = new Watch();
+    bridge.onListChanged(() => listChanged.changed());
     await writeFile(path.join(dir, "gate"), "open");
-    await until(() => bridge.list().some((t) => t.name === "gated_echo"), "the gated server's tools");
+    await listChanged.until(() => bridge.list().some((t) => t.name === "gated_echo"), { what: "the gated server's tools" });
     expect(resultText(await bridge.callTool("gated_echo", { text: "up now" }))).toBe("up now");
   });
 });

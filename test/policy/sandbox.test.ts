@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/sandbox.js";
 import { serverConfig } from "../helpers/processes.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
 import { expectBwrapMissing, HAVE_BWRAP, sandboxed } from "./bubblewrap.js";
 
@@ -191,9 +192,10 @@ describe("lifecycle = per_call", () => {
     expect(resultText(a)).not.toBe(resultText(b));
     pids();
     // Each call's process is ended after it (polled: the end is not instant, only certain).
-    for (let waitedMs = 0; bridge.childPids().length > 0; waitedMs += 25) {
-      if (waitedMs > 20_000) throw new Error(`per-call processes still running: ${bridge.childPids().join(", ")}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await waitFor(() => bridge.childPids().length === 0, {
+      what: "the per-call processes to end",
+      timeoutMs: 20_000,
+      detail: () => `still running: ${bridge.childPids().join(", ")}`,
+    });
   });
 });

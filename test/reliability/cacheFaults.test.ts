@@ -8,7 +8,6 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseCacheLine } from "../../src/cache/parseCacheLine.js";
-import type { Bridge } from "../../src/core/bridge.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
 
@@ -17,15 +16,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c()));
 });
-
-async function summariesDone(bridge: Bridge): Promise<void> {
-  for (let waited = 0; ; waited += 25) {
-    const q = bridge.stats().queue;
-    if (q.queued === 0 && q.running === 0) return;
-    if (waited > 30_000) throw new Error("summaries never finished");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 function echoToml(tools: number): string {
   return 'mode = "summary"\n' + fixtureToml("echo", "echoServer.ts", ["--tools", String(tools)]);
@@ -38,7 +28,7 @@ describe("cache file faults", () => {
     const cacheFile = path.join(dir, "summaries.jsonl");
     // Run 1 stores 7 summaries.
     const first = await startBridge(echoToml(5), { cacheFile });
-    await summariesDone(first.bridge);
+    await first.bridge.drainSummaries();
     await first.bridge.close();
     const stored = (await readFile(cacheFile, "utf8")).trim().split("\n");
     expect(stored).toHaveLength(7);
@@ -48,7 +38,7 @@ describe("cache file faults", () => {
     const second = await startBridge(echoToml(6), { cacheFile });
     expect(second.bridge.discovery()[0]).toMatchObject({ tools: 8, hits: 7, queued: 1 });
     expect(second.bridge.stats().cache.invalidLines).toBe(2);
-    await summariesDone(second.bridge);
+    await second.bridge.drainSummaries();
     await second.bridge.close();
     const lines = (await readFile(cacheFile, "utf8")).split("\n").filter((l) => l !== "");
     expect(lines.slice(0, 7)).toEqual(stored);
@@ -63,7 +53,7 @@ describe("cache file faults", () => {
     const cacheFile = path.join(dir, "summaries.jsonl");
     await symlink("/dev/full", cacheFile);
     const { bridge, lines } = await startBridge(echoToml(5), { cacheFile });
-    await summariesDone(bridge);
+    await bridge.drainSummaries();
     expect(bridge.stats().cache.writeErrors).toBeGreaterThan(0);
     expect(lines.some((l) => l.includes("could not append to the summary cache") && l.includes("ENOSPC"))).toBe(true);
     expect(bridge.stats().catalog.summarized).toBe(7);

@@ -16,6 +16,7 @@ import { parseAddress } from "../../src/wire/protocol.js";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { isAlive, killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -28,13 +29,6 @@ afterEach(async () => {
   expect(left, "processes left behind").toEqual([]);
 });
 
-async function until(predicate: () => boolean | Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !(await predicate()); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /** Runs `abridge daemon` in the foreground; resolves once it says it listens. */
 async function runDaemon(config: string, stateDir: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--heartbeat-ms", "200"], {
@@ -43,8 +37,13 @@ async function runDaemon(config: string, stateDir: string): Promise<ChildProcess
   });
   children.push(child);
   let stderr = "";
-  child.stderr!.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
-  await until(() => stderr.includes("listening on") || child.exitCode !== null, "the daemon to listen");
+  const output = new Watch();
+  child.stderr!.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+    output.changed();
+  });
+  child.once("exit", () => output.changed());
+  await output.until(() => stderr.includes("listening on") || child.exitCode !== null, { what: "the daemon to listen" });
   if (!stderr.includes("listening on")) throw new Error(`daemon did not start:\n${stderr}`);
   return child;
 }
@@ -81,7 +80,8 @@ describe("daemon kill -9 during writes", () => {
 
     const first = await runDaemon(config, stateDir);
     // Kill as soon as summaries are landing, while the rest are still being written.
-    await until(async () => (await cacheLines(cacheFile)).length > 2, "the first summaries");
+    // The cache file grows where only reading it tells: polled.
+    await waitFor(async () => (await cacheLines(cacheFile)).length > 2, { what: "the first summaries" });
     first.kill("SIGKILL");
     await once(first, "exit");
     const afterKill = await cacheLines(cacheFile);
@@ -95,7 +95,7 @@ describe("daemon kill -9 during writes", () => {
     expect(stale).toMatchObject({ state: "ok", lock: { pid: first.pid } });
     expect(isAlive(first.pid!)).toBe(false);
     // The upstream's stdin closed with its parent: it exits rather than lingering as an orphan.
-    await until(() => pidsWithMarker(marker).length === 0, "the orphaned upstream to exit", 20_000);
+    await waitFor(() => pidsWithMarker(marker).length === 0, { what: "the orphaned upstream to exit", timeoutMs: 20_000 });
 
     const second = await runDaemon(config, stateDir);
     const lock = await readLock(lockFile);
@@ -107,7 +107,7 @@ describe("daemon kill -9 during writes", () => {
     expect(answer.stats.cache.entries).toBeGreaterThanOrEqual(complete.length);
     expect(answer.stats.cache.invalidLines).toBeLessThanOrEqual(1);
     // The restarted daemon finishes the job: every tool ends up with one valid line.
-    await until(async () => (await cacheLines(cacheFile)).filter((l) => parseCacheLine(l).ok).length >= 402, "all 402 summaries");
+    await waitFor(async () => (await cacheLines(cacheFile)).filter((l) => parseCacheLine(l).ok).length >= 402, { what: "all 402 summaries" });
     second.kill("SIGTERM");
     await once(second, "exit");
     expect((await readLock(lockFile)).state).toBe("missing");

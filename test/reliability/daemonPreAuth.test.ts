@@ -15,6 +15,7 @@ import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../help
 import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
 import { killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { floodWithoutNewline, openSilent, type HostilePeer } from "../fixtures/hostilePeer.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -25,13 +26,6 @@ afterEach(async () => {
   killAll(left);
   expect(left, "processes left behind").toEqual([]);
 });
-
-async function until(predicate: () => boolean, what: string, limitMs = 60_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 50) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /**
  * `abridge daemon` in the foreground as a real process (optionally under a descriptor limit),
@@ -48,7 +42,12 @@ async function startDaemonProcess(options: { nofile?: number } = {}): Promise<{ 
   const args = options.nofile === undefined ? argv : [`--nofile=${options.nofile}`, process.execPath, ...argv];
   const child = spawn(command, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
-  child.stderr!.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
+  const output = new Watch();
+  child.stderr!.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+    output.changed();
+  });
+  child.once("exit", () => output.changed());
   const client = new DaemonClient({ stateDir });
   cleanups.push(async () => {
     client.close();
@@ -60,7 +59,7 @@ async function startDaemonProcess(options: { nofile?: number } = {}): Promise<{ 
     }
     await cleanup();
   });
-  await until(() => /listening on/.test(stderr) || child.exitCode !== null, "the daemon to listen");
+  await output.until(() => /listening on/.test(stderr) || child.exitCode !== null, { what: "the daemon to listen", timeoutMs: 60_000 });
   if (child.exitCode !== null) throw new Error(`daemon exited: ${stderr}`);
   const lock = await readLock(lockFilePath(stateDir));
   if (lock.state !== "ok") throw new Error(`no lockfile: ${lock.state}`);
@@ -79,7 +78,8 @@ describe("the daemon before authentication", () => {
     const flood: HostilePeer = await floodWithoutNewline(daemon.address, 100, 4 * 1024 * 1024);
     cleanups.push(() => flood.close());
     // Every one of them is closed by the daemon (the old daemon read on, up to 16 MiB each).
-    await until(() => flood.closedCount() === flood.opened, "the daemon to close every flooding connection", 30_000);
+    // The peers count their closed sockets where nothing announces it: polled.
+    await waitFor(() => flood.closedCount() === flood.opened, { what: "the daemon to close every flooding connection", timeoutMs: 30_000 });
     const growth = peakRssBytes(daemon.pid) - before;
     expect(growth, `the daemon grew by ${mib(growth)}; the peers sent ${mib(flood.sentBytes())}`).toBeLessThan(64 * 1024 * 1024);
     expect(text(await daemon.client.callTool("hostile", "echo", { text: "after" }))).toBe("after");
@@ -97,8 +97,10 @@ describe("the daemon before authentication", () => {
     const big = "y".repeat(150 * 1024);
     expect(text(await daemon.client.callTool("hostile", "echo", { text: big }))).toHaveLength(big.length);
     // The oldest made room at once; the rest go at the pre-auth deadline.
-    await until(() => silent.closedCount() === silent.opened, `the daemon to close every silent connection (${silent.opened} opened)`, 60_000).catch((err: unknown) => {
-      throw new Error(`${String(err)}; closed ${silent.closedCount()}`);
+    await waitFor(() => silent.closedCount() === silent.opened, {
+      what: `the daemon to close every silent connection (${silent.opened} opened)`,
+      timeoutMs: 60_000,
+      detail: () => `closed ${silent.closedCount()}`,
     });
     const stats = (await daemon.client.stats()).daemon as { evicted: number; openConnections: number };
     expect(stats.evicted).toBeGreaterThanOrEqual(300 - 64);

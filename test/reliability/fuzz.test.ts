@@ -18,6 +18,7 @@ import { daemonRequestSchema, requestIdOf } from "../../src/wire/protocol.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const SEED = 20261121;
 const RUNS = 300;
@@ -229,15 +230,17 @@ describe("fuzz: daemon framing and requests", () => {
         .sample(fc.oneof(request, fc.jsonValue({ maxDepth: 2 }).map((value) => ({ value, token: "fuzz-token" }))), { seed: SEED, numRuns: 200 })
         .map((v, i) => (i % 10 === 0 ? { op: "stats", token: "fuzz-token" } : v));
       let received = "";
-      client.on("data", (b: Buffer) => (received += b.toString("utf8")));
+      const reading = new Watch();
+      client.on("data", (b: Buffer) => {
+        received += b.toString("utf8");
+        reading.changed();
+      });
       for (const [i, value] of values.entries()) {
         const withId = typeof value === "object" && value !== null && !Array.isArray(value) ? { ...value, id: i } : value;
         client.write(`${JSON.stringify(withId)}\n`);
       }
-      for (let waited = 0; received.split("\n").length - 1 < values.length; waited += 25) {
-        if (waited > 20_000) throw new Error(`only ${received.split("\n").length - 1} of ${values.length} answers`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      const answered = (): number => received.split("\n").length - 1;
+      await reading.until(() => answered() >= values.length, { what: `${values.length} answers`, timeoutMs: 20_000, detail: () => `${answered()} came` });
       const answers = received.trimEnd().split("\n").map((l) => JSON.parse(l) as { ok: boolean; id?: number; error?: { code: string } });
       expect(answers).toHaveLength(values.length);
       for (const [i, answer] of answers.entries()) {

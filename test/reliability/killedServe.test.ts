@@ -10,19 +10,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { isAlive } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 50) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function killQuietly(pid: number): void {
   try {
@@ -47,7 +40,7 @@ describe("kill -9 of serve", () => {
     serve.stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
     // An answered initialize: abridge is up and has started its upstream.
     serve.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })}\n`);
-    await until(() => out.includes('"id":1') && existsSync(pidFile), "abridge and its upstream to start", 60_000);
+    await waitFor(() => out.includes('"id":1') && existsSync(pidFile), { what: "abridge and its upstream to start", timeoutMs: 60_000 });
     const upstream = Number(readFileSync(pidFile, "utf8"));
     cleanups.push(() => killQuietly(upstream));
     expect(isAlive(upstream)).toBe(true);
@@ -56,6 +49,6 @@ describe("kill -9 of serve", () => {
     serve.kill("SIGKILL");
     await exited;
     // The watchdog sends SIGTERM (ignored), then SIGKILL two seconds later.
-    await until(() => !isAlive(upstream), "the orphaned upstream to be ended");
+    await waitFor(() => !isAlive(upstream), { what: "the orphaned upstream to be ended" });
   });
 });

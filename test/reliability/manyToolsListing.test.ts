@@ -15,6 +15,7 @@ import { parseConfigText } from "../../src/config/parseConfigText.js";
 import type { Bridge } from "../../src/core/bridge.js";
 import { createMcpFrontend, type McpFrontend } from "../../src/serve/mcpFrontend.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const sessions: { client: Client; frontend: McpFrontend }[] = [];
 afterEach(async () => {
@@ -24,26 +25,20 @@ afterEach(async () => {
   }
 });
 
-async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "summary" = "compact"): Promise<{ client: Client; listChanged: () => number }> {
+async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "summary" = "compact"): Promise<{ client: Client; listChanged: () => number; untilListChanged: (n: number) => Promise<void> }> {
   const frontend = createMcpFrontend(bridge, { mode, ...(pageSize !== undefined ? { pageSize } : {}) });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await frontend.server.connect(serverSide);
   const client = new Client({ name: "many-tools", version: "1" });
   let count = 0;
+  const notified = new Watch();
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
     count += 1;
+    notified.changed();
   });
   await client.connect(clientSide);
   sessions.push({ client, frontend });
-  return { client, listChanged: () => count };
-}
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 60_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  return { client, listChanged: () => count, untilListChanged: (n) => notified.until(() => count >= n, { what: `list_changed number ${n}`, timeoutMs: 60_000 }) };
 }
 
 describe("a large tool list that changes", () => {
@@ -54,14 +49,13 @@ describe("a large tool list that changes", () => {
     });
     // Summary mode: each summary replaces a long description, so every one that lands changes the
     // list (in compact mode a summary equal to the shown first sentence changes nothing).
-    const { client, listChanged } = await connect(bridge, undefined, "summary");
+    const { client, listChanged, untilListChanged } = await connect(bridge, undefined, "summary");
     // The client lists once, as clients do after initialize: a change is news only after that.
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     await bridge.drainSummaries();
-    await until(() => listChanged() >= 1, "the list_changed after the pass");
-    // A round trip after it: a second notification already sent would have arrived by now.
-    await client.ping();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await untilListChanged(1);
+    // A round trip after it: a notification sent before the answer (one per pause between
+    // batches, during the pass) has arrived by then.
     await client.ping();
     expect(listChanged()).toBe(1);
   });

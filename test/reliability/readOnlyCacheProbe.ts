@@ -23,12 +23,9 @@ const bridge = await Bridge.open({
   logger: createLogger({ level: "debug", sink: (line) => logLines.push(line) }),
 });
 const counts = await bridge.start();
-for (let waited = 0; ; waited += 25) {
-  const q = bridge.stats().queue;
-  if (q.queued === 0 && q.running === 0) break;
-  if (waited > 20_000) throw new Error("summaries never finished");
-  await new Promise((resolve) => setTimeout(resolve, 25));
-}
+await bridge.drainSummaries(AbortSignal.timeout(20_000)).catch((err: unknown) => {
+  throw new Error(`summaries never finished: ${String(err)}`);
+});
 const call = await bridge.callTool("echo_echo", { text: "ro" });
 const listed = bridge.list("summary");
 const stats = bridge.stats();

@@ -13,15 +13,9 @@ import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../help
 import { BIN, serveOverStdio } from "../helpers/serveHarness.js";
 import type { ServeSession } from "../helpers/serveHarness.js";
 import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 
 const { cleanups, markers } = cleanUpMarkedProcesses();
-
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** A config dir with the echo and slow fixtures, each tagged with a unique marker argument. */
 async function setup(): Promise<{ config: string; marker: string }> {
@@ -55,13 +49,17 @@ function rawServe(config: string): { child: ChildProcessWithoutNullStreams; send
   });
   child.stderr.resume();
   const messages: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout }).on("line", (line) => messages.push(JSON.parse(line) as Record<string, unknown>));
+  const read = new Watch();
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    messages.push(JSON.parse(line) as Record<string, unknown>);
+    read.changed();
+  });
   return {
     child,
     send: (line) => child.stdin.write(`${line}\n`),
     async answer(id, index = 0) {
       let found: Record<string, unknown> | undefined;
-      await until(() => (found = messages.filter((m) => m.id === id)[index]) !== undefined, `an answer with id ${id}`);
+      await read.until(() => (found = messages.filter((m) => m.id === id)[index]) !== undefined, { what: `an answer with id ${id}` });
       return found!;
     },
   };
@@ -117,7 +115,8 @@ describe("abridge serve under client faults", () => {
       onprogress: () => controller.abort(new Error("client gave up")),
     });
     await expect(call).rejects.toThrow();
-    await until(() => /cancelled \d+/.test(session.stderr()), "the upstream to see the cancellation", 20_000);
+    // The session's stderr is collected where nothing announces it: polled.
+    await waitFor(() => /cancelled \d+/.test(session.stderr()), { what: "the upstream to see the cancellation", timeoutMs: 20_000 });
     const ok = await session.client.callTool({ name: "echo_echo", arguments: { text: "next" } });
     expect(ok.content).toEqual([{ type: "text", text: "next" }]);
   });
@@ -125,13 +124,15 @@ describe("abridge serve under client faults", () => {
   it("a client that disconnects mid-call (stdio): abridge exits and takes its upstreams with it", async () => {
     const { config, marker } = await setup();
     const session = await serveOverStdio(config);
-    await until(() => pidsWithMarker(marker).length === 2, "both upstreams to run");
+    await waitFor(() => pidsWithMarker(marker).length === 2, { what: "both upstreams to run" });
     // Disconnect once the upstream is demonstrably working on the call (it reports progress).
     let inFlight!: () => void;
     const working = new Promise<void>((resolve) => (inFlight = resolve));
     void session.client.callTool({ name: "slow_sleep", arguments: { ms: 60_000, steps: 600 } }, undefined, { onprogress: () => inFlight() }).catch(() => undefined);
     await working;
     await session.close();
-    await until(() => pidsWithMarker(marker).length === 0 && (session.pid === undefined || !pidsWithMarker(BIN).includes(session.pid)), "abridge and its upstreams to exit");
+    await waitFor(() => pidsWithMarker(marker).length === 0 && (session.pid === undefined || !pidsWithMarker(BIN).includes(session.pid)), {
+      what: "abridge and its upstreams to exit",
+    });
   });
 });

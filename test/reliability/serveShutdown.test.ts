@@ -9,19 +9,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { isAlive } from "../helpers/processes.js";
 import { serveOverHttp, serveOverStdio } from "../helpers/serveHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 async function setup(): Promise<{ config: string; mark: string; marker: string }> {
   const { dir, cleanup } = await tempDir("abridge-sigterm-");
@@ -38,11 +31,11 @@ describe("serve: SIGTERM with calls in flight", () => {
     const session = await serveOverStdio(config);
     cleanups.push(() => session.close());
     const call = session.client.callTool({ name: "host_wait", arguments: { ms: 1500 } });
-    await until(() => existsSync(mark), "the call to reach the upstream");
+    await waitFor(() => existsSync(mark), { what: "the call to reach the upstream" });
     process.kill(session.pid!, "SIGTERM");
     const result = await call;
     expect(result.content).toEqual([{ type: "text", text: "waited 1500 ms" }]);
-    await until(() => !isAlive(session.pid!), "abridge to exit");
+    await waitFor(() => !isAlive(session.pid!), { what: "abridge to exit" });
     expect(await waitForNoMarkedPids(marker)).toEqual([]);
   });
 
@@ -52,7 +45,7 @@ describe("serve: SIGTERM with calls in flight", () => {
     cleanups.push(() => serve.stop());
     const client = await serve.connect();
     const call = client.callTool({ name: "host_wait", arguments: { ms: 1500 } });
-    await until(() => existsSync(mark), "the call to reach the upstream");
+    await waitFor(() => existsSync(mark), { what: "the call to reach the upstream" });
     const exited = new Promise<number | null>((resolve) => serve.child.once("exit", (code) => resolve(code)));
     serve.child.kill("SIGTERM");
     const result = await call;

@@ -7,15 +7,8 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { isAlive } from "../helpers/processes.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe("upstream faults", () => {
   it("crash mid-call: UPSTREAM_EXITED, the server restarts, the next call works, the audit says so", async () => {
@@ -23,8 +16,10 @@ describe("upstream faults", () => {
     const { bridge, dir, pids } = await startBridge(toml);
     expect(resultText(await bridge.callTool("crash_work", {}))).toBe("work 1 done");
     const firstPid = pids()[0];
+    const statuses = new Watch();
+    bridge.onStatus(() => statuses.changed());
     await expect(bridge.callTool("crash_work", {})).rejects.toMatchObject({ code: "UPSTREAM_EXITED", retryable: true });
-    await until(() => bridge.servers()[0]?.state === "ready" && bridge.servers()[0]!.restarts >= 1, "the restart");
+    await statuses.until(() => bridge.servers()[0]?.state === "ready" && bridge.servers()[0]!.restarts >= 1, { what: "the restart" });
     expect(pids()[0]).not.toBe(firstPid);
     expect(resultText(await bridge.callTool("crash_echo", { text: "after" }))).toBe("after");
     await bridge.close();
@@ -52,7 +47,8 @@ describe("upstream faults", () => {
     // The hung child is ended (SIGKILL after the grace periods), without waiting for close().
     // The start is retried in the background meanwhile, so new hung children come and go: the
     // ones alive at start (the first, perhaps a retry) must all end; echo's stays.
-    await until(() => atStart.filter(isAlive).length === 1, "the hung server to be killed");
+    // A pid's end is seen only by probing it: polled.
+    await waitFor(() => atStart.filter(isAlive).length === 1, { what: "the hung server to be killed" });
     // The name points into a server that is down: that is what the caller hears, not "unknown tool".
     await expect(bridge.callTool("hang_anything", {})).rejects.toMatchObject({
       code: "UPSTREAM_UNAVAILABLE",

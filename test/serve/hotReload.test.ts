@@ -4,18 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 
 type Text = { type: string; text: string };
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("hot reload of the config", () => {
   let dir: string;
@@ -40,8 +31,10 @@ describe("hot reload of the config", () => {
     const config = await writeConfig(dir, base + slow + echo);
     session = await serveOverStdio(config);
     let changes = 0;
+    const changed = new Watch();
     session.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       changes += 1;
+      changed.changed();
     });
     const before = (await session.client.listTools()).tools.map((t) => t.name);
     expect(before).toContain("echo_echo");
@@ -56,15 +49,20 @@ describe("hot reload of the config", () => {
     await writeFile(path.join(dir, "abridge.toml.tmp"), next);
     await rename(path.join(dir, "abridge.toml.tmp"), config);
 
-    const after = await until("the new tool list", async () => {
-      const names = (await session!.client.listTools()).tools.map((t) => t.name);
-      return names.includes("echo2_echo") && !names.includes("echo_echo") ? names : undefined;
-    });
+    // Listed again after each list_changed until the edit shows: a list that changes after the
+    // client listed it is announced, so one that is not there yet comes with a notification.
+    let after: string[] = [];
+    for (;;) {
+      const seen = changes;
+      after = (await session.client.listTools()).tools.map((t) => t.name);
+      if (after.includes("echo2_echo") && !after.includes("echo_echo")) break;
+      await changed.until(() => changes > seen, { what: "list_changed after the edit", detail: () => `listed ${after.join(", ")}` });
+    }
     expect(after).not.toContain("echo2_tool_001");
     expect(after).toContain(slowTool);
     const result = await inFlight;
     expect(result.isError ?? false).toBe(false);
-    await until("a list_changed notification", () => (changes > 0 ? true : undefined));
+    await changed.until(() => changes > 0, { what: "a list_changed notification" });
     const called = await session.client.callTool({ name: "echo2_echo", arguments: { text: "new server" } });
     expect((called.content as Text[])[0]!.text).toBe("new server");
   });
@@ -73,7 +71,8 @@ describe("hot reload of the config", () => {
     const config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]));
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\nmode = "tiny"\n`);
-    await until("the rejection in the log", () => (session!.stderr().includes("config edit rejected") ? true : undefined));
+    // The session's stderr is collected where nothing announces it: polled.
+    await waitFor(() => session!.stderr().includes("config edit rejected"), { what: "the rejection in the log" });
     expect(session.stderr()).toContain("mode: expected");
     const r = await session.client.callTool({ name: "echo_echo", arguments: { text: "still here" } });
     expect((r.content as Text[])[0]!.text).toBe("still here");
@@ -84,7 +83,7 @@ describe("hot reload of the config", () => {
     const config = await writeConfig(dir, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n` + echo);
-    await until("the restart notice", () => (session!.stderr().includes("take effect after a restart") ? true : undefined));
+    await waitFor(() => session!.stderr().includes("take effect after a restart"), { what: "the restart notice" });
     expect(session.stderr()).toMatch(/keys=.*audit_log/);
     await session.client.callTool({ name: "echo_echo", arguments: { text: "where does this go" } });
     const audit1 = await readFile(path.join(dir, "audit1.jsonl"), "utf8");

@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createLogger } from "../../src/log/logger.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -16,27 +17,34 @@ afterEach(async () => {
   await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
 });
 
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
+/** A POST whose response headers are in, the body still streaming. */
+interface OpenPost {
+  req: http.ClientRequest;
+  res: http.IncomingMessage;
+  text(): string;
+  /** Resolves once the body so far contains `part` (checked on every chunk). */
+  untilText(part: string, what: string): Promise<void>;
+  ended: Promise<void>;
+}
+
 /** One POST; resolves with the response once its headers are in, the body still streaming. */
-function openPost(url: string, headers: Record<string, string>, body: unknown): Promise<{ req: http.ClientRequest; res: http.IncomingMessage; text(): string; ended: Promise<void> }> {
+function openPost(url: string, headers: Record<string, string>, body: unknown): Promise<OpenPost> {
   return new Promise((resolve, reject) => {
     // agent: false: a socket of its own, so destroying it drops exactly this request.
     const req = http.request(url, { method: "POST", agent: false, headers: { ...HEADERS, ...headers } }, (res) => {
       let text = "";
-      res.on("data", (b: Buffer) => (text += b.toString("utf8")));
+      const streamed = new Watch();
+      res.on("data", (b: Buffer) => {
+        text += b.toString("utf8");
+        streamed.changed();
+      });
       res.on("error", () => undefined);
       // Listened for here: a short body can end before the caller's await resumes.
       const ended = new Promise<void>((done) => res.once("end", () => done()));
-      resolve({ req, res, text: () => text, ended });
+      const untilText = (part: string, what: string): Promise<void> => streamed.until(() => text.includes(part), { what, detail: () => `body so far: ${text}` });
+      resolve({ req, res, text: () => text, untilText, ended });
     });
     req.on("error", () => undefined);
     req.once("error", reject);
@@ -75,9 +83,10 @@ describe("serve --http: a client that disconnects mid-call", () => {
       params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p" } },
     });
     // Drop the connection once the upstream is demonstrably working on the call.
-    await until(() => call.text().includes("notifications/progress"), "progress from the upstream");
+    await call.untilText("notifications/progress", "progress from the upstream");
     call.req.destroy();
-    await until(() => lines.some((l) => /cancelled \d+/.test(l)), "the upstream to see the cancellation", 20_000);
+    // The bridge's log lines are kept in an array nothing announces: polled.
+    await waitFor(() => lines.some((l) => /cancelled \d+/.test(l)), { what: "the upstream to see the cancellation", timeoutMs: 20_000 });
 
     // The session (and the upstream) still serve.
     const client = new Client({ name: "after", version: "1" });

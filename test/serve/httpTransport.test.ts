@@ -11,6 +11,7 @@ import { parseConfigText } from "../../src/config/loadConfig.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
 import { fixtureServerToml, pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const ACCEPT = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const VERSION = "2025-06-18";
@@ -60,14 +61,6 @@ function sseMessages(text: string): Record<string, unknown>[] {
     .split("\n")
     .filter((line) => line.startsWith("data:"))
     .map((line) => JSON.parse(line.slice(5)) as Record<string, unknown>);
-}
-
-/** Polls `predicate` (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 describe("serve --http transport on the wire", () => {
@@ -145,6 +138,7 @@ describe("serve --http transport on the wire", () => {
   it("relays a sampling request on the call's stream and the client's answer back", async () => {
     const headers = await open({ sampling: {} });
     let sampling: { id: number | string; params: { messages: { content: { text: string } }[] } } | undefined;
+    const streamed = new Watch();
     const call = send(
       frontend.url,
       "POST",
@@ -152,9 +146,10 @@ describe("serve --http transport on the wire", () => {
       JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "conf_test_sampling", arguments: { prompt: "six times seven?" } } }),
       (text) => {
         sampling ??= sseMessages(text).find((m) => m.method === "sampling/createMessage") as typeof sampling;
+        streamed.changed();
       },
     );
-    await until(() => sampling !== undefined, "the sampling request");
+    await streamed.until(() => sampling !== undefined, { what: "the sampling request" });
     expect(sampling!.params.messages[0]!.content.text).toBe("six times seven?");
     const reply = await post(frontend.url, headers, {
       jsonrpc: "2.0",
@@ -170,7 +165,11 @@ describe("serve --http transport on the wire", () => {
   it("sends tools/list_changed on the session's GET stream", async () => {
     const headers = await open();
     let seen = "";
-    const stream = send(frontend.url, "GET", { accept: "text/event-stream", ...headers }, undefined, (text) => (seen = text));
+    const streamed = new Watch();
+    const stream = send(frontend.url, "GET", { accept: "text/event-stream", ...headers }, undefined, (text) => {
+      seen = text;
+      streamed.changed();
+    });
     // Destroyed below while open: its end is an abort, expected.
     stream.done.catch(() => undefined);
     try {
@@ -180,7 +179,7 @@ describe("serve --http transport on the wire", () => {
       expect(listed.text).toContain("lc_add_tool");
       const added = await post(frontend.url, headers, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "lc_add_tool", arguments: { name: "fresh" } } });
       expect(added.status).toBe(200);
-      await until(() => sseMessages(seen).some((m) => m.method === "notifications/tools/list_changed"), "list_changed on the GET stream");
+      await streamed.until(() => sseMessages(seen).some((m) => m.method === "notifications/tools/list_changed"), { what: "list_changed on the GET stream" });
       // A second GET stream on the same session is refused while the first is open.
       const second = await send(frontend.url, "GET", { accept: "text/event-stream", ...headers }).done;
       expect(second.status).toBe(409);

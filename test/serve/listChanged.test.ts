@@ -9,6 +9,7 @@ import { createMcpFrontend } from "../../src/serve/mcpFrontend.js";
 import { pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { fixtureServer } from "../helpers/processes.js";
+import { Watch } from "../helpers/waitFor.js";
 
 describe("summaries arriving while serving", () => {
   let dir: string;
@@ -42,8 +43,10 @@ describe("summaries arriving while serving", () => {
     await frontend.server.connect(serverSide);
     const client = new Client({ name: "t", version: "1" });
     let notifications = 0;
+    const notified = new Watch();
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       notifications += 1;
+      notified.changed();
     });
     await client.connect(clientSide);
 
@@ -52,10 +55,11 @@ describe("summaries arriving while serving", () => {
     expect(echoBefore.description).toBe("Returns the text it is given.");
 
     await bridge.drainSummaries();
-    // Past the debounce: exactly one notification for the whole batch of five summaries.
-    await new Promise((r) => setTimeout(r, 600));
-    expect(notifications).toBe(1);
+    await notified.until(() => notifications > 0, { what: "list_changed after the summaries landed" });
+    // A request after it: a notification sent before its answer has arrived by then. Exactly one
+    // for the whole batch of five summaries.
     const after = await client.listTools();
+    expect(notifications).toBe(1);
     expect(after.tools.find((t) => t.name === "echo_echo")!.description).not.toBe(echoBefore.description);
     expect(llm.requests).toHaveLength(1);
 

@@ -10,9 +10,10 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { killAll } from "../helpers/processes.js";
 import { BIN, serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { memoryLogger, startDaemon, testSetup } from "../daemon/daemonHarness.js";
 
 const sessions: ServeSession[] = [];
@@ -21,11 +22,7 @@ const markers: string[] = [];
 
 afterEach(async () => {
   await Promise.allSettled(sessions.splice(0).map((s) => s.close()));
-  for (const marker of markers.splice(0)) {
-    const deadline = Date.now() + 10_000;
-    while (pidsWithMarker(marker).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    killAll(pidsWithMarker(marker));
-  }
+  for (const marker of markers.splice(0)) killAll(await waitForNoMarkedPids(marker));
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
@@ -47,14 +44,6 @@ async function slowSetup(extra = "", hangTimeoutMs = 120_000): Promise<{ dir: st
   return { dir, config: await writeConfig(dir, toml), gate };
 }
 
-async function waitFor(predicate: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not reached");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 const names = (listed: { tools: { name: string }[] }): string[] => listed.tools.map((t) => t.name);
 
 describe("serve with upstreams still starting", { timeout: 120_000 }, () => {
@@ -66,8 +55,10 @@ describe("serve with upstreams still starting", { timeout: 120_000 }, () => {
     const session = await serveOverStdio(config, ["--no-watch"]);
     sessions.push(session);
     let changes = 0;
+    const changed = new Watch();
     session.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       changes += 1;
+      changed.changed();
     });
 
     const first = await session.client.listTools();
@@ -76,12 +67,12 @@ describe("serve with upstreams still starting", { timeout: 120_000 }, () => {
     expect(await session.client.callTool({ name: "echo_echo", arguments: { text: "now" } })).toMatchObject({ content: [{ text: "now" }] });
 
     await writeFile(gate, "open");
-    await waitFor(() => changes > 0);
+    await changed.until(() => changes > 0, { what: "list_changed for the late server" });
     const second = await session.client.listTools();
     // The stable order: by server, then tool, the late server's tools in their place.
     expect(names(second)).toEqual(["echo_add", "echo_echo", "echo_tool_001", "late_add", "late_echo", "late_tool_001"]);
-    // One change for one server coming up, not one per tool or per page.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // One change for one server coming up, not one per tool or per page: any other notification
+    // was sent before the answer to the list, which has arrived.
     expect(changes).toBe(1);
   });
 
@@ -92,7 +83,9 @@ describe("serve with upstreams still starting", { timeout: 120_000 }, () => {
     const call = session.client.callTool({ name: "late_echo", arguments: { text: "waited" } }, undefined, { timeout: 90_000 });
     let settled = false;
     void call.finally(() => (settled = true));
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A call sent after it that goes to an upstream and back: had the first been answered without
+    // waiting for its server, that answer would have come first.
+    expect(await session.client.callTool({ name: "echo_echo", arguments: { text: "meanwhile" } })).toMatchObject({ content: [{ text: "meanwhile" }] });
     expect(settled).toBe(false);
     await writeFile(gate, "open");
     expect(await call).toMatchObject({ content: [{ text: "waited" }] });
@@ -121,7 +114,8 @@ describe("serve with upstreams still starting", { timeout: 120_000 }, () => {
       child.stdout.resume();
       const exited = new Promise<{ code: number | null; atMs: number }>((resolve) => child.once("exit", (code) => resolve({ code, atMs: Date.now() })));
       // All three upstreams are running; late and hang are still in initialize.
-      await waitFor(() => pidsWithMarker(dir).length >= 3, 60_000);
+      // Only /proc shows the children: polled.
+      await waitFor(() => pidsWithMarker(dir).length >= 3, { what: "the three upstreams to run", timeoutMs: 60_000 });
       const sentAtMs = Date.now();
       if (how === "stdin end") child.stdin.end();
       else child.kill(how);
@@ -151,7 +145,6 @@ describe("daemon with upstreams still starting", { timeout: 120_000 }, () => {
     const { DaemonClient } = await import("../../src/client/daemonClient.js");
     const client = new DaemonClient({ stateDir: setup.stateDir });
     try {
-      await waitFor(() => daemon.info.pid > 0);
       const tools = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(["add", "echo", "tool_001"]);
       expect(await client.callTool("echo", "echo", { text: "meanwhile" })).toMatchObject({ content: [{ text: "meanwhile" }] });

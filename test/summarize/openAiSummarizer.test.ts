@@ -6,6 +6,7 @@ import { compactInputView, OpenAiSummarizer, parseRetryAfter } from "../../src/s
 import type { SummarizeInput } from "../../src/summarize/types.js";
 import { startFakeOpenAi } from "../helpers/fakeOpenAi.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { corpusTool, loadCorpusTools } from "./corpus.js";
 import { inputsOf, repoPrompt } from "./queueFixtures.js";
 
@@ -117,8 +118,7 @@ describe("OpenAiSummarizer", () => {
     fake.script({ kind: "hang" });
     const controller = new AbortController();
     const call = summarizer().summarize(inputsOf(github.slice(0, 1)), { signal: controller.signal });
-    const deadline = Date.now() + 15_000;
-    while (fake.requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => fake.requests.length > 0, { what: "the request at the endpoint" });
     controller.abort();
     expect(await failure(call)).toMatchObject({ code: ErrorCode.CANCELLED, retryable: false });
   });

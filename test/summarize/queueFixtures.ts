@@ -53,12 +53,3 @@ export function captureLogger(): { logger: Logger; lines: Array<Record<string, u
   return { logger, lines };
 }
 
-/** Waits until `condition` holds, polling; fails after `timeoutMs` with `what`. */
-export async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-

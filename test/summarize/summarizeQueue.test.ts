@@ -15,8 +15,9 @@ import type { SummarizeInput } from "../../src/summarize/types.js";
 import { listedToolTokens, summaryTokens } from "../../src/catalog/renderTools.js";
 import { startFakeOpenAi } from "../helpers/fakeOpenAi.js";
 import type { FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { loadCorpusTools } from "./corpus.js";
-import { ArraySink, JsonlFileSink, captureLogger, inputsOf, repoPrompt, until } from "./queueFixtures.js";
+import { ArraySink, JsonlFileSink, captureLogger, inputsOf, repoPrompt } from "./queueFixtures.js";
 
 const corpus = loadCorpusTools();
 const github = corpus.filter((t) => t.server === "github");
@@ -287,7 +288,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
     const [input] = inputsOf(github.slice(0, 1));
     if (!input) throw new Error("no input");
     queue.enqueue(input);
-    await until(() => fake.requests.length === 1, "the first request");
+    await waitFor(() => fake.requests.length === 1, { what: "the first request" });
     expect(queue.stats().running).toBe(1);
     expect(queue.enqueue(input)).toBe(false);
     await queue.drain();
@@ -376,7 +377,7 @@ describe("SummarizeQueue drain and close", () => {
     queue.enqueue(input);
     const controller = new AbortController();
     const draining = queue.drain(controller.signal);
-    await until(() => fake.requests.length === 1, "the request");
+    await waitFor(() => fake.requests.length === 1, { what: "the request" });
     controller.abort();
     await expect(draining).rejects.toMatchObject({ code: ErrorCode.CANCELLED });
   });
@@ -387,7 +388,7 @@ describe("SummarizeQueue drain and close", () => {
     fake.setDefault({ kind: "hang" });
     const inputs = inputsOf(github.slice(0, 3));
     for (const input of inputs) queue.enqueue(input);
-    await until(() => fake.requests.length === 1, "the first request");
+    await waitFor(() => fake.requests.length === 1, { what: "the first request" });
     const closing = queue.close({ abortRunning: true });
     expect(queue.close()).toBe(closing);
     await closing;
@@ -404,7 +405,7 @@ describe("SummarizeQueue drain and close", () => {
     fake.setDefault({ kind: "status", status: 503 });
     const inputs = inputsOf(github.slice(0, 1));
     queue.enqueue(inputs[0] as SummarizeInput);
-    await until(() => queue.stats().retries === 1, "the first retry to be scheduled");
+    await waitFor(() => queue.stats().retries === 1, { what: "the first retry to be scheduled" });
     await queue.close();
     expect(fake.requests).toHaveLength(1);
     expect(sink.entries).toHaveLength(0);
@@ -416,7 +417,7 @@ describe("SummarizeQueue drain and close", () => {
     const queue = makeQueue({ sink, summarizer: summarizer({ batchSize: 1 }), concurrency: 2, requestsPerMinute: 1 });
     const inputs = inputsOf(github.slice(0, 2));
     for (const input of inputs) queue.enqueue(input);
-    await until(() => sink.entries.length === 1, "the first entry");
+    await waitFor(() => sink.entries.length === 1, { what: "the first entry" });
     expect(fake.requests).toHaveLength(1);
     expect(queue.stats()).toMatchObject({ running: 1, requests: 1 });
     await queue.close();
@@ -430,7 +431,7 @@ describe("SummarizeQueue drain and close", () => {
     fake.setDefault({ kind: "ok", delayMs: 300 });
     const inputs = inputsOf(github.slice(0, 2));
     for (const input of inputs) queue.enqueue(input);
-    await until(() => fake.requests.length === 1, "the request");
+    await waitFor(() => fake.requests.length === 1, { what: "the request" });
     await queue.close();
     expectOneEntryEach(sink.entries, inputs);
   });
@@ -440,7 +441,7 @@ describe("SummarizeQueue drain and close", () => {
     const queue = makeQueue({ sink });
     fake.setDefault({ kind: "hang" });
     queue.enqueue(inputsOf(github.slice(0, 1))[0] as SummarizeInput);
-    await until(() => fake.requests.length === 1, "the request");
+    await waitFor(() => fake.requests.length === 1, { what: "the request" });
     const deadline = new AbortController();
     const closing = queue.close({ signal: deadline.signal });
     deadline.abort();

@@ -3,18 +3,12 @@
  * child pid they ever had must be gone afterwards.
  */
 import { afterEach, expect } from "vitest";
-import { createLogger } from "../../src/log/logger.js";
-import type { Logger } from "../../src/log/logger.js";
 import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import type { UpstreamPoolOptions } from "../../src/upstream/upstreamPool.js";
 import { alivePids, killAll } from "../helpers/processes.js";
 
-/** A logger that keeps its lines for assertions. */
-export function memoryLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
-  return { logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }), lines };
-}
+export { memoryLogger, type MemoryLogger } from "../helpers/memoryLogger.js";
 
 const pools: UpstreamPool[] = [];
 const seenPids = new Set<number>();
@@ -52,17 +46,6 @@ export function waitForStatus(pool: UpstreamPool, predicate: () => boolean): Pro
     };
     pool.on("statusChanged", check);
   });
-}
-
-/**
- * Polls `predicate` every 25 ms until it holds; for conditions no event announces (log lines).
- * Gives up with a clear error after `limitMs` (generous: this is a hang guard, not a timing check).
- */
-export async function waitFor(predicate: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  for (let waited = 0; !predicate(); waited += 25) {
-    if (waited >= limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ProgressUpdate } from "../../src/model/types.js";
 import { fixtureServer } from "../helpers/processes.js";
-import { makePool, memoryLogger, waitFor } from "./harness.js";
+import { makePool, memoryLogger } from "./harness.js";
 
 describe("UpstreamPool calls", () => {
   it("returns results, passes isError results on, and answers other requests", async () => {
@@ -30,7 +30,7 @@ describe("UpstreamPool calls", () => {
   });
 
   it("cancels: the caller's abort rejects with CANCELLED and reaches the server", async () => {
-    const { logger, lines } = memoryLogger();
+    const { logger, lines, until } = memoryLogger();
     const pool = makePool({ servers: [fixtureServer("slow", "slowServer.ts")], logger });
     await pool.start();
     const controller = new AbortController();
@@ -41,7 +41,7 @@ describe("UpstreamPool calls", () => {
     });
     await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
     // notifications/cancelled made the server stop (it says so on stderr).
-    await waitFor(() => lines.some((l) => l.includes("upstream stderr") && /cancelled \d+/.test(l)), "the server to see the cancellation");
+    await until(() => lines.some((l) => l.includes("upstream stderr") && /cancelled \d+/.test(l)), "the server to see the cancellation");
     // An already-aborted signal is refused before anything is sent.
     await expect(pool.callTool("slow", "sleep", { ms: 1 }, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: "CANCELLED" });
   });

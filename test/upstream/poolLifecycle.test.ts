@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fixtureServer, isAlive } from "../helpers/processes.js";
-import { makePool, memoryLogger, trackPids, waitFor, waitForStatus } from "./harness.js";
+import { makePool, memoryLogger, trackPids, waitForStatus } from "./harness.js";
 
 describe("UpstreamPool restart and list_changed", () => {
   it("crash: the call in flight gets UPSTREAM_EXITED, calls while down UPSTREAM_UNAVAILABLE, then it restarts", async () => {
@@ -34,7 +34,7 @@ describe("UpstreamPool restart and list_changed", () => {
   });
 
   it("list_changed: re-lists the server (once per burst) and emits toolsChanged", async () => {
-    const { logger, lines } = memoryLogger();
+    const { logger, lines, until } = memoryLogger();
     const pool = makePool({ servers: [fixtureServer("dyn", "listChangedServer.ts"), fixtureServer("echo", "echoServer.ts")], logger });
     await pool.start();
     expect(pool.tools().filter((t) => t.server === "dyn").map((t) => t.name)).toEqual(["dyn_add_tool"]);
@@ -51,7 +51,7 @@ describe("UpstreamPool restart and list_changed", () => {
     expect((await pool.callTool("dyn", "fresh.tool", {})).content).toEqual([{ type: "text", text: "called fresh.tool" }]);
     // Five notifications in a row led to one or two re-lists, not five.
     const listings = (): number => lines.filter((l) => l.includes("server=dyn") && /tools\/list \d/.test(l)).length;
-    await waitFor(() => lines.some((l) => l.includes("upstream tools re-listed")), "the re-list log line");
+    await until(() => lines.some((l) => l.includes("upstream tools re-listed")), "the re-list log line");
     expect(listings()).toBeGreaterThanOrEqual(2);
     expect(listings()).toBeLessThanOrEqual(3);
   });

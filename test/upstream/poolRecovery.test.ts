@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { UpstreamNotification } from "../../src/model/types.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureServer, isAlive } from "../helpers/processes.js";
-import { makePool, memoryLogger, trackPids, waitFor, waitForStatus } from "./harness.js";
+import { makePool, memoryLogger, trackPids, waitForStatus } from "./harness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -25,7 +25,7 @@ async function gateFile(): Promise<string> {
 describe("a server that fails at start", () => {
   it("is retried in the background, warned about once, and its tools appear when it comes up", async () => {
     const gate = await gateFile();
-    const { logger, lines } = memoryLogger();
+    const { logger, lines, until } = memoryLogger();
     const pool = makePool({
       servers: [fixtureServer("gated", "gatedServer.ts", ["--gate", gate, "--tools", "1"]), fixtureServer("echo", "echoServer.ts", ["--tools", "0"])],
       logger,
@@ -38,7 +38,7 @@ describe("a server that fails at start", () => {
 
     // Attempts fail while the gate is closed: one warning, then debug lines only; still `failed`.
     const gatedLines = (): string[] => lines.filter((l) => l.includes("server=gated"));
-    await waitFor(() => gatedLines().filter((l) => l.includes("upstream start failed again")).length >= 2, "two failed retries");
+    await until(() => gatedLines().filter((l) => l.includes("upstream start failed again")).length >= 2, "two failed retries");
     expect(pool.status("gated")).toMatchObject({ state: "failed", restarts: 0, error: { code: "UPSTREAM_START_FAILED" } });
     expect(gatedLines().filter((l) => l.startsWith("abridge warn"))).toHaveLength(1);
     expect(gatedLines().filter((l) => l.includes("upstream start failed again")).every((l) => l.startsWith("abridge debug"))).toBe(true);
@@ -69,7 +69,7 @@ describe("a server that fails at start", () => {
 
 describe("resource subscriptions", () => {
   it("are renewed when the server restarts and when a reload reconnects it", async () => {
-    const { logger, lines } = memoryLogger();
+    const { logger, lines, until } = memoryLogger();
     const config = fixtureServer("conf", "conformanceServer.ts");
     const pool = makePool({ servers: [config], logger });
     await pool.start();
@@ -92,7 +92,7 @@ describe("resource subscriptions", () => {
     process.kill(pid!, "SIGKILL");
     await waitForStatus(pool, () => pool.status("conf")?.state === "restarting");
     await waitForStatus(pool, () => pool.status("conf")?.state === "ready");
-    await waitFor(() => renewals() === 1, "the renewed subscription after the restart");
+    await until(() => renewals() === 1, "the renewed subscription after the restart");
     expect(await touch()).toBe(`updated ${uri}`);
     await expect.poll(() => updates).toEqual([`conf ${uri}`, `conf ${uri}`]);
 
@@ -101,7 +101,7 @@ describe("resource subscriptions", () => {
     const result = await pool.reconfigure([{ ...config, env: { ABRIDGE_TEST_RELOAD: "1" } }]);
     expect(result.changed).toEqual(["conf"]);
     expect(trackPids(pool)).not.toEqual(before);
-    await waitFor(() => renewals() === 2, "the renewed subscription after the reload");
+    await until(() => renewals() === 2, "the renewed subscription after the reload");
     expect(await touch()).toBe(`updated ${uri}`);
     await expect.poll(() => updates).toHaveLength(3);
 

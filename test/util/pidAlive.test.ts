@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { isPidAlive } from "../../src/util/pidAlive.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 const children: { kill: () => void }[] = [];
 afterEach(() => {
@@ -14,14 +16,12 @@ describe("isPidAlive", () => {
     const parent = spawn("sh", ["-c", "sleep 0.3 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
     children.push({ kill: () => parent.kill("SIGKILL") });
     const zombie = await new Promise<number>((resolve) => parent.stdout.once("data", (b: Buffer) => resolve(Number(b.toString().trim()))));
-    const { readFileSync } = await import("node:fs");
-    const deadline = Date.now() + 10_000;
     const state = (): string => {
       const stat = readFileSync(`/proc/${zombie}/stat`, "utf8");
       return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
     };
-    while (state() !== "Z" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(state()).toBe("Z");
+    // Only /proc tells that the child has exited unreaped: polled.
+    await waitFor(() => state() === "Z", { what: `process ${zombie} to become a zombie`, detail: () => `state ${state()}` });
     expect(isPidAlive(zombie)).toBe(false);
     expect(isPidAlive(parent.pid!)).toBe(true);
     expect(isPidAlive(process.pid)).toBe(true);

@@ -1,0 +1,30 @@
+/**
+ * A logger that keeps its lines for assertions, and waits on them: a condition over the lines is
+ * checked again on every line logged.
+ */
+import { createLogger, type Logger } from "../../src/log/logger.js";
+import { Watch } from "./waitFor.js";
+
+/** What {@link memoryLogger} returns. */
+export interface MemoryLogger {
+  logger: Logger;
+  lines: string[];
+  /** Resolves once `condition` over the lines holds (checked now and on every line logged). */
+  until(condition: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+}
+
+/** A {@link MemoryLogger} at debug level. */
+export function memoryLogger(): MemoryLogger {
+  const lines: string[] = [];
+  const logged = new Watch();
+  const sink = (line: string): void => {
+    lines.push(line);
+    logged.changed();
+  };
+  return {
+    logger: createLogger({ level: "debug", sink }),
+    lines,
+    until: (condition, what, timeoutMs) =>
+      logged.until(condition, { what, ...(timeoutMs !== undefined ? { timeoutMs } : {}), detail: () => `last lines:\n${lines.slice(-20).join("\n")}` }),
+  };
+}
