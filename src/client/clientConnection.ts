@@ -1,6 +1,7 @@
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { nextTick } from "node:process";
-import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type DaemonAddress, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
+import { openProvenSocket, type DaemonIdentity } from "../wire/daemonProof.js";
+import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 
@@ -50,46 +51,26 @@ export class ClientConnection {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.finish(new ConnectionLostError(`connection to the daemon failed: ${err.message}`, err)));
     socket.on("close", () => this.finish(new ConnectionLostError("the daemon closed the connection")));
+    // Paused while the proof was checked (see openProvenSocket).
+    socket.resume();
   }
 
   /**
-   * Connects to `address`.
+   * Connects to the daemon at `daemon.address` and has it prove that it holds `daemon.token`
+   * (see daemonProof.ts) before anything carrying the token can be sent on the connection.
    *
-   * @throws AbridgeError DAEMON_UNAVAILABLE (retryable) when nothing accepts the connection.
+   * @throws AbridgeError DAEMON_UNAVAILABLE (retryable) when nothing accepts the connection or the
+   *   peer closes it before its proof (`details.phase` "connect") or gives none in time;
+   *   DAEMON_UNTRUSTED when the peer's answer is not the proof (the connection is closed);
+   *   CANCELLED when `signal` aborts.
    */
-  static connect(address: DaemonAddress, options: { signal?: AbortSignal; timeoutMs: number }): Promise<ClientConnection> {
-    return new Promise<ClientConnection>((resolve, reject) => {
-      if (options.signal?.aborted) {
-        reject(new AbridgeError(ErrorCode.CANCELLED, "cancelled", { cause: options.signal.reason }));
-        return;
-      }
-      const socket = address.kind === "unix" ? connect({ path: address.path }) : connect({ host: address.host, port: address.port });
-      const where = address.kind === "unix" ? address.path : `${address.host}:${address.port}`;
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        socket.off("error", onError);
-        options.signal?.removeEventListener("abort", onAbort);
-      };
-      const onError = (err: Error): void => {
-        cleanup();
-        socket.destroy();
-        reject(
-          new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot connect to the daemon at ${where}: ${err.message}`, {
-            retryable: true,
-            cause: err,
-            details: { phase: "connect" },
-          }),
-        );
-      };
-      const onAbort = (): void => onError(new AbridgeError(ErrorCode.CANCELLED, "cancelled"));
-      const timer = setTimeout(() => onError(new Error(`no connection within ${options.timeoutMs} ms`)), options.timeoutMs);
-      socket.once("error", onError);
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      socket.once("connect", () => {
-        cleanup();
-        resolve(new ClientConnection(socket));
-      });
+  static async connect(daemon: DaemonIdentity, options: { signal?: AbortSignal; timeoutMs: number; proofTimeoutMs?: number }): Promise<ClientConnection> {
+    const socket = await openProvenSocket(daemon, {
+      connectTimeoutMs: options.timeoutMs,
+      proofTimeoutMs: options.proofTimeoutMs ?? options.timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
+    return new ClientConnection(socket);
   }
 
   /** True once the socket is gone; a new request needs a new connection. */

@@ -1,7 +1,7 @@
 import type { Mode } from "../config/schema.js";
 import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
-import { parseAddress, type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema, type WireError } from "../wire/protocol.js";
+import { type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema, type WireError } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
@@ -72,7 +72,10 @@ function daemonError(error: WireError): AbridgeError {
 /**
  * A host application's handle on the daemon. Reads the lockfile (or starts the daemon, with
  * `autoStart`), sends every request with the token, and turns `ok: false` answers into
- * {@link AbridgeError}s carrying the daemon's codes.
+ * {@link AbridgeError}s carrying the daemon's codes. The token goes only to a proven daemon: each
+ * new connection reads the lockfile again (trust checks, same daemon, pid alive), and its peer
+ * must prove that it holds the token (a `hello`, see daemonProof.ts) before a request is sent; a
+ * peer that cannot is refused with DAEMON_UNTRUSTED naming its address.
  *
  * Read-only requests share one pipelined connection. Calls share up to four unordered
  * connections (see {@link MAX_SHARED_CALL_CONNECTIONS}) when the daemon is of this client's
@@ -397,11 +400,44 @@ export class DaemonClient {
     return err instanceof ConnectionLostError || (isAbridgeError(err, ErrorCode.DAEMON_UNAVAILABLE) && err.details?.phase === "connect");
   }
 
+  /**
+   * A new connection to the daemon `info` describes. The lockfile is read again first (with its
+   * trust checks): a daemon that stopped, died or was replaced since `info` was read is noticed
+   * before anything is sent (a restart sign: the caller looks the daemon up afresh). The peer then
+   * proves that it holds the token before the token is sent (see ClientConnection.connect).
+   *
+   * @throws AbridgeError DAEMON_UNTRUSTED when what listens at the address cannot prove it holds the
+   *   lockfile's token while the lockfile still names it: it is never retried, since only a nonce
+   *   was sent and the same lockfile would lead to the same peer.
+   */
   private async open(info: LockInfo, signal: AbortSignal | undefined): Promise<ClientConnection> {
     if (this.closed) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, "the client is closed");
-    const address = parseAddress(info.address);
-    if (!address) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `lockfile has a malformed address "${info.address}"`);
-    return ClientConnection.connect(address, { timeoutMs: this.options.connectTimeoutMs ?? 5_000, ...(signal ? { signal } : {}) });
+    const file = lockFilePath(this.options.stateDir);
+    const seen = await readLock(file);
+    const changed =
+      seen.state !== "ok"
+        ? `its lockfile is ${seen.state}`
+        : seen.lock.token !== info.token || seen.lock.address !== info.address
+          ? "its lockfile names another daemon now"
+          : !this.isAlive(seen.lock.pid)
+            ? `its pid ${seen.lock.pid} is gone`
+            : undefined;
+    if (changed !== undefined) throw new ConnectionLostError(`the daemon at ${info.address} is no longer there: ${changed}`);
+    try {
+      return await ClientConnection.connect(info, {
+        timeoutMs: this.options.connectTimeoutMs ?? 5_000,
+        proofTimeoutMs: Math.max(this.options.connectTimeoutMs ?? 5_000, this.options.requestTimeoutMs ?? 60_000),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      if (isAbridgeError(err, ErrorCode.DAEMON_UNTRUSTED)) {
+        // A daemon that replaced this one (same socket path, new token) proves its own token: a
+        // fresh lookup finds it. The lockfile still naming this daemon is what an impostor makes.
+        const again = await readLock(file);
+        if (again.state === "ok" && again.lock.token !== info.token) throw new ConnectionLostError(`the daemon at ${info.address} was replaced`, err);
+      }
+      throw err;
+    }
   }
 
   /** The daemon to talk to: the one known, or (when `fresh`) the lockfile's or a new one. */

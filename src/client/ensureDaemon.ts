@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.js";
 import { configIdentity, configMismatch } from "../wire/configIdentity.js";
 import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { currentPid, isPidAlive } from "../wire/processInfo.js";
-import { parseAddress, type DaemonStats } from "../wire/protocol.js";
+import type { DaemonStats } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { delay } from "../model/timers.js";
@@ -30,7 +30,7 @@ export interface EnsureDaemonOptions {
   /** `--log-level` of a spawned daemon (default `info`, written to `<stateDir>/daemon.log`). */
   logLevel?: string;
   /**
-   * More `abridge daemon` arguments for a spawned daemon (`--socket PATH`, `--heartbeat-ms N`,
+   * More `abridge daemon` arguments for a spawned daemon (`--socket PATH`, `--tcp`, `--heartbeat-ms N`,
    * `--read-only`, `--cache-dir DIR`). Paths should be absolute: the daemon runs in the config's folder.
    */
   daemonArgs?: readonly string[];
@@ -47,12 +47,16 @@ export interface DaemonHandle {
   spawned: boolean;
 }
 
-/** Sends `stats` with the lock's token: proves the daemon is alive and that the token is its own. */
+/**
+ * Has the daemon at the lock's address prove that it holds the lock's token, then sends `stats`
+ * with the token: the daemon is alive, it is the lock's, and the token is its own.
+ *
+ * @throws AbridgeError DAEMON_UNTRUSTED when the peer cannot prove it (the token is not sent),
+ *   DAEMON_UNAVAILABLE when nothing answers, DAEMON_UNAUTHORIZED when the token is refused.
+ */
 export async function pingDaemon(info: LockInfo, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<DaemonStats> {
-  const address = parseAddress(info.address);
-  if (!address) throw new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `lockfile has a malformed address "${info.address}"`);
   const timeoutMs = options.timeoutMs ?? 5_000;
-  const connection = await ClientConnection.connect(address, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+  const connection = await ClientConnection.connect(info, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   try {
     const response = await connection.request({ token: info.token, op: "stats" }, { timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
     if (!response.ok) {
@@ -142,6 +146,12 @@ export async function ensureDaemon(options: EnsureDaemonOptions): Promise<Daemon
           return { info: seen.lock, stats, spawned: spawned !== undefined };
         } catch (err) {
           if (isAbridgeError(err, ErrorCode.CANCELLED)) throw err;
+          if (isAbridgeError(err, ErrorCode.DAEMON_UNTRUSTED)) {
+            // Only a nonce was sent. A daemon that replaced this lock's since it was read proves
+            // its own token, not this one: looked at again. The same lock still there is not.
+            const again = await readLock(lockFile);
+            if (again.state === "ok" && again.lock.token === seen.lock.token) throw err;
+          }
           // Starting up, shutting down, or the lock was just replaced: look again.
           lastError = err;
           logger.debug("daemon did not answer the ping", { error: err });

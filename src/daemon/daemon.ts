@@ -1,17 +1,19 @@
 import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
 import type { Server, Socket } from "node:net";
 import { tokenReport } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Config } from "../config/schema.js";
 import { Bridge, START_WAIT_SLACK_MS, type BridgeOptions } from "../core/bridge.js";
 import { silentLogger, type Logger } from "../log/logger.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { toolUri } from "../model/names.js";
 import { delay } from "../model/timers.js";
 import { VERSION } from "../model/version.js";
 import { configIdentity, type ConfigIdentity } from "../wire/configIdentity.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { acquireLock, lockFilePath, newToken, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
-import { bindListener, closeServer, unlinkQuietly, type WaitingRoom } from "./daemonListener.js";
+import { bindListener, closeServer, hasUnixSockets, publishSocket, removeSocket, socketPathProblem, SOCKET_FILE_NAME, type ListenTarget, type SocketFile, type WaitingRoom } from "./daemonListener.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
@@ -44,8 +46,13 @@ export interface DaemonOptions {
   /** Environment for the summarizer's API key. */
   env: Record<string, string | undefined>;
   logger?: Logger;
-  /** Listen on this unix socket instead of a random loopback TCP port. */
+  /**
+   * Listen on this unix socket. By default the daemon listens on `<stateDir>/daemon.sock` where the
+   * platform has unix sockets and that path fits one, else on a free loopback TCP port.
+   */
   socketPath?: string;
+  /** Listen on a free loopback TCP port even where a unix socket is available. */
+  tcp?: boolean;
   /** Exit after this long without a request or a call in flight (default: config `idle_timeout_minutes`). */
   idleTimeoutMs?: number;
   /** How often the lockfile's heartbeat is rewritten (default 5 s). */
@@ -57,6 +64,24 @@ export interface DaemonOptions {
   /** Extra options of the {@link Bridge} (a summarizer, a shorter backoff in tests). */
   bridge?: Omit<BridgeOptions, "config" | "cacheFile" | "env" | "logger">;
   signal?: AbortSignal;
+}
+
+/**
+ * Where a daemon listens: `socketPath` when given; loopback TCP when asked for (`tcp`) or where
+ * the platform has no unix sockets; else `<stateDir>/daemon.sock`, unless that path is too long
+ * for a unix socket, when TCP is used and a warning says why.
+ */
+function listenTarget(options: DaemonOptions, logger: Logger): ListenTarget {
+  if (options.socketPath !== undefined) {
+    if (options.tcp) throw new AbridgeError(ErrorCode.INPUT_INVALID, "choose one of a unix socket path and TCP, not both");
+    return { kind: "unix", path: options.socketPath };
+  }
+  if (options.tcp || !hasUnixSockets()) return { kind: "tcp" };
+  const path = resolve(options.stateDir, SOCKET_FILE_NAME);
+  const problem = socketPathProblem(path);
+  if (problem === undefined) return { kind: "unix", path };
+  logger.warn("listening on loopback TCP instead of a unix socket", { reason: problem });
+  return { kind: "tcp" };
 }
 
 /** Outcome of {@link Daemon.start}: running now, or another daemon already holds the state dir. */
@@ -110,7 +135,8 @@ export class Daemon implements SessionHost {
   private readonly sockets = new Set<Socket>();
   private readonly counters: DaemonCounters = { connections: 0, requests: 0, refused: 0, badRequests: 0, evicted: 0 };
   private readonly idleTimeoutMs: number;
-  private readonly socketPath: string | undefined;
+  /** The unix socket's file, removed on stop if it is still this daemon's. */
+  private readonly socketFile: SocketFile | undefined;
   private active = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -126,6 +152,7 @@ export class Daemon implements SessionHost {
     waiting: WaitingRoom;
     lock: LockInfo;
     lockFile: string;
+    socketFile: SocketFile | undefined;
     bridge: Bridge;
     logger: Logger;
     identity: ConfigIdentity | undefined;
@@ -143,7 +170,7 @@ export class Daemon implements SessionHost {
     this.maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     this.preAuthDeadlineMs = options.preAuthDeadlineMs;
     this.idleTimeoutMs = options.idleTimeoutMs ?? Math.round(options.config.idle_timeout_minutes * 60_000);
-    this.socketPath = options.socketPath;
+    this.socketFile = init.socketFile;
     this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
     this.bridge.onListChanged(() => (this.tokensDirty = true));
     // Requests are answered while upstreams start: lists give them startup_grace_ms, calls and
@@ -171,9 +198,7 @@ export class Daemon implements SessionHost {
     const logger = (options.logger ?? silentLogger).child({ component: "daemon" });
     await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
     const lockFile = lockFilePath(options.stateDir);
-    const bound = await bindListener(options.socketPath, lockFile);
-    if (bound.status === "running") return bound;
-    const { server, waiting, address } = bound;
+    const { server, waiting, address, socketFile } = await bindListener(listenTarget(options, logger));
 
     // Which config this daemon serves, so a client asking for another one is told instead of
     // silently served (the default state dir is per user, not per config).
@@ -204,6 +229,15 @@ export class Daemon implements SessionHost {
       logger.info("another daemon holds the state dir", { pid: acquired.holder.pid, address: acquired.holder.address });
       return { status: "running", holder: acquired.holder };
     }
+    if (socketFile) {
+      try {
+        await publishSocket(socketFile);
+      } catch (err) {
+        await waiting.close();
+        await releaseLock(lockFile, lock.token);
+        throw err;
+      }
+    }
 
     let bridge: Bridge;
     try {
@@ -218,10 +252,11 @@ export class Daemon implements SessionHost {
       });
     } catch (err) {
       await waiting.close();
+      if (socketFile) await removeSocket(socketFile);
       await releaseLock(lockFile, lock.token);
       throw err;
     }
-    const daemon = new Daemon({ options, server, waiting, lock, lockFile, bridge, logger, identity });
+    const daemon = new Daemon({ options, server, waiting, lock, lockFile, socketFile, bridge, logger, identity });
     logger.info("daemon listening", { address: lock.address, pid: lock.pid, lockfile: lockFile });
     return { status: "started", daemon };
   }
@@ -429,9 +464,12 @@ export class Daemon implements SessionHost {
     for (const result of results) {
       if (result.status === "rejected") this.logger.warn("error while closing the bridge", { error: result.reason });
     }
-    if (reason !== "lost-lock") await releaseLock(this.lockFile, this.token).catch(() => false);
-    // After a takeover the socket path may already be the new daemon's.
-    if (this.socketPath !== undefined && reason !== "lost-lock") await unlinkQuietly(this.socketPath);
+    if (reason !== "lost-lock") {
+      // The socket first, while the lock still keeps a new daemon from putting its own there;
+      // after a takeover the path may be the new daemon's already, and is left alone.
+      if (this.socketFile) await removeSocket(this.socketFile).catch(() => undefined);
+      await releaseLock(this.lockFile, this.token).catch(() => false);
+    }
     this.logger.info("daemon stopped", { reason });
     this.resolveClosed(reason);
   }

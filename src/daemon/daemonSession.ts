@@ -2,8 +2,20 @@ import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
+import { daemonProof, newNonce } from "../wire/daemonProof.js";
 import { LineSplitter } from "../wire/lineSplitter.js";
-import { answerLine, describeIssues, parseRequest, requestIdOf, type BridgeRequest, type DaemonAnswerBody, type DaemonResponse, type RequestId } from "../wire/protocol.js";
+import {
+  answerLine,
+  describeIssues,
+  helloRequestSchema,
+  parseRequest,
+  requestIdOf,
+  type BridgeRequest,
+  type DaemonAnswerBody,
+  type DaemonResponse,
+  type HelloAnswer,
+  type RequestId,
+} from "../wire/protocol.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -39,6 +51,11 @@ export interface HandlerResult {
 /** What a session needs from its daemon. */
 export interface SessionHost {
   readonly token: string;
+  /**
+   * The daemon's address as its lockfile names it, bound into the proof a `hello` is answered
+   * with (see daemonProof.ts). Without it the proof names no address, which no client accepts.
+   */
+  readonly address?: string;
   readonly maxLineBytes: number;
   readonly logger: Logger;
   /** Runs a validated, authenticated request; throws for an error answer. */
@@ -100,6 +117,8 @@ export class DaemonSession {
   private readonly logger: Logger;
   /** Set once the peer has shown the token; until then reading is bounded to {@link PRE_AUTH_BYTES}. */
   private authenticatedFlag = false;
+  /** Lines handled so far: only the first may be a `hello`. */
+  private linesSeen = 0;
   /** The connection's first bytes (up to {@link PRE_AUTH_BYTES}) while the token has not been seen. */
   private preAuthHead = "";
   private preAuthTimer: NodeJS.Timeout | undefined;
@@ -285,6 +304,12 @@ export class DaemonSession {
     }
     const id = requestIdOf(value);
     const record = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    const first = this.linesSeen === 0;
+    this.linesSeen += 1;
+    if (first && record?.op === "hello") {
+      this.hello(record, id);
+      return;
+    }
     // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
     // not even whether its request was well-formed. Nor does it count as activity: a peer
     // without the token must not keep the daemon from going idle.
@@ -298,6 +323,28 @@ export class DaemonSession {
     this.host.begin();
     const answer = this.handle(value, id).finally(() => this.host.end());
     this.enqueue(answer);
+  }
+
+  /**
+   * Answers a connection's first line `{"op":"hello","nonce":...}`, sent before any token: a fresh
+   * nonce of the daemon's and the proof over both nonces and the daemon's address, which only the
+   * token's holder can compute (see daemonProof.ts). The client checks it before its token leaves.
+   * It neither authenticates the connection nor counts as activity: the token must still come in
+   * the connection's first {@link PRE_AUTH_BYTES} and before the deadline, and a peer without it
+   * gets one proof per connection and nothing else.
+   */
+  private hello(record: Record<string, unknown>, id: RequestId | undefined): void {
+    const parsed = helloRequestSchema.safeParse(record);
+    if (!parsed.success) {
+      this.refuse(record, id, "malformed hello");
+      return;
+    }
+    const nonce = newNonce();
+    const proof = daemonProof(this.host.token, parsed.data.nonce, nonce, this.host.address ?? "");
+    this.open += 1;
+    this.updateFlow();
+    const answer: HelloAnswer = { ...(id !== undefined ? { id } : {}), ok: true, nonce, proof };
+    this.enqueue(Promise.resolve({ line: `${JSON.stringify(answer)}\n` }));
   }
 
   /** Answers a wrong or missing token after everything earlier, then ends the connection. */

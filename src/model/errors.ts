@@ -14,6 +14,11 @@ export const ErrorCode = {
   UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
   UPSTREAM_EXITED: "UPSTREAM_EXITED",
   UPSTREAM_ERROR: "UPSTREAM_ERROR",
+  /**
+   * The server has as many requests waiting for it as it may (`max_pending_requests`), or its
+   * stdin is not read and the queue of requests to it is full: refused at once, retryable.
+   */
+  UPSTREAM_BUSY: "UPSTREAM_BUSY",
   /** The server is a recorded tools/list answer (`recorded = "..."`): it lists tools but cannot run them. */
   UPSTREAM_RECORDED: "UPSTREAM_RECORDED",
   SERVER_NOT_FOUND: "SERVER_NOT_FOUND",
@@ -44,6 +49,11 @@ export const ErrorCode = {
   DAEMON_CONFIG_MISMATCH: "DAEMON_CONFIG_MISMATCH",
   /** The lockfile or its state directory could have been written by another user: not trusted. */
   DAEMON_LOCK_UNTRUSTED: "DAEMON_LOCK_UNTRUSTED",
+  /**
+   * What answers at the lockfile's address did not prove it holds the lockfile's token (another
+   * program may hold the port of a daemon that is gone): nothing carrying the token was sent to it.
+   */
+  DAEMON_UNTRUSTED: "DAEMON_UNTRUSTED",
   /** The NATS server of `abridge bus` or a `BusClient` cannot be reached (or refused the connection). */
   BUS_UNAVAILABLE: "BUS_UNAVAILABLE",
   /** A call over the bus failed with a typed bus error (its `busCode` says which). */

@@ -5,9 +5,8 @@ import { dirname, join } from "node:path";
 import { z } from "zod";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { delay } from "../model/timers.js";
-import { connect } from "node:net";
+import { openProvenSocket } from "./daemonProof.js";
 import { currentUid, isPidAlive } from "./processInfo.js";
-import { parseAddress } from "./protocol.js";
 
 /** Name of the lockfile inside the state directory. */
 export const LOCK_FILE_NAME = "abridge.lock";
@@ -183,8 +182,8 @@ export function isLockStale(read: LockRead, options: StalenessOptions = {}): boo
  * What a lockfile stands for:
  * - `missing`: no lockfile;
  * - `dead`: unreadable, or its pid is gone;
- * - `live`: its heartbeat is recent, or it is late but the holder answered at its address;
- * - `hung`: its pid lives, its heartbeat is late and nothing answered at its address in time.
+ * - `live`: its heartbeat is recent, or it is late but the holder proved itself at its address;
+ * - `hung`: its pid lives, its heartbeat is late and nothing proved to be it at its address in time.
  */
 export type LockVerdict = "missing" | "dead" | "live" | "hung";
 
@@ -205,10 +204,10 @@ export const MIN_PROBE_MS = 5_000;
 /**
  * Judges a lock without trusting the clock alone. A late heartbeat is only a sign: on a machine
  * busy enough to delay the holder's timer past {@link STALE_HEARTBEATS} intervals, its pid still
- * lives and it still answers. So a lock whose pid lives and whose heartbeat is late is asked for
- * an answer at its address (a `stats` request with the lock's own token: the token of a 0600 file
- * in our own state directory, worth nothing to anyone once its daemon is gone); any answer line
- * makes it `live`, silence until the timeout makes it `hung`.
+ * lives and it still answers. So a lock whose pid lives and whose heartbeat is late is asked at
+ * its address to prove that it holds the lock's token (a `hello`, see daemonProof.ts: the token
+ * itself is never sent); the proof makes it `live`, anything else until the timeout (silence, a
+ * refused connection, an answer without the proof from whatever holds the address now) `hung`.
  */
 export async function judgeLock(read: LockRead, options: JudgeLockOptions = {}): Promise<LockVerdict> {
   if (read.state === "missing") return "missing";
@@ -221,34 +220,19 @@ export async function judgeLock(read: LockRead, options: JudgeLockOptions = {}):
 }
 
 /**
- * True when something answers a `stats` request at the lock's address within `timeoutMs`: a
- * refusal or any other answer line counts, since it is liveness that is asked, not health. A
- * refused connection, an end without a line, or silence is false.
+ * True when what listens at the lock's address proves that it holds the lock's token (connecting
+ * and proving get `timeoutMs` each): liveness of the lock's own daemon is asked, not health. A
+ * refused connection, an end or an answer without the proof, or silence is false. The token is
+ * never sent.
  */
-export function holderAnswers(lock: LockInfo, timeoutMs: number): Promise<boolean> {
-  const address = parseAddress(lock.address);
-  if (!address) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const socket = address.kind === "unix" ? connect({ path: address.path }) : connect({ host: address.host, port: address.port });
-    let settled = false;
-    const finish = (answered: boolean): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(answered);
-    };
-    const timer = setTimeout(() => finish(false), timeoutMs);
-    socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(`${JSON.stringify({ token: lock.token, op: "stats", id: "probe" })}\n`));
-    let received = "";
-    socket.on("data", (chunk: string) => {
-      received += chunk;
-      if (received.includes("\n")) finish(true);
-    });
-    socket.on("error", () => finish(false));
-    socket.on("close", () => finish(false));
-  });
+export async function holderAnswers(lock: LockInfo, timeoutMs: number): Promise<boolean> {
+  try {
+    const socket = await openProvenSocket(lock, { connectTimeoutMs: timeoutMs, proofTimeoutMs: timeoutMs });
+    socket.destroy();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Outcome of {@link acquireLock}. */

@@ -24,7 +24,8 @@ describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
   it("closes a connection after its first refused token, rate-limits the log, and still goes idle under a flood", async () => {
     const setup = await testSetup("");
     const { logger, lines } = memoryLogger();
-    const daemon = await startDaemon(setup, { logger, idleTimeoutMs: 1_500 });
+    // On loopback TCP, where any local user can open connections like these.
+    const daemon = await startDaemon(setup, { logger, idleTimeoutMs: 1_500, tcp: true });
     let stopped: string | undefined;
     void daemon.closed.then((reason) => (stopped = reason));
     let connections = 0;
@@ -66,7 +67,7 @@ describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
 
   it("stops reading a client that never reads once its answers fill the buffer, and resumes on drain", async () => {
     const setup = await testSetup("");
-    const daemon = await startDaemon(setup);
+    const daemon = await startDaemon(setup, { tcp: true });
     const socket = await rawSocket(daemon.address);
     socket.pause();
     const request = `${JSON.stringify({ op: "stats", token: daemon.token })}\n`;

@@ -14,7 +14,8 @@ describe("daemon protocol", () => {
     const lock = await readLock(daemon.lockFile);
     expect(lock.state === "ok" && lock.lock.address === daemon.address && lock.lock.token === daemon.token).toBe(true);
     expect((await stat(daemon.lockFile)).mode & 0o777).toBe(0o600);
-    expect(daemon.address).toMatch(/^127\.0\.0\.1:\d+$/);
+    // A unix socket in the state dir (0700) by default, reachable by its owner only.
+    expect(daemon.address).toBe(`unix:${path.resolve(setup.stateDir, "daemon.sock")}`);
 
     const client = await RawClient.connect(daemon.address);
     const token = daemon.token;

@@ -7,13 +7,16 @@
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { readLock } from "../../src/wire/lockfile.js";
+import { parseAddress } from "../../src/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 /** A connection that never ends its side; `ended` settles when the daemon has ended its own. */
 function openSilently(address: string): Promise<{ socket: Socket; ended: Promise<void> }> {
-  const [host, port] = address.split(":");
+  const parsed = parseAddress(address);
+  if (!parsed) throw new Error(`bad address ${address}`);
+  const target = parsed.kind === "unix" ? { path: parsed.path } : { host: parsed.host, port: parsed.port };
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port: Number(port), allowHalfOpen: true }, () => resolve({ socket, ended }));
+    const socket = connect({ ...target, allowHalfOpen: true }, () => resolve({ socket, ended }));
     const ended = new Promise<void>((done) => socket.once("end", () => done()));
     socket.once("error", reject);
   });

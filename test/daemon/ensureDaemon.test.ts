@@ -91,7 +91,8 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const again = await ensureDaemon(setup.ensure);
     expect(again).toMatchObject({ spawned: false, info: { pid: [...pids][0] } });
     const log = await readFile(`${setup.stateDir}/daemon.log`, "utf8");
-    expect(log).toContain("listening on 127.0.0.1:");
+    // A unix socket in the state dir: where the platform has them and the path fits one.
+    expect(log).toContain(`listening on unix:${setup.stateDir}/daemon.sock`);
     expect(log).not.toContain(again.info.token);
   });
 
@@ -151,14 +152,14 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     expect(await readFile(`${setup.stateDir}/daemon.log`, "utf8")).toContain("stopped (idle)");
   });
 
-  it("daemon start | status | stop from the CLI", async () => {
+  it("daemon start | status | stop from the CLI, the daemon on loopback TCP (--tcp)", async () => {
     const setup = await e2eSetup();
     const env = { ABRIDGE_STATE_DIR: setup.stateDir };
     const none = await runAbridge(["daemon", "status", "--config", setup.configFile], { env });
     expect(none.code).toBe(1);
     expect(none.stderr).toContain("not running");
 
-    const started = await runAbridge(["daemon", "start", "--config", setup.configFile], { env });
+    const started = await runAbridge(["daemon", "start", "--config", setup.configFile, "--tcp"], { env });
     expect(started.code, started.stderr).toBe(0);
     expect(started.stdout).toMatch(/daemon started: pid \d+, address 127\.0\.0\.1:\d+/);
     const again = await runAbridge(["daemon", "start", "--config", setup.configFile], { env });

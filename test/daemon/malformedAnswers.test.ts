@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/client/daemonClient.js";
 import { pingDaemon } from "../../src/client/ensureDaemon.js";
 import { AbridgeError } from "../../src/model/errors.js";
+import { daemonProof, newNonce } from "../../src/wire/daemonProof.js";
 import { acquireLock, lockFilePath, newToken, type LockInfo } from "../../src/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
@@ -24,11 +25,14 @@ afterEach(async () => {
 });
 
 /**
- * A fake daemon: listens on 127.0.0.1, answers every request line with `answer(request)` (the
- * raw line, newline added), and writes a lockfile naming it into a fresh state dir.
+ * A fake daemon: listens on 127.0.0.1, proves that it holds the token it writes into a fresh state
+ * dir's lockfile (the `hello` every connection starts with), and answers every other request line
+ * with `answer(request)` (the raw line, newline added).
  */
 async function fakeDaemon(answer: Answerer): Promise<{ stateDir: string; lock: LockInfo; requests: Record<string, unknown>[] }> {
   const requests: Record<string, unknown>[] = [];
+  const token = newToken();
+  let address = "";
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => {
     sockets.add(socket);
@@ -40,6 +44,11 @@ async function fakeDaemon(answer: Answerer): Promise<{ stateDir: string; lock: L
       for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
         const request = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
         buffered = buffered.slice(newline + 1);
+        if (request.op === "hello") {
+          const nonce = newNonce();
+          socket.write(`${JSON.stringify({ id: request.id, ok: true, nonce, proof: daemonProof(token, String(request.nonce), nonce, address) })}\n`);
+          continue;
+        }
         requests.push(request);
         socket.write(`${answer(request)}\n`);
       }
@@ -56,10 +65,11 @@ async function fakeDaemon(answer: Answerer): Promise<{ stateDir: string; lock: L
   const { dir, cleanup } = await tempDir("abridge-fake-daemon-");
   cleanups.push(cleanup);
   const now = new Date().toISOString();
+  address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   const lock: LockInfo = {
     pid: process.pid,
-    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    token: newToken(),
+    address,
+    token,
     started: now,
     version: "0.0.0",
     heartbeat: now,

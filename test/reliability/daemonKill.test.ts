@@ -51,8 +51,8 @@ async function runDaemon(config: string, stateDir: string): Promise<ChildProcess
 /** One request over the line protocol. */
 async function request(address: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const parsed = parseAddress(address);
-  if (parsed?.kind !== "tcp") throw new Error(`unexpected address ${address}`);
-  const socket = connect({ host: parsed.host, port: parsed.port });
+  if (!parsed) throw new Error(`unexpected address ${address}`);
+  const socket = parsed.kind === "unix" ? connect({ path: parsed.path }) : connect({ host: parsed.host, port: parsed.port });
   await once(socket, "connect");
   socket.write(`${JSON.stringify(body)}\n`);
   let text = "";

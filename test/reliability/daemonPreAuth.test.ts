@@ -37,7 +37,8 @@ async function startDaemonProcess(options: { nofile?: number } = {}): Promise<{ 
   const stateDir = path.join(dir, "state");
   const toml = [`cache_dir = ${JSON.stringify(path.join(dir, "cache"))}`, fixtureServerToml("hostile", "hostileServer.ts", [dir])].join("\n");
   const config = await writeConfig(dir, toml);
-  const argv = ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--grace-ms", "1000"];
+  // On loopback TCP: there any local user can connect, which is what these limits are for.
+  const argv = ["--import", "tsx", BIN, "daemon", "--config", config, "--state-dir", stateDir, "--grace-ms", "1000", "--tcp"];
   const command = options.nofile === undefined ? process.execPath : "prlimit";
   const args = options.nofile === undefined ? argv : [`--nofile=${options.nofile}`, process.execPath, ...argv];
   const child = spawn(command, args, { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }, stdio: ["ignore", "ignore", "pipe"] });

@@ -133,9 +133,10 @@ describe("clients trust only their own lockfile", () => {
     expect(received()).toBe("");
   });
 
-  it("our own 0600 lockfile in our 0700 directory is still used", async () => {
+  it("our own 0600 lockfile in our 0700 directory is still used: its listener gets the client's hello, and nothing more until it proves itself", async () => {
     const { stateDir, received } = await plantedLock();
     expect(await callThrough(stateDir, received)).toMatchObject({ code: "CANCELLED" });
-    expect(received()).toContain("sk-live-secret");
+    expect(JSON.parse(received())).toMatchObject({ op: "hello", nonce: expect.any(String) });
+    expect(received()).not.toContain("sk-live-secret");
   });
 });

@@ -13,6 +13,7 @@ import {
   releaseLock,
   type LockInfo,
 } from "../../src/wire/lockfile.js";
+import { daemonProof, newNonce } from "../../src/wire/daemonProof.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -91,16 +92,21 @@ describe("daemon lockfile", () => {
     expect(await acquireLock(file, lockFor(process.pid))).toEqual({ acquired: true });
   });
 
-  it("keeps a late-heartbeat lock whose holder still answers, and takes it once the holder is silent", async () => {
+  it("keeps a late-heartbeat lock whose holder proves itself, and takes it once the holder is silent or cannot prove it", async () => {
     const { createServer } = await import("node:net");
     const file = await lockDir();
-    // A holder on a busy machine: its heartbeat is a minute late, but it answers at its address.
+    // A holder on a busy machine: its heartbeat is a minute late, but it answers at its address,
+    // proving that it holds the lock's token (it is given the lock to prove).
     const requests: string[] = [];
+    let provenLock: LockInfo | undefined;
     const answering = createServer((socket) => {
       socket.setEncoding("utf8");
       socket.once("data", (line: string) => {
         requests.push(line);
-        socket.end(`${JSON.stringify({ id: "probe", ok: false, error: { code: "X", message: "x", retryable: false } })}\n`);
+        const hello = JSON.parse(line) as { nonce: string; id: number };
+        const nonce = newNonce();
+        const proof = provenLock ? daemonProof(provenLock.token, hello.nonce, nonce, provenLock.address) : "x".repeat(43);
+        socket.end(`${JSON.stringify({ id: hello.id, ok: true, nonce, proof })}\n`);
       });
     });
     // A hung holder: the kernel accepts the connection, nothing ever answers.
@@ -111,11 +117,20 @@ describe("daemon lockfile", () => {
     };
     try {
       const late = { ...lockFor(process.pid, new Date(Date.now() - 60_000)), address: `127.0.0.1:${await port(answering)}` };
+      provenLock = late;
       await writeFile(file, JSON.stringify(late), { mode: 0o600 });
       expect(isLockStale(await readLock(file))).toBe(true);
       expect(await judgeLock(await readLock(file))).toBe("live");
       expect(await acquireLock(file, lockFor(process.pid))).toEqual({ acquired: false, holder: late });
-      expect(JSON.parse(requests[0]!)).toMatchObject({ op: "stats", token: late.token });
+      // Asked with a hello: a nonce, never the token.
+      expect(JSON.parse(requests[0]!)).toEqual({ op: "hello", nonce: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), id: 0 });
+      expect(requests.join("")).not.toContain(late.token);
+
+      // What answers at the address without the proof (another program holding a dead daemon's
+      // port) does not keep the lock alive.
+      provenLock = undefined;
+      expect(await judgeLock(await readLock(file), { probeTimeoutMs: 2_000 })).toBe("hung");
+      expect(requests.join("")).not.toContain(late.token);
 
       const hung = { ...lockFor(process.pid, new Date(Date.now() - 60_000)), address: `127.0.0.1:${await port(silent)}` };
       await writeFile(file, JSON.stringify(hung), { mode: 0o600 });

@@ -37,15 +37,17 @@ function formatUptime(ms: number): string {
 /** `abridge daemon`: run the daemon in the foreground until idle, `shutdown`, or a signal. */
 export const daemonCommand: CommandSpec = {
   path: ["daemon"],
-  summary: "Run the local daemon for host applications in the foreground (JSON lines over loopback TCP)",
+  summary: "Run the local daemon for host applications in the foreground (JSON lines over a unix socket or loopback TCP)",
   details: [
-    "Listens on 127.0.0.1 on a random port (or --socket PATH), writes <state dir>/abridge.lock (0600) with",
+    "Listens on the unix socket <state dir>/daemon.sock (or --socket PATH; on 127.0.0.1 on a random port with --tcp,",
+    "on Windows, or when that path is too long for a unix socket), writes <state dir>/abridge.lock (0600) with",
     "its pid, address and token, and exits after idle_timeout_minutes without requests.",
     "Subcommands: `daemon start` (detached), `daemon stop`, `daemon status`.",
   ].join("\n"),
   options: {
     ...STATE_DIR_OPTION,
-    socket: { type: "string", value: "PATH", description: "Listen on this unix socket instead of loopback TCP" },
+    socket: { type: "string", value: "PATH", description: "Listen on this unix socket instead of <state dir>/daemon.sock" },
+    tcp: { type: "boolean", description: "Listen on loopback TCP (127.0.0.1, a random port) instead of a unix socket" },
     "heartbeat-ms": { type: "string", value: "MS", description: "Lockfile heartbeat interval (default 5000)" },
     "grace-ms": { type: "string", value: "MS", description: `On SIGTERM, time calls in flight get to finish (default ${DEFAULT_GRACE_MS})` },
     "read-only": { type: "boolean", description: "Expose and allow only tools annotated readOnlyHint, for every server" },
@@ -55,6 +57,7 @@ export const daemonCommand: CommandSpec = {
     const heartbeatMs = positiveIntOption(ctx.values, "heartbeat-ms");
     const graceMs = positiveIntOption(ctx.values, "grace-ms");
     const socket = ctx.values.socket;
+    if (typeof socket === "string" && ctx.values.tcp === true) throw usageError("--socket and --tcp exclude each other");
     const config = await ctx.loadConfig();
     const stateDir = stateDirFor(ctx, config);
     const result = await Daemon.start({
@@ -64,6 +67,7 @@ export const daemonCommand: CommandSpec = {
       env: ctx.io.env,
       logger: ctx.logger,
       ...(typeof socket === "string" ? { socketPath: path.resolve(ctx.io.cwd, socket) } : {}),
+      ...(ctx.values.tcp === true ? { tcp: true } : {}),
       ...(heartbeatMs !== undefined ? { heartbeatMs } : {}),
       bridge: { stateDir, ...(ctx.values["read-only"] === true ? { forceReadOnly: true } : {}) },
       signal: ctx.io.signal,
@@ -98,7 +102,8 @@ export const daemonStartCommand: CommandSpec = {
   options: {
     ...STATE_DIR_OPTION,
     "timeout-ms": { type: "string", value: "MS", description: "How long to wait for it to answer (default 30000)" },
-    socket: { type: "string", value: "PATH", description: "Have the daemon listen on this unix socket instead of loopback TCP" },
+    socket: { type: "string", value: "PATH", description: "Have the daemon listen on this unix socket instead of <state dir>/daemon.sock" },
+    tcp: { type: "boolean", description: "Have the daemon listen on loopback TCP instead of a unix socket" },
     "read-only": { type: "boolean", description: "Have the daemon expose and allow only tools annotated readOnlyHint" },
     ...CACHE_DIR_OPTION,
   },
@@ -109,9 +114,11 @@ export const daemonStartCommand: CommandSpec = {
     const level = ctx.values["log-level"];
     // Paths resolved here: the daemon runs in the config's folder, not in this one.
     const socket = ctx.values.socket;
+    if (typeof socket === "string" && ctx.values.tcp === true) throw usageError("--socket and --tcp exclude each other");
     const cacheDir = ctx.values["cache-dir"];
     const daemonArgs = [
       ...(typeof socket === "string" ? ["--socket", path.resolve(ctx.io.cwd, socket)] : []),
+      ...(ctx.values.tcp === true ? ["--tcp"] : []),
       ...(typeof cacheDir === "string" ? ["--cache-dir", path.resolve(ctx.io.cwd, cacheDir)] : []),
       ...(ctx.values["read-only"] === true ? ["--read-only"] : []),
     ];
