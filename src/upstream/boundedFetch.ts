@@ -11,6 +11,9 @@ export interface DroppedMessage {
   id?: string | number;
 }
 
+/** The bound of a message from the server: one number, or one per method of the request it answers. */
+export type MessageLimit = number | ((method: string | undefined) => number);
+
 /**
  * A `fetch` for the SDK's HTTP and SSE client transports that bounds every message from the
  * server as the stdio transport does. The SDK reads an `application/json` answer whole
@@ -24,16 +27,21 @@ export interface DroppedMessage {
  *   every other call go on.
  * - A JSON body over the bound (by `content-length`, or counted as it streams) is let go of as it
  *   streams in and replaced by the same error answer to the POST's request.
+ *
+ * With `maxMessageBytes` a function, the bound of a POST's answer (JSON body or event stream) is
+ * the one for its request's method; the long-lived GET stream gets the one for `undefined`.
  */
-export function boundedFetch(maxMessageBytes: number, onDropped: (dropped: DroppedMessage) => void, base: typeof fetch = fetch): typeof fetch {
+export function boundedFetch(maxMessageBytes: MessageLimit, onDropped: (dropped: DroppedMessage) => void, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const response = await base(input, init);
     // Only answers carry messages; a redirect or an error page is left to the SDK as it came.
     if (response.body === null || !response.ok) return response;
+    const request = requestOf(init);
+    const limit = typeof maxMessageBytes === "number" ? maxMessageBytes : maxMessageBytes(request?.method);
     const type = response.headers.get("content-type") ?? "";
     const body = type.includes("text/event-stream")
-      ? response.body.pipeThrough(boundedEvents(maxMessageBytes, onDropped))
-      : response.body.pipeThrough(boundedBody(maxMessageBytes, Number(response.headers.get("content-length") ?? NaN), requestIdOf(init), onDropped));
+      ? response.body.pipeThrough(boundedEvents(limit, onDropped))
+      : response.body.pipeThrough(boundedBody(limit, Number(response.headers.get("content-length") ?? NaN), request?.id, onDropped));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
@@ -75,12 +83,12 @@ function boundedEvents(limit: number, onDropped: (dropped: DroppedMessage) => vo
   });
 }
 
-/** The id of the one request a POST carries (the SDK sends one message per POST), if any. */
-function requestIdOf(init: RequestInit | undefined): string | number | undefined {
+/** The id and method of the one request a POST carries (the SDK sends one message per POST), if any. */
+function requestOf(init: RequestInit | undefined): { id: string | number; method: string } | undefined {
   if (typeof init?.body !== "string") return undefined;
   try {
     const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
-    return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
+    return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? { id: message.id, method: message.method } : undefined;
   } catch {
     return undefined;
   }

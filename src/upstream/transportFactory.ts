@@ -23,6 +23,33 @@ export interface TransportContext {
   sandboxHide: readonly string[];
   /** Ends stdio children when abridge dies without closing them (see childWatchdog.ts). */
   watchdog: ProcessGroupWatch | undefined;
+  /**
+   * The server's config as it is now (`max_output_bytes` and `spill` change without a reconnect);
+   * default: the config the transport is made with.
+   */
+  liveConfig?: () => ServerConfig;
+}
+
+/**
+ * What an HTTP upstream's answer to a call may carry past its server's `max_output_bytes` (32 MiB):
+ * room for a result to be cut at a content-block boundary, or kept whole with `spill`. An answer
+ * larger than that fails its call ("result over N bytes") as it streams in: read whole, a 200 MB
+ * result took serve to 1.3 GB only to be cut to 200 kB.
+ */
+export const HTTP_RESULT_SLACK_BYTES = 32 * 1024 * 1024;
+
+/** Requests whose results are held to `max_output_bytes` (tool calls, resource reads, prompt gets). */
+const OUTPUT_LIMITED: ReadonlySet<string> = new Set(["tools/call", "resources/read", "prompts/get"]);
+
+/**
+ * The bound of a message from an HTTP upstream: for the answer to a call, read or prompt get, the
+ * server's `max_output_bytes` plus {@link HTTP_RESULT_SLACK_BYTES}; for anything else (lists, the
+ * GET stream, the older SSE transport's single stream, which carries every answer), the stdio
+ * bound of {@link DEFAULT_MAX_MESSAGE_BYTES}.
+ */
+export function httpMessageLimit(config: ServerConfig, method: string | undefined): number {
+  if (method === undefined || !OUTPUT_LIMITED.has(method)) return DEFAULT_MAX_MESSAGE_BYTES;
+  return Math.min(DEFAULT_MAX_MESSAGE_BYTES, config.max_output_bytes + HTTP_RESULT_SLACK_BYTES);
 }
 
 /**
@@ -56,8 +83,10 @@ export function createTransport(config: ServerConfig, context: TransportContext)
   }
   const url = new URL(config.url);
   const requestInit: RequestInit = { headers: { ...config.headers } };
-  // Every message from the server is bounded as on stdio: the SDK reads HTTP answers and events whole.
-  const bounded = boundedFetch(DEFAULT_MAX_MESSAGE_BYTES, (dropped) =>
+  // Every message from the server is bounded as on stdio (the SDK reads HTTP answers and events
+  // whole), and the answer to a call by what can be passed on of it.
+  const live = context.liveConfig ?? (() => config);
+  const bounded = boundedFetch((method) => httpMessageLimit(live(), method), (dropped) =>
     context.logger.warn("dropped an oversized message from the server", { bytes: dropped.bytes, limit: dropped.limit, request: dropped.id }),
   );
   if (config.transport === "sse") {

@@ -112,6 +112,7 @@ export class UpstreamConnection extends UpstreamBase {
       childEnv: options.childEnv ?? {},
       sandboxHide: options.sandboxHide ?? [],
       watchdog: options.watchdog,
+      liveConfig: () => this.config,
     };
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
     this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());

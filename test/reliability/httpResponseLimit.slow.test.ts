@@ -3,16 +3,21 @@
  * whatever its size, so a 300 MB result peaked at 1.6 GB and a larger one failed the connection.
  * The stdio bound (256 MiB a message) now applies to every transport: the oversized answer fails
  * its call with "result over N bytes", the connection and every other server go on, and the peak
- * memory of `abridge serve` stays bounded. Slow (`npm run test:slow`): three 300 MiB answers pass
- * through a real serve process, since only an answer over the 256 MiB bound shows it; the bound
- * itself is checked on small messages in boundedFetch.test.ts.
+ * memory of `abridge serve` stays bounded. The answer to a call over streamable HTTP is bounded
+ * tighter, by what can be passed on of it: `max_output_bytes` plus 32 MiB (a 200 MB result was read
+ * whole, 1.3 GB at the peak, only to be cut to 200 kB; httpCallAnswerLimit.test.ts shows the bound
+ * on 40 MiB). Slow (`npm run test:slow`): answers of hundreds of MiB pass through a real serve
+ * process, since only an answer over the 256 MiB bound shows it; the bound itself is checked on
+ * small messages in boundedFetch.test.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../../src/config/schema.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../../src/upstream/childStdioTransport.js";
+import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/transportFactory.js";
 import { fixtureServerToml, tempDir } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
@@ -87,15 +92,18 @@ describe("HTTP and SSE upstreams are bounded like stdio", () => {
     const session = await serveOverStdio(config);
     cleanups.push(() => session.close());
     const limit = `result over ${DEFAULT_MAX_MESSAGE_BYTES} bytes`;
+    // A call's answer over streamable HTTP stops at max_output_bytes + 32 MiB; the older SSE
+    // transport carries every answer on one stream, where only the message bound applies.
+    const callLimit = `result over ${DEFAULT_MAX_OUTPUT_BYTES + HTTP_RESULT_SLACK_BYTES} bytes`;
     const healthy = async (): Promise<void> => {
       expect(await outcome(session, "echo_echo", { text: "echo ok" })).toBe("ok: echo ok");
       expect(await outcome(session, "stream_echo", { text: "stream ok" })).toBe("ok: stream ok");
       expect(await outcome(session, "legacy_echo", { text: "legacy ok" })).toBe("ok: legacy ok");
     };
     await healthy();
-    expect(await outcome(session, "stream_huge", { mb: 300, format: "sse" })).toContain(limit);
+    expect(await outcome(session, "stream_huge", { mb: 300, format: "sse" })).toContain(callLimit);
     await healthy();
-    expect(await outcome(session, "stream_huge", { mb: 300, format: "json" })).toContain(limit);
+    expect(await outcome(session, "stream_huge", { mb: 200, format: "json" })).toContain(callLimit);
     await healthy();
     expect(await outcome(session, "legacy_huge", { mb: 300 })).toContain(limit);
     await healthy();
