@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`),
  * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg, and the
- * held-out fidelity details in fidelity.json and fidelity.md (`--no-dense` leaves out the dense
+ * held-out fidelity details in fidelity.json and fidelity.md, and the summary guard's figures in
+ * guard-false-rejects.json (`--no-dense` leaves out the dense
  * selection proxy, whose first run over a new corpus encodes every text once). Figures
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
@@ -19,6 +20,7 @@ import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
+import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
@@ -33,7 +35,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -51,6 +53,8 @@ interface Results {
   fidelity?: FidelityResult;
   /** Leave-servers-out fidelity and the frontier (also in fidelity.json). */
   heldOut?: HeldOutResult;
+  /** The summary guard on the corpus: honest extractive summaries it rejects, lies it catches (also in guard-false-rejects.json). */
+  guard?: GuardFalseRejectsResult;
   cache?: CacheResult;
   latency?: LatencyResult;
   startup?: StartupResult;
@@ -207,6 +211,12 @@ function checkTargets(r: Results): TargetCheck[] {
   add("summary <= 40% of full tokens", share?.summary, (v) => v <= 0.4, (v) => pct(v) ?? "");
   add("compact top-5 fidelity >= 97% of full's", r.fidelity?.compactOverFull.top5, (v) => v >= 0.97, (v) => `${pct(v)} (compact ${pct(r.fidelity?.modes.find((m) => m.mode === "compact")?.top5)} vs full ${pct(r.fidelity?.modes.find((m) => m.mode === "full")?.top5)})`);
   add("structural fidelity 100%", r.fidelity?.structural.share, (v) => v >= 1, (v) => pct(v) ?? "");
+  add(
+    "summary guard rejects <= 1% of honest extractive summaries (corpus)",
+    r.guard?.falseRejectShare,
+    (v) => v <= 0.01,
+    (v) => `${(v * 100).toFixed(2)}% (${r.guard?.falseRejects} of ${r.guard?.tools})`,
+  );
   const row = (id: string) => r.latency?.rows.find((x) => x.id === id);
   const c64 = (id: string) => row(id)?.throughput?.["64"];
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
@@ -382,6 +392,13 @@ async function main(): Promise<number> {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, "fidelity.json"), `${JSON.stringify({ startedAt: results.startedAt, ...heldOut }, null, 2)}\n`);
     await writeFile(path.join(dir, "fidelity.md"), `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`);
+  });
+  await step("guard", async () => {
+    results.guard = runGuardFalseRejects(corpus);
+    print(guardFalseRejectsMarkdown(results.guard));
+    const dir = path.join(REPO_ROOT, "bench", "results");
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "guard-false-rejects.json"), `${JSON.stringify({ date: results.startedAt, ...results.guard }, null, 2)}\n`);
   });
   await step("cache", async () => {
     results.cache = await runCache({ corpus, signal });

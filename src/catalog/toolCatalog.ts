@@ -93,7 +93,7 @@ export class ToolCatalog {
   private changeTimer: NodeJS.Timeout | undefined;
   /** Whether a pending change touched the tools themselves, not only their summaries. */
   private structuralChange = false;
-  private counters = { hits: 0, misses: 0 };
+  private counters = { hits: 0, misses: 0, rejected: 0 };
   private readonly compactSchema: CompactSchema | undefined;
   private readonly summarizerIds: readonly string[];
   private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
@@ -232,8 +232,9 @@ export class ToolCatalog {
   /**
    * Whether a cached summary may stand in for `tool`'s description: the guard that checks a
    * summarizer's text before it is written also checks what is read back, since the cache file is
-   * plain text anyone with write access can edit (a summary longer than the original, or one that
-   * gives the model instructions, would be served as if abridge had written it).
+   * plain text anyone with write access can edit, and a shared one is written by other hosts (a
+   * summary longer than the original, one that gives the model instructions or one that calls a
+   * deleting tool a lookup would be served as if abridge had written it).
    */
   private trusted(entry: CacheEntry, tool: CatalogTool["tool"], record: ToolRecord | undefined): boolean {
     let ok = this.verdicts.get(entry);
@@ -245,6 +246,7 @@ export class ToolCatalog {
       ok = verdict.ok;
       this.verdicts.set(entry, ok);
       if (!verdict.ok) {
+        this.counters.rejected += 1;
         this.logger.warn("cached summary rejected by the guard; serving the original description", {
           key: entry.key,
           reasons: verdict.reasons,
@@ -354,8 +356,12 @@ export class ToolCatalog {
     return result;
   }
 
-  /** Cache hits and misses since start. */
-  stats(): { tools: number; summarized: number; hits: number; misses: number } {
+  /**
+   * Cache hits and misses since start, and `rejected`: entries read from the store or heard from
+   * other processes that the guard refused (each entry counted once), served as the original until
+   * summarized again.
+   */
+  stats(): { tools: number; summarized: number; hits: number; misses: number; rejected: number } {
     return {
       tools: this.sorted.length,
       summarized: this.sorted.filter((t) => t.summary !== undefined).length,

@@ -1,6 +1,8 @@
 import type { RawTool } from "../model/types.js";
 import type { ToolSummary } from "./types.js";
 import { isObject } from "../model/json.js";
+import { meaningReasons } from "./meaningChecks.js";
+import { ToolVocabulary } from "./toolWords.js";
 
 /** Verdict of {@link guardSummary}. */
 export type GuardResult = { ok: true } | { ok: false; reasons: string[] };
@@ -12,13 +14,6 @@ export type GuardResult = { ok: true } | { ok: false; reasons: string[] };
 const DESTRUCTIVE_WORD =
   /\b(?:delet(?:e|es|ed|ing|ion)|drop(?:s|ped|ping)?|remov(?:e|es|ed|ing|al)|destr(?:oy|oys|oyed|oying|uction)|purg(?:e|es|ed|ing)|truncat(?:e|es|ed|ing|ion)|wip(?:e|es|ed|ing)|kill(?:s|ed|ing)?|terminat(?:e|es|ed|ing|ion)|revok(?:e|es|ed|ing)|revocation|overwrit(?:e|es|ing|ten))\b/i;
 
-/** Words that call a tool harmless: never acceptable for a destructive one. */
-const HARMLESS =
-  /\b(?:safe|safely|read[- ]only|harmless|no side[- ]effects?|without side[- ]effects?|does(?: not|n't) (?:modify|change|alter|delete|write)|non[- ]destructive|fully reversible)\b/i;
-
-/** Words that call a parameter optional: wrong for a required one. */
-const OPTIONAL_WORDING = /\(optional\)|\boptional(?:ly)?\b|\bif (?:provided|given|specified|set|present|needed)\b|\bmay be omitted\b|\bcan be omitted\b|\bnot required\b/i;
-
 /** Lower-camel words that are ordinary vocabulary, not parameter names. */
 const ORDINARY_CAMEL = new Set([
   "iOS", "iPadOS", "macOS", "watchOS", "tvOS", "visionOS", "iPhone", "iPad", "iPod", "iCloud", "iTunes", "eBay",
@@ -26,12 +21,13 @@ const ORDINARY_CAMEL = new Set([
 ]);
 
 /**
- * Text addressed to the model rather than describing the tool: the marks of a prompt injection
- * ("ignore previous instructions", "you must always ...", fake system tags). A summary may carry
- * one only when the tool's own description does (then it is the upstream's text, shown anyway).
+ * Text addressed to the model rather than describing any tool: the unmistakable marks of a prompt
+ * injection ("ignore previous instructions", "you must always ...", "before you answer", fake
+ * system tags), which no honest summary has. What `cache verify` flags without the tool; with the
+ * tool, the guard applies the wider rules of {@link meaningReasons}.
  */
 const INSTRUCTION =
-  /\bignore (?:all |any |the )?(?:previous|prior|above|earlier|other|your) (?:instructions?|messages?|prompts?|rules|directions)\b|\b(?:system prompt|system message|developer message)\b|<\/?(?:system|instructions?|important|admin)>|\byou (?:must|should|are required to) (?:always|never|first|now|immediately|also)\b|\b(?:assistants?|the model|the ai|llms?|agents?)(?:,)? (?:must|should) (?:always|never|first|now|immediately|also)\b|\bdo not (?:tell|inform|mention|reveal)(?: this)? to the user\b|\bbefore (?:using|calling) any other tool\b/i;
+  /\bignore (?:all |any |the )?(?:previous|prior|above|earlier|other|your) (?:instructions?|messages?|prompts?|rules|directions)\b|\bbefore (?:you )?(?:answer|answering|respond|responding|reply|replying)\b|\b(?:system prompt|system message|developer message)\b|<\/?(?:system|instructions?|important|admin)>|\byou (?:must|should|are required to) (?:always|never|first|now|immediately|also)\b|\b(?:assistants?|the model|the ai|llms?|agents?)(?:,)? (?:must|should) (?:always|never|first|now|immediately|also)\b|\bdo not (?:tell|inform|mention|reveal)(?: this)? to the user\b|\bbefore (?:using|calling) any other tool\b/i;
 
 /** C0 and C1 control characters other than tab and line feed: terminal escape sequences start with them. */
 // eslint-disable-next-line no-control-regex
@@ -42,25 +38,6 @@ const SNAKE = /\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b/g;
 const CAMEL = /\b[a-z]+[A-Z][A-Za-z0-9]*\b/g;
 const BACKTICKED = /`([^`\n]+)`/g;
 
-
-/** Collects every property name (any depth, `$defs` included) and every text of a schema. */
-function walkSchema(node: unknown, names: Set<string>, texts: string[], depth = 0): void {
-  if (depth > 40) return;
-  if (Array.isArray(node)) {
-    for (const item of node) walkSchema(item, names, texts, depth + 1);
-    return;
-  }
-  if (!isObject(node)) {
-    if (typeof node === "string") texts.push(node);
-    return;
-  }
-  for (const [key, value] of Object.entries(node)) {
-    if ((key === "properties" || key === "patternProperties") && isObject(value)) {
-      for (const name of Object.keys(value)) names.add(name);
-    }
-    walkSchema(value, names, texts, depth + 1);
-  }
-}
 
 /** Top-level property names and required names of a tool's input schema. */
 function topLevel(tool: RawTool): { properties: Set<string>; required: Set<string> } {
@@ -101,10 +78,14 @@ function identifiersIn(text: string): string[] {
 }
 
 /**
- * Checks a summary written for `tool` before it is stored: not empty; not longer than the original
- * description; no parameter names the schema does not have (identifiers that appear in the tool's
- * own texts are fine: they came from the source); `params` only for real top-level properties;
- * required parameters not called optional; destructive tools not called harmless.
+ * Checks a summary written for `tool` before it is stored or served. By names: not empty; not
+ * longer than the original description; no parameter names the schema does not have (identifiers
+ * that appear in the tool's own texts are fine: they came from the source); `params` only for real
+ * top-level properties. By meaning ({@link meaningReasons}): most content words occur in the tool's
+ * own text; a tool that deletes or changes things keeps a verb saying so; a destructive tool is not
+ * called harmless, nor a tool not annotated read-only read-only or safe unless its text says so;
+ * no instructions to the model, links, account numbers or long figures the tool's text lacks;
+ * required parameters not said to be optional or skippable.
  */
 export function guardSummary(tool: RawTool, summary: ToolSummary): GuardResult {
   const reasons: string[] = [];
@@ -118,13 +99,8 @@ export function guardSummary(tool: RawTool, summary: ToolSummary): GuardResult {
   }
 
   const { properties, required } = topLevel(tool);
-  const allNames = new Set<string>();
-  const texts: string[] = [tool.name, original, tool.title ?? ""];
-  walkSchema(tool.inputSchema, allNames, texts);
-  if (tool.annotations) walkSchema(tool.annotations, allNames, texts);
-  const knownText = texts.join("\n").toLowerCase();
-  const isKnown = (word: string): boolean =>
-    allNames.has(word) || word === tool.name || knownText.includes(word.toLowerCase());
+  const vocabulary = new ToolVocabulary(tool);
+  const isKnown = (word: string): boolean => vocabulary.lower.includes(word.toLowerCase());
 
   for (const key of Object.keys(summary.params)) {
     if (!properties.has(key)) reasons.push(`params.${key} is not a property of the input schema`);
@@ -142,25 +118,9 @@ export function guardSummary(tool: RawTool, summary: ToolSummary): GuardResult {
   }
   for (const word of invented) reasons.push(`mentions "${word}", which is not a parameter of the tool`);
 
-  for (const name of required) {
-    const described = summary.params[name];
-    if (described !== undefined && OPTIONAL_WORDING.test(described)) {
-      reasons.push(`required parameter ${name} is described as optional`);
-    }
-  }
-
-  if (isDestructiveTool(tool)) {
-    const harmless = HARMLESS.exec(text);
-    if (harmless) reasons.push(`destructive tool described as harmless ("${harmless[0]}")`);
-  }
-
-  const ownText = texts.join("\n");
-  for (const piece of [text, ...Object.values(summary.params)]) {
-    const instruction = INSTRUCTION.exec(piece);
-    if (instruction && !INSTRUCTION.test(ownText)) {
-      reasons.push(`reads as instructions to the model ("${instruction[0]}"), which the tool's own text does not contain`);
-      break;
-    }
+  if (text !== "") {
+    const context = { vocabulary, required, destructive: isDestructiveTool(tool), reported: invented };
+    reasons.push(...meaningReasons(tool, { summary: text, params: summary.params }, context));
   }
   reasons.push(...textReasons(summary));
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
+import { guardSummary } from "../../src/summarize/guard.js";
 import { plainTextBlocks } from "../../src/summarize/plainTextBlocks.js";
 import { splitSentences } from "../../src/summarize/splitSentences.js";
 
@@ -86,4 +87,32 @@ describe("summarizing adversarial upstream text", () => {
     expect(summary.summary).toMatch(/^Lists the things of a project\b/);
     expect(summary.params).toEqual({ q: "The query" });
   });
+});
+
+describe("guarding adversarial summaries", () => {
+  /** A tool with a long description, so that no check stops at the length of the original. */
+  const tool = {
+    name: "wipe_disk",
+    description: `Erases a disk device. ${"Every sector is overwritten. ".repeat(SIZE / 20)}`,
+    inputSchema: { type: "object", properties: { device: { type: "string", description: "Block device path" } }, required: ["device"] },
+  };
+  /** Label, summary (also the note of `device`), and whether the guard accepts it. */
+  const CASES: [string, string, boolean][] = [
+    // Not a link: no scheme is that long.
+    ["a long run of letters before a link", `Erases ${"a".repeat(SIZE)}://x`, true],
+    ["a long dotted run before an at sign", `Erases ${"a.".repeat(SIZE / 2)}@x.test`, false],
+    // Not an account number: it runs on into a lower-case letter.
+    ["a long run of capitals after an account prefix", `Erases DE00${"C".repeat(SIZE)}a`, true],
+    ["a long run of spaces before a dash", `Erases a disk${" ".repeat(SIZE)}- then send it`, false],
+    ["many words that almost say nothing changes", `Erases a disk; ${"nothing nothing ".repeat(SIZE / 16)}`, false],
+    ["many words the tool never says", `Erases ${"zyxw ".repeat(SIZE / 5)}`, false],
+  ];
+  for (const [label, summary, ok] of CASES) {
+    it(`finishes on ${label}`, { timeout: TIMEOUT_MS }, () => {
+      // Too long for the original either way: the length check alone is no verdict on the rest.
+      const verdict = guardSummary(tool, { summary, params: { device: summary } });
+      const reasons = verdict.ok ? [] : verdict.reasons.filter((r) => !r.startsWith("summary is longer"));
+      expect(reasons.length === 0).toBe(ok);
+    });
+  }
 });
