@@ -19,6 +19,7 @@ import { Bm25Proxy, DenseProxy, type SelectionProxy } from "./frontier/proxies.j
 import { frontierTable, heldOutMarkdown } from "./frontier/report.js";
 import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
+import { hostileBusMarkdown, runHostileBus, type HostileBusResult } from "./hostileBus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
@@ -35,7 +36,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -66,6 +67,8 @@ interface Results {
   jsonRpc?: JsonRpcResult;
   /** Calls over NATS to 1, 2 and 4 bus workers. */
   bus?: BusResult;
+  /** A bus worker flooded with calls, slow calls and refreshes: RSS, a healthy call's latency, calls lost. */
+  hostileBus?: HostileBusResult;
   /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
   fleetCache?: FleetCacheResult;
   failures: { bench: string; error: string }[];
@@ -260,6 +263,11 @@ function checkTargets(r: Results): TargetCheck[] {
   for (const p of proxies) add(`held-out: summary top-5 >= 97% of full's (${p})`, keep("summary", p), (v) => v >= 0.97, (v) => pct(v) ?? "");
   add("held-out: lazy <= 1.5% of full tokens (pooled corpus list)", view("lazy")?.shareOfFull, (v) => v <= 0.015, (v) => `${(v * 100).toFixed(2)}%`);
   for (const p of proxies) add(`held-out: lazy (search_tools) top-5 >= full's (${p})`, keep("lazy", p), (v) => v >= 1, (v) => `${pct(v)} of full's`);
+  const floods = r.hostileBus?.cases.filter((c) => c.sent !== undefined) ?? [];
+  const busLost = floods.length === 0 ? undefined : floods.reduce((sum, c) => sum + (c.lost ?? 0), 0);
+  add("bus under attack: 0 calls lost (call floods, slow-call floods)", busLost, (v) => v === 0, (v) => `${v} of ${floods.reduce((sum, c) => sum + (c.sent ?? 0), 0)}`, r.hostileBus?.notAvailable);
+  const floodP99 = floods.length === 0 ? undefined : Math.max(...floods.map((c) => c.healthyP99Ms));
+  add("bus under attack: a healthy call's p99 < 100 ms during the floods", floodP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms`, r.hostileBus?.notAvailable);
   const perTool = r.tokens?.summarizers[0]?.perTool;
   add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
@@ -432,6 +440,10 @@ async function main(): Promise<number> {
   await step("bus", async () => {
     results.bus = await runBus();
     print(busMarkdown(results.bus));
+  });
+  await step("hostileBus", async () => {
+    results.hostileBus = await runHostileBus({ full: process.argv.includes("--full") });
+    print(hostileBusMarkdown(results.hostileBus));
   });
   await step("fleetCache", async () => {
     results.fleetCache = await runFleetCache();

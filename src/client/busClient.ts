@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { headers, NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { headers, NoRespondersError, PermissionViolationError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
@@ -12,13 +12,15 @@ import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   discoveryMessageSchema,
   invokeResultSchema,
+  invokeSubject,
   readJson,
   refreshErrorSchema,
+  refreshSubject,
   type BusErrorCode,
   type BusId,
   type DiscoveryMessage,
 } from "../wire/busProtocol.js";
-import { connectNats, parseNatsUrl } from "../wire/natsConnection.js";
+import { connectNats, parseNatsUrl, type NatsSecurity } from "../wire/natsConnection.js";
 
 /** A worker's tool list as {@link BusClient.listTools} returns it. */
 export type BusDiscovery = DiscoveryMessage;
@@ -44,14 +46,24 @@ export class BusCallError extends AbridgeError {
   }
 }
 
-/** Options of {@link BusClient.connect}. */
-export interface BusClientOptions {
-  /** The NATS server, `nats://HOST:PORT`. */
+/**
+ * Options of {@link BusClient.connect}. Credentials: `nats://USER:PASSWORD@HOST` or
+ * `nats://TOKEN@HOST` in the URL, or `credsFile`, or `nkeyFile` (one of them); TLS with `tls`
+ * (or a `tls://` URL); `inboxPrefix` for a user whose permissions allow only its own inbox.
+ */
+export interface BusClientOptions extends NatsSecurity {
+  /** The NATS server, `nats://HOST:PORT` (`tls://` requires TLS). */
   nats: string;
   /** The requester's timeout of each call (default 60 s: above the worker's 30 s, so its typed `timeout` arrives first). */
   timeoutMs?: number;
   /** The connection's name as the NATS server shows it (default `abridge-bus-client`). */
   name?: string;
+  /**
+   * Send on the shared subjects `tool.invoke.mcp` and `tool.meta.mcp.refresh`, naming the agent
+   * only in the body, as workers that predate the per-agent subjects need. Default false: the
+   * agent's own subjects, which permissions can keep from every other agent.
+   */
+  sharedSubjects?: boolean;
   logger?: Logger;
 }
 
@@ -84,20 +96,29 @@ export class BusClient {
   private constructor(
     private readonly nc: NatsConnection,
     private readonly timeoutMs: number,
+    private readonly sharedSubjects: boolean,
   ) {}
 
   /**
    * Connects to the NATS server.
    *
-   * @throws AbridgeError INPUT_INVALID for a URL that is not `nats://HOST:PORT`; BUS_UNAVAILABLE when the server cannot be reached.
+   * @throws AbridgeError INPUT_INVALID for a URL that is not `nats://HOST:PORT`, or credentials
+   * that cannot be used (two at once, an unreadable file); BUS_UNAVAILABLE when the server cannot
+   * be reached, or refuses the credentials (then not retryable).
    */
   static async connect(options: BusClientOptions): Promise<BusClient> {
     const url = parseNatsUrl(options.nats);
     if ("problem" in url) throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS URL: ${url.problem}`);
     const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new AbridgeError(ErrorCode.INPUT_INVALID, `timeoutMs: expected a positive number, got ${timeoutMs}`);
-    const nc = await connectNats({ url, name: options.name ?? "abridge-bus-client", logger: options.logger ?? silentLogger });
-    return new BusClient(nc, timeoutMs);
+    const security: NatsSecurity = {
+      ...(options.credsFile !== undefined ? { credsFile: options.credsFile } : {}),
+      ...(options.nkeyFile !== undefined ? { nkeyFile: options.nkeyFile } : {}),
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
+      ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
+    };
+    const nc = await connectNats({ url, security, name: options.name ?? "abridge-bus-client", logger: options.logger ?? silentLogger });
+    return new BusClient(nc, timeoutMs, options.sharedSubjects === true);
   }
 
   /**
@@ -109,7 +130,8 @@ export class BusClient {
   async listTools(agent: string, options: BusListOptions = {}): Promise<BusDiscovery> {
     checkAgent(agent);
     const id = randomUUID();
-    const msg = await this.request(BUS_SUBJECTS.refresh, agent, { agent, id, relist: options.refresh ?? false }, options.timeoutMs, options.signal);
+    const subject = this.sharedSubjects ? BUS_SUBJECTS.refresh : refreshSubject(agent);
+    const msg = await this.request(subject, agent, { agent, id, relist: options.refresh ?? false }, options.timeoutMs, options.signal);
     const body = this.answerBody(msg);
     const failed = refreshErrorSchema.safeParse(body);
     if (failed.success) throw workerError(failed.data.error, failed.data.worker);
@@ -122,16 +144,18 @@ export class BusClient {
    * Calls `tool` of `agent` with `args` and returns its result; a tool error is a result with
    * `isError: true`, as on MCP.
    *
-   * @throws BusCallError for a bus error: the worker's (`tool_not_found`, `timeout`, `bad_request`...)
-   * or this client's: `unavailable` at once when no worker at all listens on the subject (the NATS
-   * server's no-responders status), `timeout` when no answer came in time. Workers of other agents
-   * receive a call too (and drop it), so when only they are on the bus the server sees listeners and
-   * the call ends with the `timeout`.
+   * @throws BusCallError for a bus error: the worker's (`tool_not_found`, `timeout`, `busy`,
+   * `bad_request`...) or this client's: `unavailable` at once when no worker of the agent listens
+   * on its subject (the NATS server's no-responders status), `timeout` when no answer came in time,
+   * `refused` when the NATS server's permissions do not let this client send on the agent's
+   * subject or receive on its inbox. With `sharedSubjects`, workers of other agents receive a call
+   * too (and drop it), so when only they are on the bus the call ends with the `timeout`.
    */
   async callTool(agent: string, tool: string, args: JsonObject = {}, options: BusCallOptions = {}): Promise<CallToolResult> {
     checkAgent(agent);
     const id = options.id ?? randomUUID();
-    const msg = await this.request(BUS_SUBJECTS.invoke, agent, { id, agent, tool, arguments: args }, options.timeoutMs, options.signal);
+    const subject = this.sharedSubjects ? BUS_SUBJECTS.invoke : invokeSubject(agent);
+    const msg = await this.request(subject, agent, { id, agent, tool, arguments: args }, options.timeoutMs, options.signal);
     const checked = checkMessage(invokeResultSchema, this.answerBody(msg), "answer");
     if (!checked.ok) throw malformedAnswer(checked.problem);
     const answer = checked.value;
@@ -191,14 +215,20 @@ function malformedAnswer(problem: string): BusCallError {
 /** What a failed NATS request means for the caller. */
 function requestError(err: unknown, subject: string, agent: string, timeoutMs: number): Error {
   if (err instanceof AbridgeError) return err;
+  const denied = err instanceof PermissionViolationError ? err : err instanceof RequestError && err.cause instanceof PermissionViolationError ? err.cause : undefined;
+  if (denied !== undefined) {
+    const what = denied.operation === "publish" ? `send on ${denied.subject}` : `receive answers on ${denied.subject} (set an inbox prefix the permissions allow)`;
+    return new BusCallError("refused", `the NATS server's permissions do not let this client ${what}: ${denied.message}`, { retryable: false, origin: "client", cause: err });
+  }
   const timedOut = err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError);
   // Also what a call to an agent without workers gets while other agents' workers are on the bus:
   // they receive it and drop it, so the server has no no-responders status to send.
   if (timedOut) {
     return new BusCallError("timeout", `no answer from a worker of agent ${agent} on ${subject} within ${timeoutMs} ms`, { retryable: true, origin: "client", cause: err });
   }
-  // The server's answer when nothing subscribes to the subject: no worker of any agent is on the
-  // bus. The client reports it as a RequestError caused by a NoRespondersError.
+  // The server's answer when nothing subscribes to the subject: no worker of the agent (of any
+  // agent, on a shared subject) is on the bus. The client reports it as a RequestError caused by
+  // a NoRespondersError.
   if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) {
     return new BusCallError("unavailable", `no worker of agent ${agent} is on the bus: nothing listens on ${subject}`, { retryable: true, origin: "client", cause: err });
   }

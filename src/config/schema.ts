@@ -219,6 +219,27 @@ export const configFileSchema = z.strictObject({
     .default(30)
     .describe("`serve --http` closes a session with no request and no open stream for this long (its client re-initializes)"),
   http_max_sessions: z.number().int().positive().default(1000).describe("`serve --http` sessions open at once; past it initialize gets 503 with Retry-After"),
+  bus_max_concurrent: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(64)
+    .describe("`abridge bus`: calls one worker runs at once (`--max-concurrent`); past it calls wait, one requester taking at most seven eighths of them"),
+  bus_max_queued: z
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .default(256)
+    .describe("`abridge bus`: calls waiting for a worker's slot (`--max-queued`); past it a call is answered `busy` (retryable), the requester holding the most of the queue first"),
+  bus_refresh_interval_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(600_000)
+    .default(1_000)
+    .describe("`abridge bus`: refresh requests make at most one re-list and publish per this long per worker; those that arrive meanwhile share the next"),
   ...policyFields,
   summary: summarySchema.prefault({}),
   servers: z

@@ -8,13 +8,28 @@ import { toolResultSchema, describeIssues } from "./protocol.js";
  * This module imports no worker code, so the library's client can use it alone.
  */
 
-/** Subjects every worker and requester agree on. */
+/**
+ * The shared subjects every worker also listens on, for requesters that name the agent only in
+ * the body. Anyone allowed to subscribe to them reads every agent's calls: a bus with
+ * permissions grants them to nobody and uses the per-agent subjects ({@link invokeSubject},
+ * {@link refreshSubject}), which a permission can give to one agent's workers alone.
+ */
 export const BUS_SUBJECTS = {
-  /** Tool calls; each agent's workers share them in one queue group. */
+  /** Tool calls of every agent; each agent's workers share them in one queue group. */
   invoke: "tool.invoke.mcp",
   /** Asks the workers (of one agent, or all) to re-list and publish their tools. */
   refresh: "tool.meta.mcp.refresh",
 } as const;
+
+/** Where calls to `agent` go: only its workers listen, in their queue group. */
+export function invokeSubject(agent: string): string {
+  return `${BUS_SUBJECTS.invoke}.${agent}`;
+}
+
+/** Where refresh requests for `agent` go: every worker of the agent listens (no queue group). */
+export function refreshSubject(agent: string): string {
+  return `${BUS_SUBJECTS.refresh}.${agent}`;
+}
 
 /** Where the workers of `agent` publish their tool list. */
 export function metaSubject(agent: string): string {
@@ -27,9 +42,9 @@ export function resultSubject(agent: string): string {
 }
 
 /**
- * The queue group of an agent's workers on {@link BUS_SUBJECTS.invoke}: one group per agent, so a
- * call reaches exactly one worker of its agent, and every agent's group sees every call (a worker
- * drops calls for other agents without a word).
+ * The queue group of an agent's workers on {@link invokeSubject} and {@link BUS_SUBJECTS.invoke}:
+ * one group per agent, so a call reaches exactly one worker of its agent. On the shared subject
+ * every agent's group sees every call (a worker drops calls for other agents without a word).
  */
 export function queueGroup(agent: string): string {
   return `abridge-${agent}`;
@@ -110,6 +125,8 @@ export const BUS_ERROR_CODES = [
   "unavailable",
   /** The worker was stopping and gave up on the call. */
   "shutting_down",
+  /** The worker is at its limit of calls running and waiting; the call was not run. */
+  "busy",
   /** The answer would exceed the NATS server's max_payload. */
   "too_large",
   /** The upstream failed the request (a JSON-RPC error, not a tool error result). */

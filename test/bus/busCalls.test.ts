@@ -123,9 +123,28 @@ describe("abridge bus: calls through BusClient", () => {
     expect(lines.every((l) => l.client === "bus")).toBe(true);
   });
 
-  it("times out on its own when no worker of the agent answers (retryable)", async () => {
-    const error = await callError("beta", "echo_echo", { text: "x" }, 500);
-    expect(error).toMatchObject({ busCode: "timeout", retryable: true, origin: "client" });
+  it("fails at once with unavailable when no worker of the agent is on the bus (retryable)", async () => {
+    // The agent's own subject has no subscriber: the NATS server says so at once, long before
+    // the requester's timeout.
+    const error = await callError("beta", "echo_echo", { text: "x" }, 60_000);
+    expect(error).toMatchObject({ busCode: "unavailable", retryable: true, origin: "client" });
+    expect(error.message).toContain("tool.invoke.mcp.beta");
+  });
+
+  it("on the shared subjects (sharedSubjects), serves calls and lists, and times out on its own for an agent without workers", async () => {
+    const shared = await BusClient.connect({ nats: rig.nats.url, sharedSubjects: true });
+    try {
+      expect(text(await shared.callTool("alpha", "echo_echo", { text: "shared" }))).toBe("shared");
+      expect((await shared.listTools("alpha")).tools.map((t) => t.name)).toContain("echo_echo");
+      // alpha's worker hears the call to beta on the shared subject and leaves it: no no-responders status.
+      const error = await shared.callTool("beta", "echo_echo", { text: "x" }, { timeoutMs: 500 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error).toMatchObject({ busCode: "timeout", retryable: true, origin: "client" });
+    } finally {
+      await shared.close();
+    }
   });
 
   it("refuses an agent name that is not one subject token before sending", async () => {
@@ -136,10 +155,10 @@ describe("abridge bus: calls through BusClient", () => {
 
 describe("abridge bus: messages on the wire", () => {
   it("marks requests tool-request and answers tool-output, in both directions", async () => {
-    const requests = await collect(raw, "tool.invoke.mcp");
+    const requests = await collect(raw, "tool.invoke.mcp.alpha");
     try {
       await client.callTool("alpha", "echo_echo", { text: "marked" }, { id: "marked-1" });
-      const seen = await requests.next((m) => body(m).id === "marked-1", "the request on tool.invoke.mcp");
+      const seen = await requests.next((m) => body(m).id === "marked-1", "the request on tool.invoke.mcp.alpha");
       expect(seen.headers?.get("Content-Trust")).toBe("tool-request");
       expect(body(seen)).toEqual({ id: "marked-1", agent: "alpha", tool: "echo_echo", arguments: { text: "marked" } });
     } finally {
@@ -165,7 +184,16 @@ describe("abridge bus: messages on the wire", () => {
     }
   });
 
-  it("leaves a call for another agent to that agent's workers", async () => {
+  it("refuses a call on the agent's own subject that names another agent", async () => {
+    const reply = await raw.request("tool.invoke.mcp.alpha", JSON.stringify({ id: "misnamed", agent: "beta", tool: "echo_echo", arguments: { text: "x" } }), {
+      timeout: 30_000,
+      headers: requestHeaders(),
+    });
+    expect(body(reply)).toMatchObject({ id: "misnamed", agent: "alpha", ok: false, error: { code: "bad_request", retryable: false } });
+    expect((body(reply).error as { message: string }).message).toContain('names agent "beta" on tool.invoke.mcp.alpha');
+  });
+
+  it("leaves a call for another agent on the shared subject to that agent's workers", async () => {
     const results = await collect(raw, "tool.result.>");
     try {
       raw.publish("tool.invoke.mcp", JSON.stringify({ id: "other", agent: "gamma", tool: "echo_echo", arguments: { text: "x" } }), { headers: requestHeaders() });

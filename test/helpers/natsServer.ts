@@ -28,8 +28,15 @@ export function freePort(): Promise<number> {
   });
 }
 
-function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), ...args], { stdio: ["ignore", "ignore", "pipe"] });
+/** Options of {@link startNatsServer}. */
+export interface NatsServerOptions {
+  /** Variables added to the server's environment (a config file's `$NAME` references read them). */
+  env?: Record<string, string>;
+}
+
+function launch(port: number, args: readonly string[], options: NatsServerOptions): Promise<ChildProcess> {
+  const env = options.env !== undefined ? { ...process.env, ...options.env } : process.env;
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), ...args], { stdio: ["ignore", "ignore", "pipe"], env });
   let log = "";
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -56,14 +63,15 @@ function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
 
 /**
  * Starts nats-server on a free loopback port (tries again if another process took the port
- * meanwhile), with extra `args` such as `--user U --pass P`.
+ * meanwhile), with extra `args` such as `--user U --pass P` or `-c FILE` (the address and port
+ * given here win over a config file's `listen`).
  */
-export async function startNatsServer(args: readonly string[] = []): Promise<NatsServer> {
+export async function startNatsServer(args: readonly string[] = [], options: NatsServerOptions = {}): Promise<NatsServer> {
   let port = await freePort();
   let child: ChildProcess | undefined;
   for (let attempt = 0; child === undefined; attempt++) {
     try {
-      child = await launch(port, args);
+      child = await launch(port, args, options);
     } catch (err) {
       if (attempt >= 3) throw err;
       port = await freePort();
@@ -83,7 +91,7 @@ export async function startNatsServer(args: readonly string[] = []): Promise<Nat
     },
     async restart(again = args) {
       if (current !== undefined) throw new Error("nats-server is still running");
-      current = await launch(port, again);
+      current = await launch(port, again, options);
     },
   };
 }

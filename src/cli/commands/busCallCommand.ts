@@ -1,6 +1,7 @@
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { positiveIntOption, usageError } from "../usageError.js";
+import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
 import { BusCallError, BusClient } from "../../client/busClient.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import type { JsonObject } from "../../model/types.js";
@@ -28,14 +29,17 @@ export const busCallCommand: CommandSpec = {
   args: "<tool> [json-args]",
   positionals: { min: 1, max: 2 },
   details: [
-    "Sends the call on tool.invoke.mcp, marked Content-Trust: tool-request, and waits for one worker of the agent.",
+    "Sends the call on tool.invoke.mcp.<agent>, marked Content-Trust: tool-request, and waits for one worker of the agent.",
     "<tool> is the name as the agent's list shows it (<server>_<tool>). A bus error is printed with its code,",
-    "e.g. unavailable when no worker is on the bus, timeout when none answered within --timeout-ms.",
+    "e.g. unavailable when no worker of the agent is on the bus, busy when its workers are at their limit, timeout when",
+    "none answered within --timeout-ms.",
   ].join("\n"),
   options: {
     nats: { type: "string", value: "URL", description: "The NATS server, nats://HOST:PORT (required)" },
     agent: { type: "string", value: "NAME", description: "The agent whose workers take the call (required)" },
     "timeout-ms": { type: "string", value: "MS", description: `How long to wait for an answer (default ${DEFAULT_REQUEST_TIMEOUT_MS})` },
+    "inbox-prefix": { type: "string", value: "PREFIX", description: "Subject prefix of the reply inbox (default _INBOX), e.g. _INBOX.alpha for a user allowed only that" },
+    ...NATS_SECURITY_OPTIONS,
   },
   async run(ctx) {
     const natsText = ctx.values.nats;
@@ -51,7 +55,15 @@ export const busCallCommand: CommandSpec = {
     const args = parseArguments(argsText);
     const timeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? DEFAULT_REQUEST_TIMEOUT_MS;
 
-    const client = await BusClient.connect({ nats: natsText, timeoutMs, name: "abridge-bus-call", logger: ctx.logger });
+    const inboxPrefix = ctx.values["inbox-prefix"];
+    const client = await BusClient.connect({
+      nats: natsText,
+      timeoutMs,
+      name: "abridge-bus-call",
+      logger: ctx.logger,
+      ...natsSecurityFrom(ctx.values),
+      ...(typeof inboxPrefix === "string" ? { inboxPrefix } : {}),
+    });
     try {
       const result = await client.callTool(agent, tool, args, { signal: ctx.io.signal });
       writeLine(ctx.io.stdout, JSON.stringify(result, null, 2));
