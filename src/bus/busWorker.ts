@@ -100,6 +100,7 @@ export class BusWorker {
   /** Calls running and waiting, fairly among requesters. */
   private readonly calls: CallQueue<CallJob>;
   private readonly busyLog: RateLimitedLog;
+  private busy: BusError | undefined;
   private readonly refreshIntervalMs: number;
   /** Refresh requests with a reply subject that the next re-list answers. */
   private refreshWaiters: RefreshWaiter[] = [];
@@ -307,12 +308,14 @@ export class BusWorker {
     }
   }
 
+  /** The answer to a call refused at the limits (the same every time: made once). */
   private busyError(): BusError {
-    return busError(
+    this.busy ??= busError(
       "busy",
       `worker ${this.id} is at its limit (${this.calls.maxConcurrent} calls running, ${this.calls.maxQueued} waiting); the call was not run: try again, another worker of the agent may take it`,
       true,
     );
+    return this.busy;
   }
 
   private startCall(key: string, job: CallJob): void {

@@ -79,7 +79,7 @@ export interface BusCallOptions {
 
 /** Options of {@link BusClient.listTools}. */
 export interface BusListOptions {
-  /** Ask the worker to re-list its upstreams first (a `refresh` for everyone on the bus). Default false: the list as the worker has it. */
+  /** Ask the workers to re-list their upstreams first (each worker of the agent re-lists and publishes; refreshes close together share one re-list). Default false: the list as the worker has it. */
   refresh?: boolean;
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -124,8 +124,9 @@ export class BusClient {
   /**
    * The tool list of `agent`'s workers (the first worker to answer), in the worker's mode.
    *
-   * @throws BusCallError `unavailable` at once when no worker at all is on the bus, `timeout` when
-   * workers of other agents are but none of this one (see {@link callTool}); AbridgeError INPUT_INVALID for a bad agent name.
+   * @throws BusCallError `unavailable` at once when no worker of the agent is on the bus, `busy`
+   * when the worker has too many refreshes waiting, `refused` when the permissions do not allow
+   * the request (see {@link callTool}); AbridgeError INPUT_INVALID for a bad agent name.
    */
   async listTools(agent: string, options: BusListOptions = {}): Promise<BusDiscovery> {
     checkAgent(agent);
