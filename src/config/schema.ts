@@ -217,8 +217,22 @@ export const configFileSchema = z.strictObject({
     .number()
     .positive()
     .default(30)
-    .describe("`serve --http` closes a session with no request and no open stream for this long (its client re-initializes)"),
+    .describe("`serve --http` closes a session with no request in flight for this long, ending its GET stream if one is open (its client re-initializes)"),
   http_max_sessions: z.number().int().positive().default(1000).describe("`serve --http` sessions open at once; past it initialize gets 503 with Retry-After"),
+  http_max_calls_per_session: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(64)
+    .describe("`serve --http` requests of one session that reach the upstreams at once (calls, reads, prompts); past it a call is answered at once with a retryable busy error"),
+  http_max_connections: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(512)
+    .describe("`serve --http` connections open at once that passed the token and Host checks; past it a request gets 503 and its connection is closed (connections without the token: at most 64 besides)"),
   bus_max_concurrent: z
     .number()
     .int()

@@ -1,13 +1,14 @@
 import { randomUUID, timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
-import { HttpSessionTransport } from "./httpSessionTransport.js";
+import { FdBudget, HttpConnections, PRE_AUTH_DEADLINE_MS } from "./httpConnections.js";
+import { DEFAULT_MAX_CALLS_IN_FLIGHT, DEFAULT_STREAM_STALL_MS, HttpSessionTransport } from "./httpSessionTransport.js";
 import {
   accepts,
   BodyError,
@@ -36,13 +37,40 @@ export interface HttpServerOptions {
   /** Largest request body accepted (default 16 MiB). */
   maxBodyBytes?: number;
   /**
-   * A session with no request in flight and no open stream for this long is closed (default
-   * {@link DEFAULT_SESSION_IDLE_MS}); its client gets 404 and, as the spec says, initializes again.
+   * A session with no request in flight for this long is closed, its GET stream too if one is open
+   * (default {@link DEFAULT_SESSION_IDLE_MS}); its client gets 404 and, as the spec says,
+   * initializes again.
    */
   sessionIdleMs?: number;
   /** Open sessions at most (default {@link DEFAULT_MAX_SESSIONS}); past it initialize gets 503. */
   maxSessions?: number;
+  /**
+   * Requests of one session that reach the upstreams at once, at most (default 64); past it a
+   * call is answered at once with a retryable busy error.
+   */
+  maxCallsPerSession?: number;
+  /** Connections that passed the checks, at most (default 512; see httpConnections.ts). */
+  maxConnections?: number;
+  /** How long a connection may stay without a request that passes the checks (default 10 s). */
+  preAuthMs?: number;
+  /** The headers of a request must be in within this after it starts (default {@link HEADERS_TIMEOUT_MS}). */
+  headersTimeoutMs?: number;
+  /** A whole request, headers and body, must be in within this (default {@link REQUEST_TIMEOUT_MS}). */
+  requestTimeoutMs?: number;
+  /** A keep-alive connection with no request is closed after this (default {@link KEEP_ALIVE_TIMEOUT_MS}). */
+  keepAliveTimeoutMs?: number;
+  /** A stream whose client has not read for this long is ended (default 30 s). */
+  streamStallMs?: number;
 }
+
+/** Default of {@link HttpServerOptions.headersTimeoutMs}: Node's own is 60 s, checked every 30 s. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** Default of {@link HttpServerOptions.requestTimeoutMs}: Node's own is 300 s (a body is 16 MiB at most, on loopback). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** Default of {@link HttpServerOptions.keepAliveTimeoutMs}. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** How often Node checks the header and request timeouts (its default, 30 s, let a trickled header live 96 s). */
+const TIMEOUT_CHECK_MS = 1_000;
 
 /** Default of {@link HttpServerOptions.sessionIdleMs}: 30 minutes. */
 export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
@@ -56,6 +84,8 @@ export interface HttpFrontend {
   port: number;
   /** Open MCP sessions. */
   sessions(): number;
+  /** What the bounds did so far: open connections, those closed by each rule, notifications dropped, streams ended. */
+  stats(): HttpFrontendStats;
   /**
    * Closes every session and the listener. Idempotent. With `graceMs`, calls in flight first get
    * that long to be answered (new requests are refused meanwhile), as on SIGTERM.
@@ -63,11 +93,22 @@ export interface HttpFrontend {
   close(graceMs?: number): Promise<void>;
 }
 
+/** See {@link HttpFrontend.stats}. */
+export interface HttpFrontendStats {
+  connections: { authenticated: number; unauthenticated: number };
+  /** Connections closed to make room (`evicted`), refused near the descriptor limit, answered 503 over the cap, closed without the token in time. */
+  connectionsClosed: { evicted: number; refused: number; overCap: number; timedOut: number };
+  /** Notifications dropped because a stream was not read, over every session so far. */
+  droppedNotifications: number;
+  /** Streams ended because their client did not read, over every session so far. */
+  stalledStreams: number;
+}
+
 /** One MCP session: its transport and front end, and whether it is in use. */
 interface Session {
   transport: HttpSessionTransport;
   frontend: McpFrontend;
-  /** Requests and streams of this session still open. */
+  /** Requests of this session still open (not its GET stream: see the sweep). */
   busy: number;
   /** When it was last used (ms since the epoch). */
   lastActive: number;
@@ -96,6 +137,11 @@ function sameSecret(given: string, expected: string): boolean {
  */
 export async function startHttpServer(bridge: Bridge, options: HttpServerOptions): Promise<HttpFrontend> {
   const logger = options.logger ?? silentLogger;
+  // An empty token would match a request with no Authorization header at all: authentication
+  // off, silently. The CLI refuses it with the variable's name; a library caller is refused here.
+  if (options.token !== undefined && options.token.trim() === "") {
+    throw new AbridgeError(ErrorCode.USAGE, "the bearer token is empty: give a token, or none to serve without one");
+  }
   // One line per refused request let any local process fill the log: 10,000 bad tokens, 10,000
   // lines. As the daemon does: a line per window, with the count of those left out.
   const forbidden = new RateLimitedLog(logger, "refused HTTP request", REFUSAL_LOG_WINDOW_MS);
@@ -110,8 +156,16 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   const sessions = new Map<string, Session>();
   /** Whether reaching the cap was logged (again once the sessions fell below it). */
   let capLogged = false;
+  const connections = new HttpConnections({
+    logger,
+    ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+    preAuthMs: options.preAuthMs ?? PRE_AUTH_DEADLINE_MS,
+    fds: FdBudget.forThisProcess(),
+  });
+  /** Of sessions already closed: what {@link HttpFrontend.stats} sums over every session. */
+  const pushbackOfClosed = { droppedNotifications: 0, stalledStreams: 0 };
 
-  /** Marks `session` busy until `res` closes (a long GET stream keeps it alive while it is open). */
+  /** Marks `session` busy until `res` closes (a POST answered as a stream stays busy while its calls run). */
   const track = (session: Session, res: ServerResponse): void => {
     session.busy += 1;
     session.lastActive = Date.now();
@@ -122,14 +176,17 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   };
 
   // Sessions are never closed by clients that just vanish (no DELETE): without expiry every
-  // initialize would hold its SDK server and front end for the life of the process.
+  // initialize would hold its SDK server and front end for the life of the process. An open GET
+  // stream does not keep a session: 50 sessions listening and never calling held a cap of 50 and
+  // locked every new client out. A session whose only activity is its stream expires like an idle
+  // one, and the stream is ended (its client initializes again, as after any expiry).
   const sweep = setInterval(
     () => {
       const now = Date.now();
       for (const [id, session] of sessions) {
         if (session.busy > 0 || now - session.lastActive < idleMs) continue;
         sessions.delete(id);
-        logger.debug("HTTP session expired", { session: id, idleMs });
+        logger.debug("HTTP session expired", { session: id, idleMs, streaming: session.transport.streaming });
         session.transport.close().catch((err: unknown) => logger.debug("closing an expired session failed", { error: String(err) }));
       }
     },
@@ -157,7 +214,9 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       body = await readJsonBody(req, maxBody);
     } catch (err) {
       const status = err instanceof BodyError ? err.status : 400;
-      sendJsonError(res, status, status === 413 ? -32600 : -32700, `${status === 413 ? "request too large" : "parse error"}: ${err instanceof Error ? err.message : String(err)}`);
+      const code = err instanceof BodyError ? err.rpcCode : -32700;
+      const what = status === 413 ? "request too large: " : code === -32700 ? "parse error: " : "";
+      sendJsonError(res, status, code, `${what}${err instanceof Error ? err.message : String(err)}`);
       return;
     }
     if (body === undefined) {
@@ -243,6 +302,14 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         return;
       }
     }
+    if (!connections.authenticate(req.socket)) {
+      // The body is read (and let go of) first: closing a connection with unread bytes resets it,
+      // and the client would see ECONNRESET instead of the answer. requestTimeout bounds the wait.
+      const refuse = (): void => sendJsonError(res, 503, -32000, "server busy: too many connections are open; retry later", { connection: "close", "retry-after": "1" });
+      if (req.complete) refuse();
+      else req.once("end", refuse).resume();
+      return;
+    }
 
     const header = req.headers["mcp-session-id"];
     const sessionId = typeof header === "string" ? header : undefined;
@@ -257,9 +324,14 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         return;
       }
       if (refusedVersion(req, res)) return;
-      track(existing, res);
-      if (req.method === "GET") existing.transport.handleGet(req, res);
-      else existing.transport.handleDelete(res);
+      if (req.method === "GET") {
+        // Opening the stream is a request; holding it open is not activity (see the sweep).
+        existing.lastActive = Date.now();
+        existing.transport.handleGet(req, res);
+      } else {
+        track(existing, res);
+        existing.transport.handleDelete(res);
+      }
       return;
     }
     sendJsonError(res, 405, -32601, `method ${req.method ?? ""} not allowed`, { allow: "GET, POST, DELETE" });
@@ -274,11 +346,17 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       client: `http:${id}`,
       ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
     });
-    const transport = new HttpSessionTransport(id, logger);
+    const transport = new HttpSessionTransport(id, {
+      logger,
+      stallMs: options.streamStallMs ?? DEFAULT_STREAM_STALL_MS,
+      maxCallsInFlight: options.maxCallsPerSession ?? DEFAULT_MAX_CALLS_IN_FLIGHT,
+    });
     const session: Session = { transport, frontend, busy: 0, lastActive: Date.now() };
     sessions.set(id, session);
     transport.onclose = () => {
       sessions.delete(id);
+      pushbackOfClosed.droppedNotifications += transport.pushback.droppedNotifications;
+      pushbackOfClosed.stalledStreams += transport.pushback.stalledStreams;
       if (sessions.size < maxSessions) capLogged = false;
       frontend.dispose();
       logger.debug("HTTP session closed", { session: id });
@@ -288,11 +366,25 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     return session;
   };
 
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      logger.error("HTTP request failed", { error: err instanceof Error ? err.message : String(err) });
-      sendJsonError(res, 500, -32603, "internal error");
-    });
+  const headersTimeout = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  const server = http.createServer(
+    {
+      headersTimeout,
+      requestTimeout: Math.max(headersTimeout, options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, headersTimeout),
+    },
+    (req, res) => {
+      handle(req, res).catch((err: unknown) => {
+        logger.error("HTTP request failed", { error: err instanceof Error ? err.message : String(err) });
+        sendJsonError(res, 500, -32603, "internal error");
+      });
+    },
+  );
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
+  let closing: Promise<void> | undefined;
+  server.on("connection", (socket: Socket) => {
+    if (closing !== undefined) socket.destroy();
+    else connections.accept(socket);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err) => reject(new AbridgeError(ErrorCode.USAGE, `--http: cannot listen on ${host}:${options.port}: ${err.message}`, { cause: err })));
@@ -300,11 +392,18 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
   });
   const port = (server.address() as AddressInfo).port;
   const shownHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-  let closing: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${port}${MCP_PATH}`,
     port,
     sessions: () => sessions.size,
+    stats() {
+      let { droppedNotifications, stalledStreams } = pushbackOfClosed;
+      for (const session of sessions.values()) {
+        droppedNotifications += session.transport.pushback.droppedNotifications;
+        stalledStreams += session.transport.pushback.stalledStreams;
+      }
+      return { connections: connections.open, connectionsClosed: connections.closedByRule, droppedNotifications, stalledStreams };
+    },
     close(graceMs = 0) {
       closing ??= (async () => {
         clearInterval(sweep);
@@ -312,6 +411,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
         await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         server.closeAllConnections();
+        connections.clear();
         await new Promise<void>((resolve) => server.close(() => resolve()));
       })();
       return closing;

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { jsonTextDeeperThan, MAX_JSON_DEPTH } from "../model/jsonDepth.js";
 
 /** Where MCP is served. */
 export const MCP_PATH = "/mcp";
@@ -20,11 +21,20 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
   "x-accel-buffering": "no",
 };
 
-function hostOf(value: string): string {
-  // "127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"
-  if (value.startsWith("[")) return value.slice(0, value.indexOf("]") + 1);
-  const colon = value.lastIndexOf(":");
-  return colon === -1 ? value : value.slice(0, colon);
+/**
+ * The name of a Host header (or of an Origin's host) that is exactly `name` or `name:port`
+ * ("127.0.0.1:8080" -> "127.0.0.1"; "[::1]:8080" -> "[::1]"), lower-cased; undefined for anything
+ * else. Taking what precedes the last colon accepted `127.0.0.1:80@evil.example` as 127.0.0.1.
+ */
+function hostOf(value: string): string | undefined {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^\s:@/\\[\]?#]+)(?::\d{1,5})?$/.exec(value);
+  return match?.[1]?.toLowerCase();
+}
+
+/** True when a Host header or an Origin's host names a loopback address, with an optional port and nothing else. */
+function isLoopbackHost(value: string): boolean {
+  const name = hostOf(value);
+  return name !== undefined && LOOPBACK_HOSTS.has(name);
 }
 
 /** Origins already checked, with their verdict: a client sends the same one on every request. */
@@ -34,11 +44,16 @@ const MAX_ORIGIN_VERDICTS = 64;
 function checkOrigin(origin: string): string | undefined {
   if (originVerdicts.has(origin)) return originVerdicts.get(origin);
   let verdict: string | undefined;
-  try {
-    const originHost = new URL(origin).host;
-    if (!LOOPBACK_HOSTS.has(hostOf(originHost))) verdict = `Origin ${JSON.stringify(origin)} is not a loopback origin`;
-  } catch {
-    verdict = `Origin ${JSON.stringify(origin)} is not a URL`;
+  if (origin === "null") {
+    // Sent by sandboxed iframes, file: pages and some redirects: a page that could be anyone's.
+    verdict = 'Origin "null" (a sandboxed or local page) is not a loopback origin';
+  } else {
+    try {
+      const url = new URL(origin);
+      if ((url.protocol !== "http:" && url.protocol !== "https:") || !isLoopbackHost(url.host)) verdict = `Origin ${JSON.stringify(origin)} is not a loopback origin`;
+    } catch {
+      verdict = `Origin ${JSON.stringify(origin)} is not a URL`;
+    }
   }
   // Bounded: a client inventing origins must not grow it.
   if (originVerdicts.size < MAX_ORIGIN_VERDICTS) originVerdicts.set(origin, verdict);
@@ -51,9 +66,9 @@ function checkOrigin(origin: string): string | undefined {
  */
 export function checkLoopbackRequest(headers: IncomingHttpHeaders): string | undefined {
   const host = headers.host;
-  if (host === undefined || !LOOPBACK_HOSTS.has(hostOf(host))) return `Host ${JSON.stringify(host ?? "")} is not a loopback address`;
+  if (host === undefined || !isLoopbackHost(host)) return `Host ${JSON.stringify(host ?? "")} is not a loopback address`;
   const origin = headers.origin;
-  if (origin !== undefined && origin !== "null") return checkOrigin(origin);
+  if (origin !== undefined) return checkOrigin(origin);
   return undefined;
 }
 
@@ -67,21 +82,30 @@ export function sendJsonError(res: ServerResponse, status: number, code: number,
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
 
-/** Why a body could not be read: too large (413) or not JSON (400). */
+/**
+ * Why a body could not be read: too large (413, -32600), not JSON (400, -32700) or JSON nested
+ * deeper than {@link MAX_JSON_DEPTH} (400, -32600).
+ */
 export class BodyError extends AbridgeError {
   constructor(
     readonly status: 400 | 413,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; rpcCode?: number },
   ) {
-    super(ErrorCode.INPUT_INVALID, message, options ?? {});
+    super(ErrorCode.INPUT_INVALID, message, options?.cause !== undefined ? { cause: options.cause } : {});
+    this.rpcCode = options?.rpcCode ?? (status === 413 ? -32600 : -32700);
   }
+
+  /** The JSON-RPC code of the answer. */
+  readonly rpcCode: number;
 }
 
 /**
  * Reads and parses a JSON body of at most `limit` bytes. A body announced larger than the limit
  * is refused before it is read; one that grows past it is refused as soon as it does, and the
- * rest is not buffered. An empty body is `undefined`.
+ * rest is not buffered. A body nested deeper than {@link MAX_JSON_DEPTH} levels is refused before
+ * it is parsed (a 15 MiB run of brackets took 9 s and 1.2 GB to parse, and held up every other
+ * session meanwhile). An empty body is `undefined`.
  */
 export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers["content-length"]);
@@ -111,7 +135,12 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
     req.once("error", (err) => reject(err));
     req.once("end", () => {
       if (refused) return;
-      const text = more !== undefined ? Buffer.concat(more).toString("utf8") : (first?.toString("utf8") ?? "");
+      const bytes = more !== undefined ? Buffer.concat(more) : first;
+      if (bytes !== undefined && jsonTextDeeperThan(bytes, MAX_JSON_DEPTH)) {
+        reject(new BodyError(400, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels; not parsed`, { rpcCode: -32600 }));
+        return;
+      }
+      const text = bytes?.toString("utf8") ?? "";
       if (text.trim() === "") return resolve(undefined);
       try {
         resolve(JSON.parse(text) as unknown);

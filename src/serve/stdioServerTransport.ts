@@ -3,11 +3,12 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
+import { DEFAULT_MAX_QUEUED_NOTIFICATIONS, NotificationBacklog } from "./notificationBacklog.js";
+
+export { DEFAULT_MAX_QUEUED_NOTIFICATIONS };
 
 /** Default bound of one request line (16 MiB, like the HTTP front end's body limit). */
 export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024;
-/** Notifications that may wait for a client that does not read; past this they are dropped (and counted). */
-export const DEFAULT_MAX_QUEUED_NOTIFICATIONS = 1_000;
 /**
  * Bytes of answers that may wait for a client that does not read before requests stop being
  * handled (8 MiB). Requests read meanwhile wait as lines, and past {@link MAX_WAITING_REQUEST_BYTES}
@@ -49,7 +50,8 @@ interface Outgoing {
  * listeners per waiting write, and with 100k of them each drain was a quadratic walk (calls to
  * healthy servers timed out, RSS reached 3.4 GB). While the queue holds more than
  * `maxQueuedNotifications` notifications, new ones are dropped and counted (a log flood from an
- * upstream must not cost unbounded memory); responses and requests are never dropped. While it
+ * upstream must not cost unbounded memory; the rule of every HTTP stream too, see
+ * {@link NotificationBacklog}); responses and requests are never dropped. While it
  * holds more than `maxQueuedBytes`, requests read are not handled yet, so a client that pipelines
  * without reading cannot make answers pile up. `close()` does not wait for the queue: a client
  * that ended stdin is not waited for.
@@ -66,7 +68,7 @@ export class StdioServerTransport implements Transport {
 
   private readonly reader: BoundedLineReader;
   private readonly logger: Logger;
-  private readonly maxQueuedNotifications: number;
+  private readonly notifications: NotificationBacklog;
   private readonly maxQueuedBytes: number;
   private started = false;
   private closed = false;
@@ -77,8 +79,6 @@ export class StdioServerTransport implements Transport {
   private queuedNotifications = 0;
   /** True from a write that stdout refused more of until the queue has gone out. */
   private waitingForDrain = false;
-  private dropped = 0;
-  private droppedInStretch = 0;
   /** Request lines read while answers wait, handled once they have gone out. */
   private waitingLines: string[] = [];
   private waitingLineBytes = 0;
@@ -93,13 +93,13 @@ export class StdioServerTransport implements Transport {
   ) {
     this.reader = new BoundedLineReader(options.maxLineBytes ?? DEFAULT_MAX_REQUEST_BYTES);
     this.logger = options.logger ?? silentLogger;
-    this.maxQueuedNotifications = options.maxQueuedNotifications ?? DEFAULT_MAX_QUEUED_NOTIFICATIONS;
+    this.notifications = new NotificationBacklog({ logger: this.logger, limit: options.maxQueuedNotifications ?? DEFAULT_MAX_QUEUED_NOTIFICATIONS });
     this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
   }
 
   /** Notifications dropped so far because the client was not reading. */
   get droppedNotifications(): number {
-    return this.dropped;
+    return this.notifications.dropped;
   }
 
   /** Messages waiting for stdout to drain. */
@@ -165,7 +165,7 @@ export class StdioServerTransport implements Transport {
     this.queuedNotifications = 0;
     this.waitingLines = [];
     this.waitingLineBytes = 0;
-    this.reportDropped();
+    this.notifications.settle();
     if (undelivered > 0) this.logger.warn("stdio front end closed with messages the client had not read", { undelivered });
     this.onclose?.();
   }
@@ -182,14 +182,7 @@ export class StdioServerTransport implements Transport {
       if (!this.writeBatched(`${JSON.stringify(message)}\n`)) this.waitingForDrain = true;
       return Promise.resolve();
     }
-    if (notification && this.queuedNotifications >= this.maxQueuedNotifications) {
-      this.dropped += 1;
-      this.droppedInStretch += 1;
-      if (this.droppedInStretch === 1) {
-        this.logger.warn("client is not reading: dropping notifications until it catches up", { queued: this.queuedMessages, limit: this.maxQueuedNotifications });
-      }
-      return Promise.resolve();
-    }
+    if (notification && !this.notifications.admit(this.queuedNotifications)) return Promise.resolve();
     const line = `${JSON.stringify(message)}\n`;
     this.queue.push({ line, notification });
     this.queuedBytes += line.length;
@@ -235,19 +228,12 @@ export class StdioServerTransport implements Transport {
     if (this.queueHead === this.queue.length) {
       this.queue = [];
       this.queueHead = 0;
-      this.reportDropped();
+      this.notifications.settle();
     } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.queueHead);
       this.queueHead = 0;
     }
     this.releaseRequests();
-  }
-
-  /** Logs how many notifications a stretch of dropping lost, once the client caught up. */
-  private reportDropped(): void {
-    if (this.droppedInStretch === 0) return;
-    this.logger.warn("notifications dropped while the client was not reading", { dropped: this.droppedInStretch, total: this.dropped });
-    this.droppedInStretch = 0;
   }
 
   /** True while answers wait beyond the bound: requests read now wait too. */

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from "../model/jsonDepth.js";
 import type { JsonObject } from "../model/types.js";
 
 /**
@@ -5,9 +6,10 @@ import type { JsonObject } from "../model/types.js";
  * down; `{"properties": {"a": {...}}}` is two levels per schema level). Real schemas stay within a
  * few dozen; a tool thousands of levels deep exists only to overflow the stack of whatever walks it
  * recursively (canonical JSON, the renderer, argument validation). Every recursive walk of a schema
- * stops here, and a tool past it is quarantined where tools enter (see {@link schemaTooDeep}).
+ * stops here, and a tool past it is quarantined where tools enter (see {@link schemaTooDeep}). The
+ * same bound as a request body of `serve --http` ({@link MAX_JSON_DEPTH}).
  */
-export const MAX_SCHEMA_DEPTH = 256;
+export const MAX_SCHEMA_DEPTH = MAX_JSON_DEPTH;
 
 /**
  * True when `value` nests more than `limit` JSON levels. Iterative (an explicit stack), so it is

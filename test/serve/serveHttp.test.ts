@@ -1,8 +1,9 @@
+import { spawn } from "node:child_process";
 import http from "node:http";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
-import { serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
+import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
 
 type Text = { type: string; text: string };
 
@@ -74,6 +75,56 @@ describe("abridge serve --http", () => {
     expect(evilOrigin.status).toBe(403);
     const ok = await post(serve.url, { origin: "http://localhost:3000" }, INITIALIZE);
     expect(ok.status).toBe(200);
+  });
+
+  it("refuses Origin null and a Host with anything after its port with 403; loopback hosts with and without a port pass", async () => {
+    serve = await serveOverHttp(config);
+    const port = new URL(serve.url).port;
+    // A sandboxed iframe, a file: page or a redirect sends "null": a page that could be anyone's.
+    const nullOrigin = await rawPost(serve.url, { origin: "null" }, INITIALIZE);
+    expect(nullOrigin.status).toBe(403);
+    expect(nullOrigin.text).toContain('Origin \\"null\\"');
+    for (const host of [`127.0.0.1:80@attacker.com`, `127.0.0.1:${port}@attacker.com`, `localhost:${port}/x`, `127.0.0.1:${port}:1`, `127.0.0.1:port`]) {
+      const refused = await rawPost(serve.url, { host }, INITIALIZE);
+      expect(refused.status, host).toBe(403);
+      expect(refused.text).toContain("not a loopback address");
+    }
+    for (const origin of ["http://127.0.0.1:80@attacker.com", "file:///etc/passwd", "http://[::2]:1"]) {
+      expect((await rawPost(serve.url, { origin }, INITIALIZE)).status, origin).toBe(403);
+    }
+    for (const host of [`localhost:${port}`, "localhost", `LOCALHOST:${port}`, `[::1]:${port}`]) {
+      expect((await rawPost(serve.url, { host }, INITIALIZE)).status, host).toBe(200);
+    }
+    for (const origin of [`http://127.0.0.1:${port}`, "https://localhost", "http://[::1]:3000"]) {
+      expect((await rawPost(serve.url, { origin }, INITIALIZE)).status, origin).toBe(200);
+    }
+  });
+
+  it("refuses to start with an empty $ABRIDGE_TOKEN, naming it, instead of serving without authentication", async () => {
+    for (const empty of ["", "   "]) {
+      const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--http", "127.0.0.1:0"], {
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ABRIDGE_TOKEN: empty },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let stderr = "";
+      // Before, it served, every request accepted without an Authorization header: the line with
+      // its URL ends the wait as a failure instead of a hang.
+      const outcome = await new Promise<string>((resolve) => {
+        child.stderr.on("data", (b: Buffer) => {
+          stderr += b.toString("utf8");
+          if (/at http:\/\/127\.0\.0\.1:\d+\/mcp/.test(stderr)) resolve("serving");
+        });
+        child.once("exit", (code) => resolve(`exit ${code}`));
+      });
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      expect(outcome).toBe("exit 2");
+      expect(stderr).toContain("$ABRIDGE_TOKEN is set but empty");
+      expect(stderr).toContain("[USAGE]");
+    }
   });
 
   it("requires the bearer token when one is set", async () => {

@@ -76,7 +76,13 @@ export const serveCommand: CommandSpec = {
     }
     const tokenFile = ctx.values["token-file"] as string | undefined;
     const token = tokenFile !== undefined ? await readTokenFile(ctx, tokenFile) : ctx.io.env.ABRIDGE_TOKEN;
-    if (token !== undefined) ctx.secrets.add(token);
+    // An empty token matched a request with no Authorization header: ABRIDGE_TOKEN="" (a unit
+    // file's ${UNSET}) turned authentication off without a word. It is refused, as an empty
+    // --token-file is.
+    if (token !== undefined && token.trim() === "" && listen) {
+      throw usageError("$ABRIDGE_TOKEN is set but empty: set it to the token HTTP clients must send, or unset it to serve without a token");
+    }
+    if (token !== undefined && token !== "") ctx.secrets.add(token);
 
     const config = await ctx.loadConfig();
     const bridge = await Bridge.open({
@@ -110,6 +116,8 @@ export const serveCommand: CommandSpec = {
           ...(pageSize !== undefined ? { pageSize } : {}),
           sessionIdleMs: config.http_session_idle_minutes * 60_000,
           maxSessions: config.http_max_sessions,
+          maxCallsPerSession: config.http_max_calls_per_session,
+          maxConnections: config.http_max_connections,
         });
         const servers = bridge.servers().filter((s) => s.state !== "disabled").length;
         writeLine(ctx.io.stderr, `abridge serving ${servers} upstream server(s) (${mode} mode) at ${http.url}`);
