@@ -21,6 +21,7 @@ import { runLatency, CONCURRENCY, type LatencyResult } from "./latency.js";
 import { busMarkdown, runBus, type BusResult } from "./bus.js";
 import { hostileBusMarkdown, runHostileBus, type HostileBusResult } from "./hostileBus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
+import { hostileStdioMarkdown, runHostileStdio, type HostileStdioResult } from "./hostileStdio.js";
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
@@ -36,7 +37,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -69,6 +70,8 @@ interface Results {
   bus?: BusResult;
   /** A bus worker flooded with calls, slow calls and refreshes: RSS, a healthy call's latency, calls lost. */
   hostileBus?: HostileBusResult;
+  /** serve over stdio while a client pipelines calls to a stdio upstream that stops reading. */
+  hostileStdio?: HostileStdioResult;
   /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
   fleetCache?: FleetCacheResult;
   failures: { bench: string; error: string }[];
@@ -268,6 +271,9 @@ function checkTargets(r: Results): TargetCheck[] {
   add("bus under attack: 0 calls lost (call floods, slow-call floods)", busLost, (v) => v === 0, (v) => `${v} of ${floods.reduce((sum, c) => sum + (c.sent ?? 0), 0)}`, r.hostileBus?.notAvailable);
   const floodP99 = floods.length === 0 ? undefined : Math.max(...floods.map((c) => c.healthyP99Ms));
   add("bus under attack: a healthy call's p99 < 100 ms during the floods", floodP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms`, r.hostileBus?.notAvailable);
+  const stuck = r.hostileStdio;
+  add(`stdio upstream stops reading: 0 of ${stuck?.calls ?? "N"} pipelined calls lost (busy answers count as answered)`, stuck?.lost, (v) => v === 0, (v) => `${v} lost`, stuck?.notAvailable);
+  add("stdio upstream stops reading: serve's event loop never held up 1 s or more", stuck?.loopDelayMaxMs, (v) => v < 1_000, (v) => `${v.toFixed(0)} ms`, stuck?.notAvailable);
   const perTool = r.tokens?.summarizers[0]?.perTool;
   add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
@@ -444,6 +450,10 @@ async function main(): Promise<number> {
   await step("hostileBus", async () => {
     results.hostileBus = await runHostileBus({ full: process.argv.includes("--full") });
     print(hostileBusMarkdown(results.hostileBus));
+  });
+  await step("hostileStdio", async () => {
+    results.hostileStdio = await runHostileStdio({ full: process.argv.includes("--full") });
+    print(hostileStdioMarkdown(results.hostileStdio));
   });
   await step("fleetCache", async () => {
     results.fleetCache = await runFleetCache();

@@ -67,6 +67,13 @@ export const serverSchema = z
     deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
     timeout_ms: positiveMs.default(30_000).describe("Per-call timeout"),
     connect_timeout_ms: positiveMs.default(15_000).describe("Timeout of start-up and initialize"),
+    max_pending_requests: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .default(1_000)
+      .describe("Requests to this server at once, answered or not yet written (a server that stops reading its stdin); past it a call fails at once with UPSTREAM_BUSY (retryable)"),
     enabled: z.boolean().default(true).describe("false keeps the entry but does not connect"),
     prefix: z.boolean().default(true).describe("false exposes tools under their own names"),
     sandbox_network: z.boolean().default(false).describe("Allow network inside the bwrap sandbox"),

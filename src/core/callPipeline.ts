@@ -7,6 +7,7 @@ import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
 import type { CallGuard } from "../policy/callGuard.js";
+import { deeperThan, MAX_SCHEMA_DEPTH, nestingDepth } from "../upstream/schemaDepth.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
 import type { ClientRelay } from "../model/types.js";
 import type { ToolResolver } from "./toolResolver.js";
@@ -49,10 +50,28 @@ export interface CallPipelineParts {
 }
 
 /**
- * The way of every tool call, one step after the other: meta-tools are answered here; any other
- * name is resolved (a name the policy hides gets the refusal naming its rule), arguments are
- * validated in the modes where the model saw no full schema, then the permission gate, the
- * upstream call, trust marking and output limit; every outcome is audited and counted.
+ * Refuses `args` that nest deeper than {@link MAX_SCHEMA_DEPTH} levels (or contain a cycle): no
+ * tool's schema may nest deeper, and arguments thousands of levels deep exist only to overflow
+ * the stack of whatever walks them (`JSON.stringify` on the way to the server, the validator, the
+ * audit log).
+ *
+ * @throws AbridgeError INPUT_INVALID naming the depth and the limit.
+ */
+export function assertArgumentsDepth(tool: string, args: JsonObject | undefined): void {
+  if (args === undefined || !deeperThan(args, MAX_SCHEMA_DEPTH)) return;
+  const depth = nestingDepth(args);
+  const what = depth === "cycle" ? "contain a cycle" : `nest ${depth} levels deep`;
+  throw new AbridgeError(ErrorCode.INPUT_INVALID, `the arguments of ${tool} ${what}; the limit is ${MAX_SCHEMA_DEPTH} levels. The call was not forwarded.`, {
+    details: { tool, depth, limit: MAX_SCHEMA_DEPTH },
+  });
+}
+
+/**
+ * The way of every tool call, one step after the other: arguments nested too deep are refused
+ * before anything walks them; meta-tools are answered here; any other name is resolved (a name
+ * the policy hides gets the refusal naming its rule), arguments are validated in the modes where
+ * the model saw no full schema, then the permission gate, the upstream call, trust marking and
+ * output limit; every outcome is audited and counted.
  */
 export class CallPipeline {
   private readonly counters: CallCounters = { total: 0, failed: 0, invalidArguments: 0, inFlight: 0 };
@@ -70,6 +89,7 @@ export class CallPipeline {
    * itself in one step; upstream tool errors stay tool results.
    */
   async callTool(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    assertArgumentsDepth(name, args);
     const { catalog, guard, config } = this.parts;
     const mode = options.mode ?? config().mode;
     if (servesMetaTool(name, mode, { spills: () => guard.spills, listed: () => catalog.get(name) !== undefined })) {
@@ -80,6 +100,7 @@ export class CallPipeline {
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
   async callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    assertArgumentsDepth(`${server}/${tool}`, args);
     const found = await this.parts.resolver.findWhenStarted(server, tool, options.signal);
     // Not in the catalog: the pool gives the precise reason (filtered tool, server down).
     if (!found) return this.forward(server, tool, args, options);

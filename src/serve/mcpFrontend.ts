@@ -111,6 +111,7 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
     case ErrorCode.TOOL_FILTERED:
     case ErrorCode.SERVER_NOT_FOUND:
     case ErrorCode.INVALID_ARGUMENTS:
+    case ErrorCode.INPUT_INVALID:
     case ErrorCode.RESOURCE_NOT_FOUND:
       return { error: new McpError(RpcCode.InvalidParams, error.message, error.details) };
     case ErrorCode.CAPABILITY_UNSUPPORTED:
@@ -120,6 +121,7 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
       return { error: new McpError(typeof rpc === "number" ? rpc : RpcCode.InternalError, error.message) };
     }
     case ErrorCode.UPSTREAM_TIMEOUT:
+    case ErrorCode.UPSTREAM_BUSY:
     case ErrorCode.UPSTREAM_UNAVAILABLE:
     case ErrorCode.UPSTREAM_EXITED:
     case ErrorCode.UPSTREAM_START_FAILED:

@@ -7,9 +7,10 @@ import type { Logger, SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
+import { ChildStdioTransport } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
-import { callError, neverSent } from "./upstreamErrors.js";
+import { busyError, callError, neverSent, queueFullError } from "./upstreamErrors.js";
 
 /** setTimeout's ceiling, given to the SDK so that abridge's own timers are what end a call. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -61,10 +62,12 @@ export interface CallForwarderOptions {
 
 /**
  * Forwards requests to an upstream over a client it is handed and owns what happens per request:
- * the caller's abort passed on, abridge's own timeout (idle, reset by progress if asked, and a
- * total bound), the progress of the call, the caller of each tools/call for the relay, the
- * mapping of failures to {@link AbridgeError}, and the per-call lifecycle (a fresh process for
- * one use). Results go through loose schemas, so an upstream's answer reaches the model as sent.
+ * the bound on requests waiting for the server (`max_pending_requests`, past which a request
+ * fails at once with `UPSTREAM_BUSY`), the caller's abort passed on, abridge's own timeout (idle,
+ * reset by progress if asked, and a total bound), the progress of the call, the caller of each
+ * tools/call for the relay, the mapping of failures to {@link AbridgeError}, and the per-call
+ * lifecycle (a fresh process for one use). Results go through loose schemas, so an upstream's
+ * answer reaches the model as sent.
  */
 export class CallForwarder {
   private readonly target: ForwardTarget;
@@ -74,6 +77,10 @@ export class CallForwarder {
   private readonly relay: RequestRelay;
   private readonly onUnreachable: ((err: unknown) => void) | undefined;
   private nextCallId = 0;
+  /** Requests to the server not yet answered: in flight, or waiting to be written. */
+  private pending = 0;
+  /** Requests refused since the server last had room, for one warning per stretch. */
+  private refusedInStretch = 0;
   /** Our own progress tokens -> the caller's callback (see {@link forward} for why not the SDK's). */
   private readonly progressHandlers = new Map<string, (update: ProgressUpdate) => void>();
 
@@ -102,7 +109,7 @@ export class CallForwarder {
       throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config().name}: no tool "${tool}"`);
     }
     const params: JsonObject = { name: tool, arguments: args ?? {} };
-    return this.target.withClient(options.signal, async (client) => (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
+    return this.admitted(options.signal, async (client) => (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
   }
 
   /**
@@ -116,7 +123,7 @@ export class CallForwarder {
       const args = isObject(params?.arguments) ? params.arguments : undefined;
       return this.callTool(name, args, options);
     }
-    return this.target.withClient(options.signal, (client) => this.forward(client, method, params ?? {}, anyResult, options));
+    return this.admitted(options.signal, (client) => this.forward(client, method, params ?? {}, anyResult, options));
   }
 
   /**
@@ -152,9 +159,34 @@ export class CallForwarder {
     options: ForwardOptions,
     read: (result: T) => { items: unknown[]; nextCursor: string | undefined },
   ): Promise<unknown[]> {
-    return this.target.withClient(options.signal, (client) =>
+    return this.admitted(options.signal, (client) =>
       collectPages(async (cursor) => read(await this.forward(client, method, cursor === undefined ? {} : { cursor }, schema, options)), this.logger, method, options.signal),
     );
+  }
+
+  /**
+   * Runs `use` with a client (see {@link ForwardTarget.withClient}) as one of the requests waiting
+   * for the server, or fails at once with `UPSTREAM_BUSY` (retryable) when `max_pending_requests`
+   * of them already wait: a server that stops reading, or answers slowly, while a client keeps
+   * sending, costs bounded memory, and the calls past the bound get an answer they can retry.
+   */
+  private async admitted<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
+    const { name, max_pending_requests: limit } = this.config();
+    if (this.pending >= limit) {
+      this.refusedInStretch += 1;
+      if (this.refusedInStretch === 1) this.logger.warn("server busy: refusing requests past max_pending_requests", { pending: this.pending, limit });
+      throw busyError(name, this.pending, limit);
+    }
+    this.pending += 1;
+    try {
+      return await this.target.withClient(signal, use);
+    } finally {
+      this.pending -= 1;
+      if (this.refusedInStretch > 0 && this.pending < limit) {
+        this.logger.warn("server has room again", { refused: this.refusedInStretch, limit });
+        this.refusedInStretch = 0;
+      }
+    }
   }
 
   /** A progress notification of the upstream: to the call that carries `token`, if it still runs. */
@@ -172,6 +204,10 @@ export class CallForwarder {
     if (callerSignal?.aborted) {
       throw new AbridgeError(ErrorCode.CANCELLED, `${method} was cancelled before it was sent`, { cause: callerSignal.reason });
     }
+    // A child that does not read its stdin, with its queue of requests full: refused here, before
+    // the SDK keeps a handler for a request that would not be written.
+    const transport = client.transport;
+    if (transport instanceof ChildStdioTransport && transport.backlogged) throw queueFullError(this.config().name, transport.queuedBytes);
     // A private controller per call: the SDK never removes its abort listener, so handing it a
     // long-lived caller signal would pile up listeners. Aborting it makes the SDK send
     // notifications/cancelled upstream, so an abandoned call does not keep the server busy.
@@ -214,7 +250,7 @@ export class CallForwarder {
     try {
       return await client.request({ method, params: sent }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
     } catch (err) {
-      throw this.mapError(err, method, timeoutMs, callerSignal, timedOut !== undefined && err === timedOut, client.transport === undefined);
+      throw this.mapError(err, method, timeoutMs, callerSignal, timedOut !== undefined && err === timedOut, client.transport === undefined, sent);
     } finally {
       if (idleTimer) clearTimeout(idleTimer);
       if (totalTimer) clearTimeout(totalTimer);
@@ -261,9 +297,30 @@ export class CallForwarder {
     }
   }
 
-  /** Maps a failed request with {@link callError}; one that never reached the server is reported. */
-  private mapError(err: unknown, method: string, timeoutMs: number, callerSignal: AbortSignal | undefined, timedOut: boolean, connectionClosed: boolean): AbridgeError {
-    const mapped = callError(err, { server: this.config().name, method, timeoutMs, callerSignal, timedOut, connectionClosed, secrets: this.secrets });
+  /**
+   * Maps a failed request with {@link callError}; one that never reached the server is reported.
+   * `params`: what was sent, for telling a local failure to write it (no JSON form) from the
+   * server's.
+   */
+  private mapError(
+    err: unknown,
+    method: string,
+    timeoutMs: number,
+    callerSignal: AbortSignal | undefined,
+    timedOut: boolean,
+    connectionClosed: boolean,
+    params?: JsonObject,
+  ): AbridgeError {
+    const mapped = callError(err, {
+      server: this.config().name,
+      method,
+      timeoutMs,
+      callerSignal,
+      timedOut,
+      connectionClosed,
+      secrets: this.secrets,
+      ...(params !== undefined ? { params } : {}),
+    });
     if (neverSent(mapped)) this.onUnreachable?.(err);
     return mapped;
   }

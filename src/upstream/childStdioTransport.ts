@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { PassThrough, type Readable } from "node:stream";
+import { PassThrough, type Readable, type Writable } from "node:stream";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, RELATED_TASK_META_KEY, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
+import { DEFAULT_MAX_QUEUED_LINE_BYTES, LineWriter } from "../util/lineWriter.js";
 import { isPidAlive } from "../util/pidAlive.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
 import { delay } from "../model/timers.js";
@@ -102,6 +104,11 @@ export interface ChildStdioParams {
    */
   maxMessageBytes?: number;
   /**
+   * Bytes of messages that may wait while the server does not read its stdin (default 64 MiB); past
+   * it {@link ChildStdioTransport.send} fails with `UPSTREAM_BUSY` (retryable) and writes nothing.
+   */
+  maxQueuedBytes?: number;
+  /**
    * Starts the child as the leader of its own process group, registered with this watchdog, so
    * that the child and everything it starts end even when abridge is killed with SIGKILL; close()
    * then signals the whole group.
@@ -118,7 +125,10 @@ export interface ChildStdioParams {
  * SDK ends stdin, waits 2 s, sends SIGTERM, waits 2 s, sends SIGKILL but returns without waiting
  * for the SIGKILL to take effect; here `close()` is idempotent (the promise is kept) and resolves
  * only when the pid is gone, so a pool's `close()` can promise that no process is left behind. A
- * spawn that failed (ENOENT) has no process to end and closes at once.
+ * spawn that failed (ENOENT) has no process to end and closes at once. Writing: the SDK waited for
+ * `drain` with one listener per write that met backpressure, so a server that stopped reading
+ * while 100,000 requests were sent cost a quadratic walk of those listeners once it read again;
+ * here requests wait in one bounded queue behind one `drain` listener (see {@link LineWriter}).
  */
 export class ChildStdioTransport implements Transport {
   onclose?: () => void;
@@ -138,8 +148,8 @@ export class ChildStdioTransport implements Transport {
   private starting: Promise<void> | undefined;
   /** The grace of the close under way: the shortest any caller of {@link close} asked for. */
   private grace: CloseGrace = DEFAULT_CLOSE_GRACE;
-  /** True while this tick's requests are held in the child's stdin buffer, to leave together. */
-  private corked = false;
+  /** Writes to the child's stdin: one queue, one `drain` listener, one writev per tick. */
+  private writer: LineWriter | undefined;
 
   constructor(params: ChildStdioParams) {
     this.params = params;
@@ -168,6 +178,24 @@ export class ChildStdioTransport implements Transport {
     return this.exitSignalName;
   }
 
+  /** The child's stdin while it runs, for inspection (messages go through {@link send}). */
+  get stdin(): Writable | null {
+    return this.exited ? null : (this.child?.stdin ?? null);
+  }
+
+  /** Bytes of messages waiting for the child to read its stdin. */
+  get queuedBytes(): number {
+    return this.writer?.queuedBytes ?? 0;
+  }
+
+  /**
+   * True while the messages waiting for the child to read its stdin are at their bound: the next
+   * {@link send} would fail with `UPSTREAM_BUSY`.
+   */
+  get backlogged(): boolean {
+    return this.writer?.full ?? false;
+  }
+
   /** Pid of the child once spawned; kept after it exits. */
   get childPid(): number | undefined {
     return this.spawnedPid;
@@ -185,6 +213,7 @@ export class ChildStdioTransport implements Transport {
         ...(this.params.cwd !== undefined ? { cwd: this.params.cwd } : {}),
       });
       this.child = child;
+      if (child.stdin) this.writer = new LineWriter(child.stdin, { maxQueuedBytes: this.params.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_LINE_BYTES });
       child.once("spawn", () => {
         this.spawnedPid = child.pid;
         if (child.pid !== undefined) this.params.watchdog?.watch(child.pid);
@@ -203,6 +232,7 @@ export class ChildStdioTransport implements Transport {
         this.exitStatus = code;
         this.exitSignalName = signal;
         this.reader.clear();
+        this.writer?.close();
         this.notifyClosed();
       });
       child.stdin?.on("error", (err) => this.onerror?.(err));
@@ -213,26 +243,29 @@ export class ChildStdioTransport implements Transport {
     return this.starting;
   }
 
+  /**
+   * Writes `message`, or queues it while the child does not read its stdin. Resolves once it is
+   * written or queued. Rejects, writing nothing, when the child is gone ("Not connected"), with
+   * `INPUT_INVALID` when the message has no JSON form (a BigInt, a cycle, nesting too deep for
+   * `JSON.stringify`), and with `UPSTREAM_BUSY` (retryable) while the queue is at its bound: each
+   * fails its own request only, and the connection goes on.
+   */
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const stdin = this.child?.stdin;
-      if (!stdin || this.exited || this.closing || !stdin.writable) {
-        reject(new Error("Not connected"));
-        return;
-      }
-      if (!this.corked) {
-        // The requests of one tick leave in one writev (see StdioServerTransport's writeBatched):
-        // a write per request was one system call each, the largest single cost under load.
-        this.corked = true;
-        stdin.cork();
-        process.nextTick(() => {
-          this.corked = false;
-          stdin.uncork();
-        });
-      }
-      if (stdin.write(`${JSON.stringify(message)}\n`)) resolve();
-      else stdin.once("drain", resolve);
-    });
+    const stdin = this.child?.stdin;
+    const writer = this.writer;
+    if (!stdin || !writer || this.exited || this.closing || !stdin.writable) return Promise.reject(new Error("Not connected"));
+    let line: string;
+    try {
+      line = `${JSON.stringify(message)}\n`;
+    } catch (err) {
+      return Promise.reject(new AbridgeError(ErrorCode.INPUT_INVALID, `the message cannot be written as JSON: ${messageOf(err)}`, { cause: err }));
+    }
+    if (writer.write(line)) return Promise.resolve();
+    return Promise.reject(
+      new AbridgeError(ErrorCode.UPSTREAM_BUSY, `${writer.queuedBytes} bytes of messages wait for the server to read its stdin (the limit is ${writer.limit}); try again shortly`, {
+        retryable: true,
+      }),
+    );
   }
 
   /**
@@ -300,6 +333,8 @@ export class ChildStdioTransport implements Transport {
         const started = Date.now();
         while (!this.exited && Date.now() - started < this.grace[step]) await delay(REAP_POLL_MS);
       };
+      // What still waits to be written is let go: nothing may be written after the end.
+      this.writer?.close();
       try {
         child.stdin?.end();
       } catch {

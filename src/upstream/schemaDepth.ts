@@ -44,3 +44,47 @@ export function schemaTooDeep(tool: JsonObject): string | undefined {
   if (!deeperThan(tool, MAX_SCHEMA_DEPTH)) return undefined;
   return `its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
 }
+
+/**
+ * How many JSON levels `value` nests: 0 for a scalar, 1 for `{}` or `[1]`, 2 for `{"a": {}}`, the
+ * same count {@link deeperThan} compares with its limit (`deeperThan(v, n)` is `nestingDepth(v) > n`
+ * for a value without cycles); `"cycle"` when an object contains itself. Iterative, so safe on any
+ * depth; each object is walked once, so a library caller's shared objects cost nothing more.
+ */
+export function nestingDepth(value: unknown): number | "cycle" {
+  if (typeof value !== "object" || value === null) return 0;
+  interface Frame {
+    node: object;
+    children: unknown[];
+    next: number;
+    deepest: number;
+  }
+  const frame = (node: object): Frame => ({ node, children: Array.isArray(node) ? node : Object.values(node), next: 0, deepest: 0 });
+  const depthOf = new Map<object, number>();
+  const onPath = new Set<object>([value]);
+  const stack: Frame[] = [frame(value)];
+  for (;;) {
+    const top = stack[stack.length - 1]!;
+    if (top.next < top.children.length) {
+      const child = top.children[top.next];
+      top.next += 1;
+      if (typeof child !== "object" || child === null) continue;
+      const known = depthOf.get(child);
+      if (known !== undefined) {
+        top.deepest = Math.max(top.deepest, known);
+        continue;
+      }
+      if (onPath.has(child)) return "cycle";
+      onPath.add(child);
+      stack.push(frame(child));
+      continue;
+    }
+    stack.pop();
+    onPath.delete(top.node);
+    const depth = top.deepest + 1;
+    depthOf.set(top.node, depth);
+    const parent = stack[stack.length - 1];
+    if (parent === undefined) return depth;
+    parent.deepest = Math.max(parent.deepest, depth);
+  }
+}

@@ -2,7 +2,7 @@ import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/t
 import { z } from "zod";
 import type { SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode, isAbridgeError, messageOf } from "../model/errors.js";
-import type { ServerState } from "../model/types.js";
+import type { JsonObject, ServerState } from "../model/types.js";
 
 
 /** What is known of a forwarded request that failed. */
@@ -21,13 +21,34 @@ export interface FailedRequest {
   connectionClosed: boolean;
   /** The server's secrets, redacted from messages an upstream wrote. */
   secrets: SecretSet;
+  /** The request's params as handed to the client: a failure to write them is local, not the server's. */
+  params?: JsonObject;
+}
+
+/**
+ * Why `params` cannot be written as JSON, or undefined when they can; asked only once a send has
+ * failed. A RangeError is `JSON.stringify` overflowing the stack (at whatever depth the transport
+ * wrote, so it is not tried again here); a BigInt or a cycle fails here as it failed there.
+ */
+function unwritable(err: unknown, params: JsonObject | undefined): string | undefined {
+  if (err instanceof RangeError) return messageOf(err);
+  if (params === undefined) return undefined;
+  try {
+    JSON.stringify(params);
+    return undefined;
+  } catch (problem) {
+    return messageOf(problem);
+  }
 }
 
 /**
  * Maps what the SDK threw for a forwarded request to an {@link AbridgeError}: `CANCELLED` (the
  * caller aborted), `UPSTREAM_TIMEOUT` (abridge's timer), `UPSTREAM_EXITED` (the connection went
  * away during the request), `UPSTREAM_ERROR` (the upstream's own error response, or a malformed
- * result), else `UPSTREAM_UNAVAILABLE`: the request never made it (the transport's send failed).
+ * result), an {@link AbridgeError} the transport raised with its code (`UPSTREAM_BUSY`,
+ * `INPUT_INVALID`), `INPUT_INVALID` when the request could not be written as JSON (a local
+ * failure: the server and the connection are fine), else `UPSTREAM_UNAVAILABLE`: the request never
+ * made it (the transport's send failed).
  */
 export function callError(err: unknown, request: FailedRequest): AbridgeError {
   const { server: name, method } = request;
@@ -53,7 +74,33 @@ export function callError(err: unknown, request: FailedRequest): AbridgeError {
   if (err instanceof z.ZodError) {
     return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: malformed ${method} result`, { cause: err });
   }
+  if (isAbridgeError(err)) {
+    return new AbridgeError(err.code, `${name}: ${method} not sent: ${err.message}`, { cause: err, retryable: err.retryable, ...(err.details ? { details: err.details } : {}) });
+  }
+  const local = unwritable(err, request.params);
+  if (local !== undefined) {
+    return new AbridgeError(ErrorCode.INPUT_INVALID, `${name}: ${method} not sent: its params cannot be written as JSON (${local})`, { cause: err });
+  }
   return new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, request.secrets.redact(`${name}: ${messageOf(err)}`), { cause: err, retryable: true });
+}
+
+/**
+ * `max_pending_requests` requests already wait for `server`: a new one is refused at once, and may
+ * be tried again once some are answered.
+ */
+export function busyError(server: string, pending: number, limit: number): AbridgeError {
+  return new AbridgeError(ErrorCode.UPSTREAM_BUSY, `${server}: ${pending} requests already wait for this server (max_pending_requests = ${limit}); try again shortly`, {
+    retryable: true,
+    details: { server, pending, limit },
+  });
+}
+
+/** The stdio server `server` does not read its stdin, and the requests waiting for it fill their queue. */
+export function queueFullError(server: string, queuedBytes: number): AbridgeError {
+  return new AbridgeError(ErrorCode.UPSTREAM_BUSY, `${server}: ${queuedBytes} bytes of requests wait for the server to read its stdin; try again shortly`, {
+    retryable: true,
+    details: { server, queuedBytes },
+  });
 }
 
 /** True when {@link callError} found that the request never reached the server. */

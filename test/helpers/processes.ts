@@ -46,6 +46,7 @@ export function serverConfig(fields: Partial<ServerConfig> & { name: string }): 
     deny: [],
     timeout_ms: 30_000,
     connect_timeout_ms: 20_000,
+    max_pending_requests: 1_000,
     enabled: true,
     prefix: true,
     sandbox_network: false,

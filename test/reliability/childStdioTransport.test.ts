@@ -1,11 +1,15 @@
 /**
  * The upstream stdio transport's bounded reading: any chunking yields the same lines, a line over
  * the cap is dropped as it streams in (its two ends kept), the dropped line's request fails with
- * "result over N bytes" while the connection and the process survive.
+ * "result over N bytes" while the connection and the process survive. Writing to a server that
+ * stops reading: one queue behind one drain listener however many requests wait, bounded in bytes
+ * (past it a send fails with UPSTREAM_BUSY), and a message with no JSON form fails only its send.
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/childStdioTransport.js";
 import { BoundedLineReader } from "../../src/util/boundedLineReader.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
@@ -104,5 +108,116 @@ describe("ChildStdioTransport", () => {
     expect(transport.childPid).toBe(pid);
     await client.close();
     expect(alivePids([pid])).toEqual([]);
+  });
+});
+
+/** A transport to the raw echo fixture with its `stall` tool, its answers and stderr followed. */
+async function stallingServer(params: { maxQueuedBytes?: number } = {}) {
+  const transport = new ChildStdioTransport({ ...fixtureCommand("rawEchoServer.ts", ["--stall"]), stderr: "pipe", ...params });
+  let stderr = "";
+  const answered = new Map<number, JSONRPCMessage>();
+  const watchers: { check: () => boolean; resolve: () => void }[] = [];
+  const changed = (): void => {
+    for (const w of watchers.splice(0)) if (!w.check()) watchers.push(w);
+    else w.resolve();
+  };
+  transport.stderr!.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+    changed();
+  });
+  transport.onmessage = (message) => {
+    if ("id" in message && typeof message.id === "number") answered.set(message.id, message);
+    changed();
+  };
+  /** Resolves once `check` holds, checked at every answer and stderr line. */
+  const until = (check: () => boolean): Promise<void> =>
+    new Promise((resolve) => {
+      if (check()) resolve();
+      else watchers.push({ check, resolve });
+    });
+  await transport.start();
+  pids.push(transport.childPid!);
+  const call = (id: number, name: string, args: Record<string, unknown>): Promise<void> =>
+    transport.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+  return { transport, answered, until, call, stderr: () => stderr };
+}
+
+describe("ChildStdioTransport writing to a server that stops reading", () => {
+  it("keeps one drain listener on the child's stdin while thousands of requests wait, and delivers them all once it reads again", async () => {
+    const { transport, answered, until, call, stderr } = await stallingServer();
+    void call(0, "stall", {});
+    await until(() => stderr().includes("stalled"));
+    const stdin = transport.stdin!;
+    const text = "x".repeat(1024);
+    const calls = 5_000;
+    let mostListeners = 0;
+    const sent: Promise<void>[] = [];
+    for (let id = 1; id <= calls; id++) {
+      // Not awaited, as the SDK does not await a request's send: every call waits at once.
+      sent.push(call(id, "echo", { text: `${id} ${text}` }));
+      mostListeners = Math.max(mostListeners, stdin.listenerCount("drain"));
+    }
+    expect(mostListeners).toBeLessThanOrEqual(1);
+    // 5 MB cannot fit in a pipe: most of it waits in abridge, behind that one listener.
+    expect(transport.queuedBytes).toBeGreaterThan(1024 * 1024);
+    await Promise.all(sent);
+    process.kill(transport.childPid!, "SIGUSR2");
+    await until(() => answered.size === calls + 1);
+    for (let id = 1; id <= calls; id++) {
+      expect((answered.get(id) as { result?: { content: { text: string }[] } }).result?.content[0]?.text).toBe(`${id} ${text}`);
+    }
+    expect(transport.queuedBytes).toBe(0);
+    expect(stdin.listenerCount("drain")).toBeLessThanOrEqual(1);
+    await transport.close();
+  });
+
+  it("past maxQueuedBytes a send fails with UPSTREAM_BUSY (retryable) and writes nothing; the rest is delivered and the process stays", async () => {
+    const limit = 256 * 1024;
+    const { transport, answered, until, call, stderr } = await stallingServer({ maxQueuedBytes: limit });
+    const pid = transport.childPid!;
+    void call(0, "stall", {});
+    await until(() => stderr().includes("stalled"));
+    const text = "y".repeat(1024);
+    const outcomes = await Promise.allSettled(Array.from({ length: 2_000 }, (_, i) => call(i + 1, "echo", { text })));
+    const refused = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ id: i + 1, error: o.reason as AbridgeError }] : []));
+    const accepted = outcomes.flatMap((o, i) => (o.status === "fulfilled" ? [i + 1] : []));
+    expect(refused.length).toBeGreaterThan(0);
+    expect(accepted.length).toBeGreaterThan(0);
+    for (const { error } of refused) {
+      expect(error).toBeInstanceOf(AbridgeError);
+      expect(error.code).toBe(ErrorCode.UPSTREAM_BUSY);
+      expect(error.retryable).toBe(true);
+    }
+    // The bound holds to within one line.
+    expect(transport.queuedBytes).toBeLessThanOrEqual(limit + text.length + 200);
+    expect(transport.backlogged).toBe(true);
+    process.kill(pid, "SIGUSR2");
+    await until(() => answered.size === accepted.length + 1);
+    expect([...answered.keys()].sort((a, b) => a - b)).toEqual([0, ...accepted]);
+    expect(transport.backlogged).toBe(false);
+    await call(9_999, "echo", { text: "after" });
+    await until(() => answered.has(9_999));
+    expect(transport.childPid).toBe(pid);
+    expect(transport.pid).toBe(pid);
+    await transport.close();
+  });
+
+  it("a message with no JSON form (a BigInt, a cycle) fails that send with INPUT_INVALID; the connection goes on", async () => {
+    const { transport, answered, until, call } = await stallingServer();
+    const pid = transport.childPid!;
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const args of [{ n: 10n }, cyclic]) {
+      const error = (await call(1, "echo", args).catch((err: unknown) => err)) as AbridgeError;
+      expect(error).toBeInstanceOf(AbridgeError);
+      expect(error.code).toBe(ErrorCode.INPUT_INVALID);
+      expect(error.message).toMatch(/cannot be written as JSON/);
+    }
+    await call(2, "echo", { text: "still here" });
+    await until(() => answered.has(2));
+    expect((answered.get(2) as { result?: { content: { text: string }[] } }).result?.content[0]?.text).toBe("still here");
+    expect(answered.has(1)).toBe(false);
+    expect(transport.pid).toBe(pid);
+    await transport.close();
   });
 });
