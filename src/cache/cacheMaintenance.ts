@@ -3,7 +3,7 @@ import type { FileHandle } from "node:fs/promises";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
-import { parseCacheLine } from "./parseCacheLine.js";
+import { parseStoredLine } from "./entryLimits.js";
 import { MAX_LINE_BYTES, readLines } from "./readLines.js";
 import { writeFileAtomic } from "./writeFileAtomic.js";
 
@@ -120,16 +120,21 @@ async function scanFile(file: string, signal: AbortSignal | undefined): Promise<
   }
 }
 
-/** Reads and classifies every line of an open cache file, up to its size now. */
+/**
+ * Reads and classifies every line of an open cache file, up to its size now. A line is an entry
+ * when a store would serve it ({@link parseStoredLine}): within the size bound, valid, and dated no
+ * later than the clock-skew allowance past now.
+ */
 async function scanHandle(handle: FileHandle, signal: AbortSignal | undefined): Promise<ScannedFile> {
   const info = await handle.stat();
+  const now = Date.now();
   const lines: ScannedLine[] = [];
   const classify = (text: string | undefined, lineNumber: number, torn: boolean): void => {
     if (text === undefined) {
       lines.push({ lineNumber, text, torn, entry: undefined, reason: `line longer than ${MAX_LINE_BYTES} bytes` });
       return;
     }
-    const parsed = parseCacheLine(text);
+    const parsed = parseStoredLine(text, now);
     if (parsed.ok) lines.push({ lineNumber, text: text.trim(), torn, entry: parsed.entry, reason: undefined });
     else lines.push({ lineNumber, text, torn, entry: undefined, reason: torn ? `torn last line (${parsed.reason})` : parsed.reason });
   };

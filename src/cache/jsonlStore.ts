@@ -9,11 +9,11 @@ import { CacheAppender } from "./cacheAppender.js";
 import { isMissing, readError, throwIfAborted } from "./cacheIo.js";
 import { formatCacheLine, KEY_OFFSET, quickKeyEnd } from "./cacheLineKey.js";
 import { LineIndex } from "./lineIndex.js";
-import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
-import { MAX_LINE_BYTES } from "./readLines.js";
+import { clampCreatedAt, MAX_ENTRY_BYTES, oversizedReason, parseStoredLine } from "./entryLimits.js";
+import { checkCacheEntry } from "./parseCacheLine.js";
 import { scanLineBytes } from "./scanLineBytes.js";
 import { LOCAL_LEASE } from "./summaryStore.js";
-import type { CacheEntryInput, ClaimResult, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
+import type { AppendOptions, CacheEntryInput, ClaimResult, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
 
 export type { CacheEntryInput } from "./summaryStore.js";
 
@@ -48,12 +48,13 @@ interface LoadReport {
  * load, and a bridge asks for the few hundred tools it serves out of however many the file holds.
  *
  * What "valid" means therefore comes in two steps:
- * - at load, a line is invalid when it is not a JSON object line whose key can be read: its key
- *   cannot be extracted from the key-first layout and a full parse (the path for lines of any
- *   other layout, which are validated completely right there) fails. Such lines are skipped,
- *   counted and reported once per load with their line numbers, and do not hide an earlier line
- *   of the same key;
- * - a line that passed the quick check but fails full validation when first asked for is reported
+ * - at load, a line is invalid when it is over {@link MAX_ENTRY_BYTES}, or not a JSON object line
+ *   whose key can be read: its key cannot be extracted from the key-first layout and a full parse
+ *   (the path for lines of any other layout, which are validated completely right there) fails.
+ *   Such lines are skipped, counted and reported once per load with their line numbers, and do
+ *   not hide an earlier line of the same key;
+ * - a line that passed the quick check but fails full validation (the schema, its key, a
+ *   `createdAt` beyond the clock-skew allowance: `parseStoredLine`) when first asked for is reported
  *   then (once, with its line number), counted as invalid instead of read, and its key is a miss
  *   from then on: it was the newest line for that key, so an earlier line is not served instead.
  * `abridge cache verify` validates every line fully, as before.
@@ -193,32 +194,32 @@ export class JsonlStore implements SummaryStore {
   }
 
   /**
-   * Validates `entry`, serves it from memory at once, then appends it to the file as one line.
-   * When the write fails the entry stays served from memory for the life of this store.
+   * Validates `entry`, dates it no later than this host's clock, serves it from memory at once,
+   * then appends it to the file as one line. The last line of a key wins, so every append
+   * replaces what the file held, forced (`options.force`) or not. When the write fails the entry
+   * stays served from memory for the life of this store.
    *
-   * @throws AbridgeError INPUT_INVALID for an entry that fails the schema or is too large;
-   *   CACHE_IO when the store is closed or read-only, or the write fails; CANCELLED on abort
-   *   before anything was changed.
+   * @throws AbridgeError INPUT_INVALID for an entry that fails the schema or is over
+   *   {@link MAX_ENTRY_BYTES}; CACHE_IO when the store is closed or read-only, or the write fails;
+   *   CANCELLED on abort before anything was changed.
    */
-  async append(entry: CacheEntryInput, options: { signal?: AbortSignal } = {}): Promise<void> {
+  async append(entry: CacheEntryInput, options: AppendOptions = {}): Promise<void> {
     if (this.closed) throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${this.file} is closed`);
     if (this.readOnly) throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${this.file} was opened read-only`);
     const checked = checkCacheEntry(entry);
     if (!checked.ok) {
       throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry rejected: ${checked.reason}`);
     }
-    const line = formatCacheLine(checked.entry);
-    const lineBytes = Buffer.byteLength(line);
-    if (lineBytes > MAX_LINE_BYTES) {
-      // A line the reader would skip must not be written: it would be lost on the next load.
-      throw new AbridgeError(
-        ErrorCode.INPUT_INVALID,
-        `cache entry ${checked.entry.key} is ${lineBytes} bytes, over the ${MAX_LINE_BYTES}-byte line limit`,
-      );
+    const stored = clampCreatedAt(checked.entry);
+    const line = formatCacheLine(stored);
+    // Newline aside. A line the reader would skip must not be written: it would be lost on the next load.
+    const lineBytes = Buffer.byteLength(line) - 1;
+    if (lineBytes > MAX_ENTRY_BYTES) {
+      throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry ${stored.key} rejected: ${oversizedReason(lineBytes)}`);
     }
     throwIfAborted(options.signal, "append");
-    this.set(checked.entry);
-    return this.enqueue(() => this.appender.write(line, checked.entry.key));
+    this.set(stored);
+    return this.enqueue(() => this.appender.write(line, stored.key));
   }
 
   /**
@@ -274,7 +275,7 @@ export class JsonlStore implements SummaryStore {
       const bytes = Buffer.allocUnsafe(at.length);
       const bytesRead = readSync(reader.fd, bytes, 0, at.length, at.offset);
       if (bytesRead === at.length) {
-        const parsed = parseCacheLine(bytes.toString("utf8"));
+        const parsed = parseStoredLine(bytes.toString("utf8"));
         if (parsed.ok && parsed.entry.key === key) return parsed.entry;
         reason = parsed.ok ? `its key is ${JSON.stringify(parsed.entry.key)}, not the one read at load` : parsed.reason;
       } else {
@@ -442,6 +443,8 @@ export class JsonlStore implements SummaryStore {
    * then parsed and validated as it arrives. Returns whether the line was indexed.
    */
   private indexLine(bytes: Buffer, from: number, to: number, lineNumber: number, offset: number): boolean {
+    // An entry over the bound is never read, whatever its layout.
+    if (to - from > MAX_ENTRY_BYTES) return false;
     const keyEnd = this.byServer === undefined ? quickKeyEnd(bytes, from, to) : -1;
     if (keyEnd >= 0) {
       this.index.setKeyBytes(bytes, from + KEY_OFFSET, keyEnd, offset, to - from, lineNumber);
@@ -449,7 +452,7 @@ export class JsonlStore implements SummaryStore {
       if (this.parsed.size > 0) this.parsed.delete(bytes.toString("utf8", from + KEY_OFFSET, keyEnd));
       return true;
     }
-    const parsed = parseCacheLine(bytes.toString("utf8", from, to));
+    const parsed = parseStoredLine(bytes.toString("utf8", from, to));
     if (!parsed.ok) return false;
     const entry = parsed.entry;
     this.index.set(entry.key, offset, to - from, lineNumber);

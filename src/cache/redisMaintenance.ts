@@ -3,9 +3,10 @@ import { parseRedisUrl } from "../config/redisUrl.js";
 import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import type { ClearReport, CompactReport, InvalidLine, VerifyOptions, VerifyReport } from "./cacheMaintenance.js";
-import { parseCacheLine } from "./parseCacheLine.js";
+import { clampCreatedAt, latestAcceptedCreatedAt, MAX_ENTRY_BYTES, oversizedReason, parseStoredLine } from "./entryLimits.js";
 import { createRedisClient } from "./redisConnection.js";
-import { DEFAULT_REDIS_PREFIX, redisLayout, SCAN_COUNT, type RedisLayout } from "./redisLayout.js";
+import { DEFAULT_REDIS_PREFIX, redisLayout, type RedisLayout } from "./redisLayout.js";
+import { scanEntries, type ScanOptions } from "./redisReads.js";
 import { WRITE_SCRIPT } from "./redisScripts.js";
 
 /** Entries written per round trip by {@link writeRedisEntries}. */
@@ -56,22 +57,32 @@ async function withRedis<T>(ref: RedisCacheRef, action: (client: Redis, layout: 
   }
 }
 
-/** Calls `visit` with every field and value of the entries hash, a page per round trip. */
-async function scan(client: Redis, layout: RedisLayout, visit: (field: string, value: string) => void, match?: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, flat] =
-      match === undefined
-        ? await client.hscan(layout.entries, cursor, "COUNT", SCAN_COUNT)
-        : await client.hscan(layout.entries, cursor, "MATCH", match, "COUNT", SCAN_COUNT);
-    cursor = next;
-    for (let i = 0; i + 1 < flat.length; i += 2) visit(flat[i] as string, flat[i + 1] as string);
-  } while (cursor !== "0");
+/**
+ * Calls `visit` with every field of the entries hash and what it holds: the entry, or why it is
+ * not one a bridge would serve (a value over {@link MAX_ENTRY_BYTES} is judged by its size alone
+ * and never sent), a page per round trip.
+ */
+async function scan(
+  client: Redis,
+  layout: RedisLayout,
+  visit: (field: string, found: { entry?: CacheEntry; reason?: string; oversized?: boolean }) => void,
+  options: ScanOptions = {},
+): Promise<void> {
+  const now = Date.now();
+  await scanEntries(
+    client,
+    layout,
+    {
+      value: (field, text) => visit(field, problemOf(field, text, now)),
+      oversized: (field, bytes) => visit(field, { reason: oversizedReason(bytes), oversized: true }),
+    },
+    options,
+  );
 }
 
-/** Why a field is not a servable entry, or undefined when it is one. */
-function problemOf(field: string, value: string): { entry?: CacheEntry; reason?: string } {
-  const parsed = parseCacheLine(value);
+/** Why a field is not a servable entry, or its entry. */
+function problemOf(field: string, value: string, now: number): { entry?: CacheEntry; reason?: string } {
+  const parsed = parseStoredLine(value, now);
   if (!parsed.ok) return { reason: parsed.reason };
   if (parsed.entry.key !== field) return { reason: `holds the entry of ${parsed.entry.key}` };
   return { entry: parsed.entry };
@@ -83,9 +94,8 @@ export function verifyRedisCache(ref: RedisCacheRef, options: Pick<VerifyOptions
     const invalid: InvalidLine[] = [];
     let lines = 0;
     let valid = 0;
-    await scan(client, layout, (field, value) => {
+    await scan(client, layout, (field, { entry, reason }) => {
       lines += 1;
-      const { entry, reason } = problemOf(field, value);
       const rejected = entry === undefined ? [] : (options.check?.(entry) ?? []);
       if (reason !== undefined) invalid.push({ line: lines, field, reason });
       else if (rejected.length > 0) invalid.push({ line: lines, field, reason: rejected.join("; ") });
@@ -96,17 +106,29 @@ export function verifyRedisCache(ref: RedisCacheRef, options: Pick<VerifyOptions
   });
 }
 
-/** {@link compactCache} for Redis: removes fields that are not valid entries (a hash has no superseded lines). */
+/**
+ * {@link compactCache} for Redis: removes fields that are not entries a bridge would serve (over the
+ * size bound, deleted inside Redis as the scan meets them; invalid; dated beyond the clock-skew
+ * allowance); a hash has no superseded lines.
+ */
 export function compactRedisCache(ref: RedisCacheRef): Promise<CompactReport> {
   return withRedis(ref, async (client, layout) => {
     const bad: string[] = [];
     let before = 0;
-    await scan(client, layout, (field, value) => {
-      before += 1;
-      if (problemOf(field, value).reason !== undefined) bad.push(field);
-    });
-    if (bad.length > 0) await client.hdel(layout.entries, ...bad);
-    return { before, after: before - bad.length };
+    let dropped = 0;
+    await scan(
+      client,
+      layout,
+      (field, { reason, oversized }) => {
+        before += 1;
+        if (oversized === true) dropped += 1;
+        else if (reason !== undefined) bad.push(field);
+      },
+      { dropOversized: true },
+    );
+    const removed = dropped + bad.length;
+    for (let i = 0; i < bad.length; i += WRITE_CHUNK) await client.hdel(layout.entries, ...bad.slice(i, i + WRITE_CHUNK));
+    return { before, after: before - removed };
   });
 }
 
@@ -121,9 +143,14 @@ export function clearRedisCache(ref: RedisCacheRef, options: { server?: string }
     }
     const fields: string[] = [];
     // Server names have no glob characters (SERVER_NAME_PATTERN), so the pattern is literal.
-    await scan(client, layout, (field) => {
-      if (field.startsWith(`${server}:`)) fields.push(field);
-    }, `${server}:*`);
+    await scan(
+      client,
+      layout,
+      (field) => {
+        if (field.startsWith(`${server}:`)) fields.push(field);
+      },
+      { match: `${server}:*` },
+    );
     for (let i = 0; i < fields.length; i += WRITE_CHUNK) await client.hdel(layout.entries, ...fields.slice(i, i + WRITE_CHUNK));
     return { removed: fields.length };
   });
@@ -133,8 +160,7 @@ export function clearRedisCache(ref: RedisCacheRef, options: { server?: string }
 export function readRedisEntries(ref: RedisCacheRef): Promise<{ location: string; entries: CacheEntry[] }> {
   return withRedis(ref, async (client, layout, display) => {
     const entries: CacheEntry[] = [];
-    await scan(client, layout, (field, value) => {
-      const { entry } = problemOf(field, value);
+    await scan(client, layout, (_field, { entry }) => {
       if (entry !== undefined) entries.push(entry);
     });
     return { location: display, entries };
@@ -142,16 +168,19 @@ export function readRedisEntries(ref: RedisCacheRef): Promise<{ location: string
 }
 
 /**
- * Writes entries into a Redis cache, each unless the cache holds a newer one for its key, and
- * publishes each written one so running bridges take it at once.
+ * Writes entries into a Redis cache, each dated no later than this host's clock and written unless
+ * the cache holds a newer one for its key, and publishes each written one so running bridges take
+ * it at once.
  */
 export function writeRedisEntries(ref: RedisCacheRef, entries: readonly CacheEntry[]): Promise<WriteReport> {
   return withRedis(ref, async (client, layout) => {
     const report: WriteReport = { written: 0, kept: 0 };
     for (let i = 0; i < entries.length; i += WRITE_CHUNK) {
       const batch = client.multi();
-      for (const entry of entries.slice(i, i + WRITE_CHUNK)) {
-        batch.eval(WRITE_SCRIPT, 1, layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, layout.channel);
+      const latest = latestAcceptedCreatedAt();
+      for (const given of entries.slice(i, i + WRITE_CHUNK)) {
+        const entry = clampCreatedAt(given);
+        batch.eval(WRITE_SCRIPT, 1, layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, layout.channel, latest, "0", MAX_ENTRY_BYTES);
       }
       const results = (await batch.exec()) ?? [];
       for (const [err, written] of results) {

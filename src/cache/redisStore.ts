@@ -10,12 +10,14 @@ import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { clearCache, compactCache } from "./cacheMaintenance.js";
 import { JsonlStore } from "./jsonlStore.js";
-import { checkCacheEntry, parseCacheLine } from "./parseCacheLine.js";
+import { bytesOver, clampCreatedAt, latestAcceptedCreatedAt, MAX_ENTRY_BYTES, oversizedReason, parseStoredLine } from "./entryLimits.js";
+import { checkCacheEntry } from "./parseCacheLine.js";
 import { createRedisClient, type RedisClientOptions } from "./redisConnection.js";
-import { DEFAULT_REDIS_PREFIX, redisLayout, SCAN_COUNT, type RedisLayout } from "./redisLayout.js";
-import { RELEASE_SCRIPT, RENEW_SCRIPT, WRITE_SCRIPT } from "./redisScripts.js";
+import { DEFAULT_REDIS_PREFIX, redisLayout, type RedisLayout } from "./redisLayout.js";
+import { readEntryField, scanEntries } from "./redisReads.js";
+import { CLAIM_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT, WRITE_SCRIPT } from "./redisScripts.js";
 import { LOCAL_LEASE } from "./summaryStore.js";
-import type { CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
+import type { AppendOptions, CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
 
 /** Default lease of a summary claim (config `cache_lease_ms`). */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -28,6 +30,17 @@ const START_WAIT_MS = 3_000;
 const RETRY_FLUSH_MS = 5_000;
 /** Entries written back per round trip when the spool is flushed. */
 const FLUSH_CHUNK = 500;
+/**
+ * Entries of keys this bridge has not asked for that memory holds at most, and their bytes: the
+ * hash is shared by a whole fleet, and anyone who can write to Redis or publish on its channel can
+ * add entries by the hundred thousand. Past these, such entries are left in Redis (a bridge that
+ * lists the tool later reads its entry when it claims the key). Entries of keys asked for (the
+ * tools this bridge lists) and entries written here are always kept.
+ */
+export const MEMORY_ENTRIES = 20_000;
+export const MEMORY_BYTES = 32 * 1024 * 1024;
+/** How often skipped entries are logged at most (one line, with counts). */
+const SKIP_LOG_MS = 60_000;
 
 /** Options of {@link RedisStore.open}. */
 export interface RedisStoreOptions {
@@ -47,6 +60,10 @@ export interface RedisStoreOptions {
   startWaitMs?: number;
   /** How long after a write Redis refused over a live connection the spool is tried again (default 5,000 ms). */
   retryFlushMs?: number;
+  /** Entries of keys not asked for kept in memory at most (default {@link MEMORY_ENTRIES}). */
+  memoryEntries?: number;
+  /** Their bytes at most (default {@link MEMORY_BYTES}). */
+  memoryBytes?: number;
   client?: RedisClientOptions;
 }
 
@@ -58,17 +75,32 @@ export interface RedisStoreStats extends SummaryStoreStats {
   spooled: number;
   /** Full loads done (the first, and one after every reconnection). */
   loads: number;
+  /** Entries over the size bound skipped (loaded, heard or read), each time one was met. */
+  oversized: number;
+  /** Valid entries left out of memory because it held its bound of entries not asked for. */
+  notKept: number;
+}
+
+/** An entry in memory, with the size of its line. */
+interface Held {
+  entry: CacheEntry;
+  bytes: number;
 }
 
 /**
  * The summary cache on a Redis shared by a fleet of bridges (config `cache_url`); the key layout
- * is in `redisLayout.ts`. Like {@link JsonlStore}, every entry is held in memory, so lookups stay
- * synchronous: the whole cache is loaded when the connection comes up (and again after every
+ * is in `redisLayout.ts`. Like {@link JsonlStore}, entries are held in memory, so lookups stay
+ * synchronous: the cache is loaded when the connection comes up (and again after every
  * reconnection, since entries published meanwhile were missed), and entries other hosts write
  * arrive through pub/sub. An entry written here goes to memory first; if Redis cannot take it, it
  * is kept in the spool until the connection is back, so nothing a bridge generated is lost to an
  * outage. Opening never waits on an unreachable Redis beyond a short start wait: a bridge serves
  * what it has (the spool, the original descriptions) and loads the rest when Redis comes.
+ *
+ * Anyone who can reach Redis can write to the hash and publish on the channel, so what is read
+ * is bounded: an entry over {@link MAX_ENTRY_BYTES} never leaves Redis and is counted, an entry
+ * dated beyond the clock-skew allowance is invalid, and memory keeps the entries of keys asked
+ * for plus at most {@link MEMORY_ENTRIES} others ({@link MEMORY_BYTES}).
  *
  * Claims ({@link claim}) are `SET NX PX` leases with a random token, renewed and released by
  * scripts that compare the token first, so a host can never extend or drop another's lease.
@@ -81,14 +113,33 @@ export class RedisStore implements SummaryStore {
   private readonly logger: Logger;
   private readonly client: Redis;
   private readonly subscriber: Redis;
-  private readonly memory = new Map<string, CacheEntry>();
+  private readonly memory = new Map<string, Held>();
+  /** Size of the entries in {@link memory} (their lines' lengths). */
+  private memoryBytes = 0;
+  /** How many entries of keys not {@link wanted} memory holds, and their size: what the bounds limit. */
+  private readonly others = { entries: 0, bytes: 0 };
+  /** Keys asked for ({@link get}, {@link has}, {@link latest}) or written here: always kept in memory. */
+  private readonly wanted = new Set<string>();
+  private readonly memoryEntriesBound: number;
+  private readonly memoryBytesBound: number;
   /** Entries not yet written to Redis, by key. */
   private readonly pending = new Map<string, CacheEntry>();
+  /** Keys of pending entries written with force (replacing whatever Redis holds). */
+  private readonly forced = new Set<string>();
+  /**
+   * Counts entries heard and written here. A read from Redis (a page of the load, a field) is
+   * Redis's word for its fields only when nothing was heard or written while it travelled: an
+   * entry published after the read ran may arrive before the read's answer, and the older value
+   * must not replace it.
+   */
+  private news = 0;
+  private readonly oversizedLog: RateLimitedLog;
+  private readonly notKeptLog: RateLimitedLog;
   private spool: JsonlStore | undefined;
   private readonly listeners = new Set<RemoteEntryListener>();
   private readonly outage: RateLimitedLog;
   private readonly writes = new Set<Promise<unknown>>();
-  private counters = { entries: 0, invalidLines: 0, appended: 0, writeErrors: 0, loads: 0 };
+  private counters = { entries: 0, invalidLines: 0, appended: 0, writeErrors: 0, loads: 0, oversized: 0, notKept: 0 };
   private down = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly retryFlushMs: number;
@@ -112,6 +163,14 @@ export class RedisStore implements SummaryStore {
     this.layout = redisLayout(options.prefix ?? DEFAULT_REDIS_PREFIX, target.db);
     this.logger = (options.logger ?? silentLogger).child({ cache: target.display });
     this.outage = new RateLimitedLog(this.logger, "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting", 60_000);
+    this.oversizedLog = new RateLimitedLog(this.logger, `skipped a summary cache entry over ${MAX_ENTRY_BYTES} bytes; \`abridge cache compact\` removes it`, SKIP_LOG_MS);
+    this.notKeptLog = new RateLimitedLog(
+      this.logger,
+      "the summary cache on Redis holds more entries than this bridge keeps in memory; entries of tools it has not listed are left in Redis",
+      SKIP_LOG_MS,
+    );
+    this.memoryEntriesBound = options.memoryEntries ?? MEMORY_ENTRIES;
+    this.memoryBytesBound = options.memoryBytes ?? MEMORY_BYTES;
     this.client = createRedisClient(target, options.client);
     this.subscriber = createRedisClient(target, options.client);
     this.firstSync = new Promise((resolve) => (this.firstSettled = resolve));
@@ -132,7 +191,7 @@ export class RedisStore implements SummaryStore {
       store.spool = await JsonlStore.open({ file: options.spoolFile, logger: options.logger ?? silentLogger });
       // Entries a previous run could not write: served now, written when Redis is reachable.
       for (const entry of store.spool.entries()) {
-        store.take(entry, false);
+        store.keepWritten(entry, JSON.stringify(entry).length);
         store.pending.set(entry.key, entry);
       }
     }
@@ -147,24 +206,27 @@ export class RedisStore implements SummaryStore {
     return this.memory.size;
   }
 
+  /** The entry of `key` in memory; asking marks the key as one this bridge keeps. */
   get(key: string): CacheEntry | undefined {
-    return this.memory.get(key);
+    this.want(key);
+    return this.memory.get(key)?.entry;
   }
 
   has(key: string): boolean {
+    this.want(key);
     return this.memory.has(key);
   }
 
-  entries(): IterableIterator<CacheEntry> {
-    return this.memory.values();
+  *entries(): IterableIterator<CacheEntry> {
+    for (const held of this.memory.values()) yield held.entry;
   }
 
   forServer(server: string): CacheEntry[] {
-    return [...this.memory.values()].filter((entry) => entry.server === server);
+    return [...this.entries()].filter((entry) => entry.server === server);
   }
 
   servers(): string[] {
-    return [...new Set([...this.memory.values()].map((entry) => entry.server))];
+    return [...new Set([...this.entries()].map((entry) => entry.server))];
   }
 
   stats(): RedisStoreStats {
@@ -187,13 +249,25 @@ export class RedisStore implements SummaryStore {
     return () => void this.listeners.delete(listener);
   }
 
-  async append(entry: CacheEntryInput): Promise<void> {
+  /**
+   * Validates `entry`, dates it no later than this host's clock, serves it from memory at once and
+   * writes it through. With `force` it replaces whatever Redis holds for its key, however new;
+   * without, an entry Redis holds with a later date stays.
+   *
+   * @throws AbridgeError INPUT_INVALID for an entry that fails the schema or is over
+   *   {@link MAX_ENTRY_BYTES}; CACHE_IO when the store is closed or the entry could be kept nowhere.
+   */
+  async append(entry: CacheEntryInput, options: AppendOptions = {}): Promise<void> {
     if (this.closed) throw new AbridgeError(ErrorCode.CACHE_IO, `cache ${this.location} is closed`);
     const checked = checkCacheEntry(entry);
     if (!checked.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry rejected: ${checked.reason}`);
-    const stored = checked.entry;
-    this.memory.set(stored.key, stored);
-    const write = this.writeThrough(stored);
+    const stored = clampCreatedAt(checked.entry);
+    const line = JSON.stringify(stored);
+    const over = bytesOver(line);
+    if (over !== undefined) throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry ${stored.key} rejected: ${oversizedReason(over)}`);
+    this.news++;
+    this.keepWritten(stored, line.length);
+    const write = this.writeThrough(stored, options.force === true);
     this.writes.add(write);
     try {
       await write;
@@ -202,14 +276,18 @@ export class RedisStore implements SummaryStore {
     }
   }
 
+  /**
+   * Claims `key` (`SET NX PX` with a random token, in a script that also takes over a claim
+   * without an expiry: abridge never sets one, so something else left it there for good).
+   */
   async claim(key: string): Promise<ClaimResult> {
     // Unreachable: granted here, so an outage costs duplicate work at worst, never a stall.
     if (this.closed || this.client.status !== "ready") return { granted: true, lease: LOCAL_LEASE };
     const claimKey = this.layout.claim(key);
     const token = randomUUID();
     try {
-      const answer = await this.client.set(claimKey, token, "PX", this.leaseMs, "NX");
-      return answer === "OK" ? { granted: true, lease: this.lease(claimKey, token) } : { granted: false };
+      const answer = await this.client.eval(CLAIM_SCRIPT, 1, claimKey, token, this.leaseMs);
+      return answer === 1 ? { granted: true, lease: this.lease(claimKey, token) } : { granted: false };
     } catch (err) {
       this.noteDown(err);
       return { granted: true, lease: LOCAL_LEASE };
@@ -217,18 +295,18 @@ export class RedisStore implements SummaryStore {
   }
 
   async latest(key: string): Promise<CacheEntry | undefined> {
+    this.want(key);
     if (this.client.status === "ready") {
       try {
-        const text = await this.client.hget(this.layout.entries, key);
-        if (text !== null) {
-          const parsed = parseCacheLine(text);
-          if (parsed.ok && parsed.entry.key === key) this.take(parsed.entry, true);
-        }
+        const news = this.news;
+        const read = await readEntryField(this.client, this.layout, key);
+        if (read.oversized !== undefined) this.noteOversized(key, read.oversized);
+        else if (read.text !== undefined) this.admit(read.text, key, news === this.news && !this.pending.has(key));
       } catch (err) {
         this.noteDown(err);
       }
     }
-    return this.memory.get(key);
+    return this.memory.get(key)?.entry;
   }
 
   /** Writes what it can, stops listening and disconnects. Idempotent. */
@@ -345,25 +423,29 @@ export class RedisStore implements SummaryStore {
     wait.abort();
   }
 
-  /** Reads every entry of the hash, a page per round trip. */
+  /**
+   * Reads every entry of the hash, a page per round trip ({@link scanEntries}: values over the
+   * size bound are counted, never sent). What Redis holds replaces what memory holds, unless
+   * something was heard or written while the page travelled (then the newer entry of the two
+   * stays) or the entry is one of this host's not yet written.
+   */
   private async load(): Promise<void> {
-    let cursor = "0";
     let valid = 0;
     let invalid = 0;
-    do {
-      const [next, flat] = await this.client.hscan(this.layout.entries, cursor, "COUNT", SCAN_COUNT);
-      cursor = next;
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        const field = flat[i] as string;
-        const parsed = parseCacheLine(flat[i + 1] as string);
-        if (parsed.ok && parsed.entry.key === field) {
-          valid++;
-          this.take(parsed.entry, true);
-        } else {
-          invalid++;
-        }
-      }
-    } while (cursor !== "0");
+    let news = this.news;
+    await scanEntries(this.client, this.layout, {
+      page: () => {
+        news = this.news;
+      },
+      value: (field, text) => {
+        if (this.admit(text, field, news === this.news && !this.pending.has(field))) valid++;
+        else invalid++;
+      },
+      oversized: (field, bytes) => {
+        invalid++;
+        this.noteOversized(field, bytes);
+      },
+    });
     this.counters.entries = valid;
     if (invalid > 0 && invalid !== this.counters.invalidLines) {
       this.logger.warn("skipped invalid entries in the summary cache; `abridge cache verify` lists them", { count: invalid });
@@ -371,37 +453,115 @@ export class RedisStore implements SummaryStore {
     this.counters.invalidLines = invalid;
   }
 
-  /** An entry published by any host (this one included). */
+  /**
+   * An entry published by any host (this one included). The channel carries what the write script
+   * wrote, in the order Redis wrote it, so the last entry heard of a key is what Redis holds: it
+   * replaces memory's even when older (a forced write).
+   */
   private heard(message: string): void {
-    const parsed = parseCacheLine(message);
-    if (parsed.ok) this.take(parsed.entry, true);
-    else this.logger.debug("ignored an invalid entry on the summary channel", { reason: parsed.reason });
+    this.news++;
+    this.admit(message, undefined, true);
   }
 
   /**
-   * Takes an entry into memory unless memory has it or a newer one for its key (newest `createdAt`
-   * wins, as in Redis itself). Returns whether it was new; listeners hear of new ones.
+   * Takes a value read from Redis or heard on the channel into memory, if it is an entry a bridge
+   * may serve ({@link parseStoredLine}: within the size bound, valid, its key the field it was
+   * read from, dated no later than the clock-skew allowance). `authoritative` means it is what
+   * Redis holds now: it replaces memory's entry whatever their dates; otherwise the newer stays.
+   * Returns whether the value is a valid entry (kept or not).
    */
-  private take(entry: CacheEntry, tell: boolean): boolean {
+  private admit(text: string, field: string | undefined, authoritative: boolean): boolean {
+    const parsed = parseStoredLine(text);
+    if (!parsed.ok) {
+      if ("oversized" in parsed) this.noteOversized(field, parsed.oversized);
+      else if (field === undefined) this.logger.debug("ignored an invalid entry on the summary channel", { reason: parsed.reason });
+      return false;
+    }
+    if (field !== undefined && parsed.entry.key !== field) return false;
+    this.take(parsed.entry, text.length, authoritative);
+    return true;
+  }
+
+  /**
+   * Takes an entry into memory unless memory has it, or (unless `authoritative`) a newer one for
+   * its key, or has no room for it: past the bound of entries not asked for, an entry of a key not
+   * asked for is left out (and an older one of its key let go). Returns whether it was taken;
+   * listeners hear of every entry taken.
+   */
+  private take(entry: CacheEntry, bytes: number, authoritative: boolean): boolean {
     const current = this.memory.get(entry.key);
-    if (current !== undefined && (current.createdAt > entry.createdAt || sameEntry(current, entry))) return false;
-    this.memory.set(entry.key, entry);
-    if (tell) {
-      for (const listener of this.listeners) {
-        try {
-          listener(entry);
-        } catch (err) {
-          this.logger.error("summary entry listener threw", { key: entry.key, error: messageOf(err) });
-        }
+    if (current !== undefined && (sameEntry(current.entry, entry) || (!authoritative && current.entry.createdAt > entry.createdAt))) return false;
+    if (!this.wanted.has(entry.key) && !this.hasRoom(bytes - (current?.bytes ?? 0), current === undefined)) {
+      if (current !== undefined) this.forget(entry.key, current);
+      this.counters.notKept++;
+      this.notKeptLog.warn({ notKept: this.counters.notKept, kept: this.memory.size, keptBytes: this.memoryBytes });
+      return false;
+    }
+    this.hold(entry, bytes, current);
+    for (const listener of this.listeners) {
+      try {
+        listener(entry);
+      } catch (err) {
+        this.logger.error("summary entry listener threw", { key: entry.key, error: messageOf(err) });
       }
     }
     return true;
   }
 
-  private async writeThrough(entry: CacheEntry): Promise<void> {
+  /** An entry written here (or spooled by an earlier run): kept whatever the bound, its key wanted. */
+  private keepWritten(entry: CacheEntry, bytes: number): void {
+    this.want(entry.key);
+    this.hold(entry, bytes, this.memory.get(entry.key));
+  }
+
+  private hold(entry: CacheEntry, bytes: number, current: Held | undefined): void {
+    const grown = bytes - (current?.bytes ?? 0);
+    this.memoryBytes += grown;
+    if (!this.wanted.has(entry.key)) {
+      this.others.bytes += grown;
+      if (current === undefined) this.others.entries++;
+    }
+    this.memory.set(entry.key, { entry, bytes });
+  }
+
+  private forget(key: string, current: Held): void {
+    this.memoryBytes -= current.bytes;
+    if (!this.wanted.has(key)) {
+      this.others.bytes -= current.bytes;
+      this.others.entries--;
+    }
+    this.memory.delete(key);
+  }
+
+  /** Whether the entries of keys not asked for may grow by `bytes` (and one entry when `added`). */
+  private hasRoom(bytes: number, added: boolean): boolean {
+    return this.others.entries + (added ? 1 : 0) <= this.memoryEntriesBound && this.others.bytes + bytes <= this.memoryBytesBound;
+  }
+
+  /**
+   * Marks a key as one this bridge serves, so its entry is always kept. Keys asked for are the
+   * tools a bridge lists; they are bounded like the others, in case something asks for many.
+   */
+  private want(key: string): void {
+    if (this.wanted.has(key) || this.wanted.size >= this.memoryEntriesBound) return;
+    this.wanted.add(key);
+    const held = this.memory.get(key);
+    if (held !== undefined) {
+      this.others.entries--;
+      this.others.bytes -= held.bytes;
+    }
+  }
+
+  /** Counts a value over the size bound, logged at most once a minute. */
+  private noteOversized(field: string | undefined, bytes: number): void {
+    this.counters.oversized++;
+    this.oversizedLog.warn({ ...(field !== undefined ? { field } : { source: "channel" }), bytes, oversized: this.counters.oversized });
+  }
+
+  private async writeThrough(entry: CacheEntry, force: boolean): Promise<void> {
     if (this.client.status === "ready") {
       try {
-        await this.write([entry]);
+        await this.write([entry], force ? new Set([entry.key]) : undefined);
         this.counters.appended++;
         return;
       } catch (err) {
@@ -409,14 +569,20 @@ export class RedisStore implements SummaryStore {
         this.noteDown(err);
       }
     }
-    await this.keep(entry);
+    await this.keep(entry, force);
   }
 
-  /** One round trip: each entry set unless Redis has a newer one for its key, and published. */
-  private async write(entries: readonly CacheEntry[]): Promise<void> {
+  /**
+   * One round trip: each entry set unless Redis has a newer one for its key (or its key is in
+   * `forced`), and published. Dates beyond this host's clock plus the skew allowance do not count
+   * as newer.
+   */
+  private async write(entries: readonly CacheEntry[], forced?: ReadonlySet<string>): Promise<void> {
     const batch = this.client.multi();
+    const latest = latestAcceptedCreatedAt();
     for (const entry of entries) {
-      batch.eval(WRITE_SCRIPT, 1, this.layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, this.layout.channel);
+      const force = forced?.has(entry.key) === true ? "1" : "0";
+      batch.eval(WRITE_SCRIPT, 1, this.layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, this.layout.channel, latest, force, MAX_ENTRY_BYTES);
     }
     const results = await batch.exec();
     if (results === null) throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, "Redis discarded the write");
@@ -424,8 +590,10 @@ export class RedisStore implements SummaryStore {
   }
 
   /** Keeps an entry Redis could not take: in memory, and in the spool file when there is one. */
-  private async keep(entry: CacheEntry): Promise<void> {
+  private async keep(entry: CacheEntry, force: boolean): Promise<void> {
     this.pending.set(entry.key, entry);
+    if (force) this.forced.add(entry.key);
+    else this.forced.delete(entry.key);
     if (this.client.status === "ready") this.retryLater();
     if (this.spool === undefined) return;
     try {
@@ -439,8 +607,13 @@ export class RedisStore implements SummaryStore {
   private async flush(): Promise<number> {
     if (this.pending.size === 0) return 0;
     const batch = [...this.pending.values()];
-    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await this.write(batch.slice(i, i + FLUSH_CHUNK));
-    for (const entry of batch) if (this.pending.get(entry.key) === entry) this.pending.delete(entry.key);
+    const forced = new Set(this.forced);
+    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await this.write(batch.slice(i, i + FLUSH_CHUNK), forced);
+    for (const entry of batch) {
+      if (this.pending.get(entry.key) !== entry) continue;
+      this.pending.delete(entry.key);
+      this.forced.delete(entry.key);
+    }
     this.counters.appended += batch.length;
     if (this.spool !== undefined) {
       const file = this.spool.file;

@@ -4,6 +4,16 @@ import type { CacheEntry, cacheEntrySchema } from "./cacheEntry.js";
 /** What {@link SummaryStore.append} accepts: an entry before schema defaults (`params`) are applied. */
 export type CacheEntryInput = z.input<typeof cacheEntrySchema>;
 
+/** Options of {@link SummaryStore.append}. */
+export interface AppendOptions {
+  signal?: AbortSignal;
+  /**
+   * Replace whatever the store holds for the key, however new (`summarize warm --force`, a
+   * summary the guard refused). Without it a shared store keeps an entry with a later date.
+   */
+  force?: boolean;
+}
+
 /** Counters every summary store keeps, for `abridge stats` and the daemon. */
 export interface SummaryStoreStats {
   /** Valid entries read (from the file: superseded lines included). */
@@ -16,6 +26,10 @@ export interface SummaryStoreStats {
   appended: number;
   /** Writes that failed (the entry is still served from memory). */
   writeErrors: number;
+  /** Entries skipped for being over the size bound (a shared store; a file counts them as invalid lines). */
+  oversized?: number;
+  /** Valid entries a shared store left out of memory, past its bound of entries not asked for. */
+  notKept?: number;
 }
 
 /** A lease on one cache key: this process is the one summarizing it until it is released or lost. */
@@ -73,12 +87,13 @@ export interface SummaryStore extends SummaryClaims {
   servers(): string[];
   stats(): SummaryStoreStats;
   /**
-   * Validates `entry`, serves it from memory at once, then writes it through.
+   * Validates `entry`, dates it no later than this host's clock, serves it from memory at once,
+   * then writes it through.
    *
-   * @throws AbridgeError INPUT_INVALID for an entry that fails the schema; CACHE_IO when the write
-   *   fails and the entry could not be kept anywhere but in memory.
+   * @throws AbridgeError INPUT_INVALID for an entry that fails the schema or is over the size
+   *   bound; CACHE_IO when the write fails and the entry could not be kept anywhere but in memory.
    */
-  append(entry: CacheEntryInput, options?: { signal?: AbortSignal }): Promise<void>;
+  append(entry: CacheEntryInput, options?: AppendOptions): Promise<void>;
   /** Listens for entries other processes wrote (a shared store); returns the unsubscribe. */
   onRemoteEntry(listener: RemoteEntryListener): () => void;
   /** Waits for pending writes and lets go of files and connections. Idempotent. */

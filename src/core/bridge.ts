@@ -397,7 +397,13 @@ export class Bridge {
       upstreams: this.pool.servers(),
       catalog: this.catalog.stats(),
       queue: this.summaries.queue.stats(),
-      cache: { entries: store.liveKeys, invalidLines: store.invalidLines, writeErrors: store.writeErrors },
+      cache: {
+        entries: store.liveKeys,
+        invalidLines: store.invalidLines,
+        writeErrors: store.writeErrors,
+        ...(store.oversized !== undefined ? { oversized: store.oversized } : {}),
+        ...(store.notKept !== undefined ? { notKept: store.notKept } : {}),
+      },
       calls: this.pipeline.stats(),
     };
   }

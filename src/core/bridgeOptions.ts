@@ -40,7 +40,11 @@ export interface BridgeStats {
   upstreams: ServerStatus[];
   catalog: { tools: number; summarized: number; hits: number; misses: number };
   queue: SummarizeQueueStats;
-  cache: { entries: number; invalidLines: number; writeErrors: number };
+  /**
+   * The summary cache: live keys, invalid lines or fields skipped, failed writes; on Redis also
+   * entries skipped for their size (`oversized`) and entries left out of memory (`notKept`).
+   */
+  cache: { entries: number; invalidLines: number; writeErrors: number; oversized?: number; notKept?: number };
   calls: CallCounters;
 }
 

@@ -24,7 +24,10 @@ export interface ClaimGateOptions {
   source: ClaimSource;
   events: ClaimGateEvents;
   logger?: Logger;
-  /** How often parked jobs try the claim again (default: a quarter of the lease, 50 ms to 1 s). */
+  /**
+   * How long parked jobs wait before they try their claims again (default: a quarter of the lease,
+   * 50 ms to 1 s). Each round in which every claim is refused doubles the wait, up to half the lease.
+   */
   pollMs?: number;
 }
 
@@ -46,7 +49,11 @@ function sameEntry(a: CacheEntry | undefined, b: CacheEntry | undefined): boolea
  * holds the key's claim, renewed at a third of the lease while it runs and released when it ends.
  * A job whose key another process holds is parked, costing no batch slot and no request: it ends
  * when that process's entry lands (heard at once through the store's news, or seen when the claim
- * is tried again), and runs here when the other's lease ran out (the holder died mid-job).
+ * is tried again), and runs here when the other's lease ran out (the holder died mid-job). Parked
+ * claims are tried again together (so jobs freed together run in one batch) after `pollMs`, then,
+ * while every claim is refused, after twice as long each round (with jitter) up to half the lease:
+ * a live holder costs a few tries, a dead one's lease runs out within a lease, and a claim that
+ * never expires cannot make a bridge hammer Redis.
  *
  * "Landed" means an entry other than the one the key had when the job was queued, so a forced or
  * stale re-summary is not satisfied by the old entry it is meant to replace.
@@ -62,6 +69,12 @@ export class ClaimGate {
   private readonly parked = new Map<string, SummarizeInput>();
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
+  /** The wait before the next round of tries: `pollMs`, doubled by each round refused in full. */
+  private pollWaitMs: number;
+  /** The longest wait between two rounds. */
+  private readonly maxPollMs: number;
+  /** When the next round is due. */
+  private nextPollAt = 0;
   private closed = false;
   private readonly unsubscribe: () => void;
 
@@ -70,6 +83,8 @@ export class ClaimGate {
     this.events = options.events;
     this.logger = options.logger ?? silentLogger;
     this.pollMs = options.pollMs ?? Math.min(1_000, Math.max(50, Math.floor(options.source.leaseMs / 4)));
+    this.pollWaitMs = this.pollMs;
+    this.maxPollMs = Math.max(this.pollMs, Math.floor(options.source.leaseMs / 2));
     this.unsubscribe = this.source.onRemoteEntry((entry) => this.heard(entry));
   }
 
@@ -189,6 +204,10 @@ export class ClaimGate {
   }
 
   private park(input: SummarizeInput): void {
+    // A new job waits `pollMs` for its first retry, whatever the rounds before it found.
+    const firstTry = Date.now() + this.pollMs;
+    this.nextPollAt = this.parked.size === 0 ? firstTry : Math.min(this.nextPollAt, firstTry);
+    this.pollWaitMs = this.pollMs;
     this.parked.set(input.key, input);
     if (this.pollTimer === undefined && !this.closed) {
       this.pollTimer = setInterval(() => void this.poll(), this.pollMs);
@@ -214,13 +233,20 @@ export class ClaimGate {
     if (input !== undefined) this.events.landed(input, entry);
   }
 
-  /** Tries every parked key's claim again: granted means its holder finished or died. */
+  /**
+   * Once a round is due, tries every parked key's claim again: granted means its holder finished
+   * or died. A round in which every claim was refused doubles the wait before the next.
+   */
   private async poll(): Promise<void> {
-    if (this.polling || this.closed) return;
+    if (this.polling || this.closed || Date.now() < this.nextPollAt) return;
     this.polling = true;
     try {
       const inputs = [...this.parked.values()];
       const results = await Promise.all(inputs.map((input) => this.tryClaim(input)));
+      const refused = results.every((result) => result.outcome === "wait");
+      this.pollWaitMs = refused ? Math.min(this.maxPollMs, this.pollWaitMs * 2) : this.pollMs;
+      // At least half of the wait, so that the rounds of many bridges spread out but never rush.
+      this.nextPollAt = Date.now() + Math.round(this.pollWaitMs / 2 + (Math.random() * this.pollWaitMs) / 2);
       for (const [i, input] of inputs.entries()) {
         const result = results[i];
         if (result === undefined || result.outcome === "wait") continue;

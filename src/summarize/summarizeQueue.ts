@@ -74,6 +74,8 @@ export class SummarizeQueue {
   private readonly active = new Set<string>();
   private readonly runningKeys = new Set<string>();
   private readonly doneKeys = new Set<string>();
+  /** Queued or running keys enqueued with force: their entries replace what the cache holds. */
+  private readonly forcedKeys = new Set<string>();
   private readonly listeners = new Set<EntryListener>();
   private idleWaiters: Array<() => void> = [];
   private activeBatches = 0;
@@ -141,6 +143,7 @@ export class SummarizeQueue {
     if (this.active.has(input.key)) return false;
     if (this.doneKeys.has(input.key) && !options.force) return false;
     this.active.add(input.key);
+    if (options.force) this.forcedKeys.add(input.key);
     this.gate?.noteQueued(input.key);
     this.pending.push(input);
     this.schedulePump();
@@ -189,7 +192,10 @@ export class SummarizeQueue {
   close(options: CloseOptions = {}): Promise<void> {
     if (this.closePromise) return this.closePromise;
     this.closed = true;
-    for (const input of [...this.pending, ...(this.gate?.dropParked() ?? [])]) this.active.delete(input.key);
+    for (const input of [...this.pending, ...(this.gate?.dropParked() ?? [])]) {
+      this.active.delete(input.key);
+      this.forcedKeys.delete(input.key);
+    }
     this.pending.length = 0;
     this.waitAbort.abort();
     let detach = (): void => {};
@@ -278,6 +284,7 @@ export class SummarizeQueue {
     this.runningKeys.delete(key);
     if (this.gate?.isParked(key)) return; // waits for another process; still queued here
     this.active.delete(key);
+    this.forcedKeys.delete(key);
     this.gate?.release(key);
   }
 
@@ -480,7 +487,7 @@ export class SummarizeQueue {
       return;
     }
     try {
-      await this.sink.append(entry);
+      await this.sink.append(entry, this.forcedKeys.has(input.key) ? { force: true } : {});
     } catch (err) {
       this.counters.sinkErrors++;
       this.logger.error("cannot store summary entry", { key: input.key, error: toAbridgeError(err, ErrorCode.CACHE_IO) });

@@ -6,7 +6,8 @@ import type { MeasureSummary, Summarizer } from "./types.js";
 
 /** Where finished entries go: the JSONL store, or anything with the same `append`. */
 export interface SummarySink {
-  append(entry: CacheEntry): Promise<void>;
+  /** `force`: the job was queued with force; the entry replaces whatever the sink holds, however new. */
+  append(entry: CacheEntry, options?: { force?: boolean }): Promise<void>;
 }
 
 /** Called with every stored entry (the catalog updates its list from it). */
@@ -47,7 +48,10 @@ export interface SummarizeQueueOptions {
 
 /** Options of {@link SummarizeQueue.enqueue}. */
 export interface EnqueueOptions {
-  /** Summarize again even if this key was already done in this process. */
+  /**
+   * Summarize again even if this key was already done in this process, and write the entry over
+   * whatever the cache holds for the key, however new.
+   */
   force?: boolean;
 }
 
