@@ -22,6 +22,7 @@ import { busMarkdown, runBus, type BusResult } from "./bus.js";
 import { hostileBusMarkdown, runHostileBus, type HostileBusResult } from "./hostileBus.js";
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
 import { hostileStdioMarkdown, runHostileStdio, type HostileStdioResult } from "./hostileStdio.js";
+import { hostileHttpMarkdown, runHostileHttp, type HostileHttpResult } from "./hostileHttp.js";
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
@@ -37,7 +38,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** One target with its verdict. */
@@ -72,6 +73,8 @@ interface Results {
   hostileBus?: HostileBusResult;
   /** serve over stdio while a client pipelines calls to a stdio upstream that stops reading. */
   hostileStdio?: HostileStdioResult;
+  /** serve --http under a log flood at a GET stream nobody reads and 1,100 idle sockets: RSS, a healthy call's latency, calls lost. */
+  hostileHttp?: HostileHttpResult;
   /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
   fleetCache?: FleetCacheResult;
   failures: { bench: string; error: string }[];
@@ -274,6 +277,11 @@ function checkTargets(r: Results): TargetCheck[] {
   const stuck = r.hostileStdio;
   add(`stdio upstream stops reading: 0 of ${stuck?.calls ?? "N"} pipelined calls lost (busy answers count as answered)`, stuck?.lost, (v) => v === 0, (v) => `${v} lost`, stuck?.notAvailable);
   add("stdio upstream stops reading: serve's event loop never held up 1 s or more", stuck?.loopDelayMaxMs, (v) => v < 1_000, (v) => `${v.toFixed(0)} ms`, stuck?.notAvailable);
+  const httpAttacks = r.hostileHttp?.cases.filter((c) => !c.case.startsWith("baseline")) ?? [];
+  const httpLost = httpAttacks.length === 0 ? undefined : httpAttacks.reduce((sum, c) => sum + c.healthyLost, 0);
+  add("serve --http under attack: 0 healthy calls lost (log flood at an unread stream, idle sockets)", httpLost, (v) => v === 0, (v) => `${v} of ${httpAttacks.reduce((sum, c) => sum + c.healthyCalls + c.healthyLost, 0)}`);
+  const httpP99 = httpAttacks.length === 0 ? undefined : Math.max(...httpAttacks.map((c) => c.healthyP99Ms));
+  add("serve --http under attack: a healthy call's p99 < 100 ms", httpP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms (${httpAttacks.map((c) => `${c.healthyP99Ms.toFixed(0)}`).join(", ")})`);
   const perTool = r.tokens?.summarizers[0]?.perTool;
   add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
@@ -454,6 +462,13 @@ async function main(): Promise<number> {
   await step("hostileStdio", async () => {
     results.hostileStdio = await runHostileStdio({ full: process.argv.includes("--full") });
     print(hostileStdioMarkdown(results.hostileStdio));
+  });
+  await step("hostileHttp", async () => {
+    results.hostileHttp = await runHostileHttp({ full: process.argv.includes("--full") });
+    print(hostileHttpMarkdown(results.hostileHttp));
+    const dir = path.join(REPO_ROOT, "bench", "results");
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "hostile-http.json"), `${JSON.stringify({ date: results.startedAt, ...results.hostileHttp }, null, 2)}\n`);
   });
   await step("fleetCache", async () => {
     results.fleetCache = await runFleetCache();

@@ -11,6 +11,8 @@ export const SSE_KEEP_ALIVE_MS = 15_000;
 export const DEFAULT_STREAM_STALL_MS = 30_000;
 /** Bytes one stream may hold for a client that does not read before its notifications are dropped (8 MiB). */
 export const DEFAULT_MAX_STREAM_QUEUED_BYTES = 8 * 1024 * 1024;
+/** A session's warnings about dropped notifications: a stretch announced at most once per this window. */
+const PUSHBACK_LOG_WINDOW_MS = 10_000;
 /** Requests of one session that may reach the upstreams at once (default of `http_max_calls_per_session`). */
 export const DEFAULT_MAX_CALLS_IN_FLIGHT = 64;
 
@@ -219,6 +221,7 @@ export class HttpSessionTransport implements Transport, StreamOwner {
       limit: options.maxQueuedNotifications ?? DEFAULT_MAX_QUEUED_NOTIFICATIONS,
       maxBytes: options.maxQueuedBytes ?? DEFAULT_MAX_STREAM_QUEUED_BYTES,
       fields: { session: sessionId },
+      windowMs: PUSHBACK_LOG_WINDOW_MS,
     });
     this.jsonHeaders = { "content-type": "application/json", "mcp-session-id": sessionId };
     this.sseHeaders = { ...SSE_HEADERS, "mcp-session-id": sessionId };

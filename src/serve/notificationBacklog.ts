@@ -13,6 +13,14 @@ export interface NotificationBacklogOptions {
   logger?: Logger;
   /** Added to both warnings (which client). */
   fields?: Record<string, unknown>;
+  /**
+   * A stretch that starts less than this long after the last warning is not announced, and its
+   * count joins the next warning that goes out (default 0: every stretch is logged). A client
+   * that reads a little slower than a flood starts a stretch each time it falls behind.
+   */
+  windowMs?: number;
+  /** Milliseconds now (default `Date.now`). */
+  now?: () => number;
 }
 
 /**
@@ -29,14 +37,23 @@ export class NotificationBacklog {
   private readonly maxBytes: number;
   private readonly logger: Logger;
   private readonly fields: Record<string, unknown>;
+  private readonly windowMs: number;
+  private readonly now: () => number;
   private total = 0;
   private stretch = 0;
+  /** Dropped in stretches whose end was not logged: told with the next end that is. */
+  private unreported = 0;
+  /** Whether the current stretch's start was logged (its end then is too). */
+  private announced = false;
+  private lastWarning = Number.NEGATIVE_INFINITY;
 
   constructor(options: NotificationBacklogOptions = {}) {
     this.limit = options.limit ?? DEFAULT_MAX_QUEUED_NOTIFICATIONS;
     this.maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     this.logger = options.logger ?? silentLogger;
     this.fields = options.fields ?? {};
+    this.windowMs = options.windowMs ?? 0;
+    this.now = options.now ?? Date.now;
   }
 
   /**
@@ -47,7 +64,11 @@ export class NotificationBacklog {
     if (queued < this.limit && queuedBytes < this.maxBytes) return true;
     this.total += 1;
     this.stretch += 1;
-    if (this.stretch === 1) this.logger.warn("client is not reading: dropping notifications until it catches up", { ...this.fields, queued, limit: this.limit });
+    if (this.stretch === 1 && this.now() - this.lastWarning >= this.windowMs) {
+      this.announced = true;
+      this.lastWarning = this.now();
+      this.logger.warn("client is not reading: dropping notifications until it catches up", { ...this.fields, queued, limit: this.limit });
+    }
     return false;
   }
 
@@ -59,7 +80,12 @@ export class NotificationBacklog {
   /** The client caught up, or left: how many the stretch dropped is logged, once. */
   settle(): void {
     if (this.stretch === 0) return;
-    this.logger.warn("notifications dropped while the client was not reading", { ...this.fields, dropped: this.stretch, total: this.total });
+    this.unreported += this.stretch;
     this.stretch = 0;
+    if (!this.announced && this.now() - this.lastWarning < this.windowMs) return;
+    this.announced = false;
+    this.lastWarning = this.now();
+    this.logger.warn("notifications dropped while the client was not reading", { ...this.fields, dropped: this.unreported, total: this.total });
+    this.unreported = 0;
   }
 }
