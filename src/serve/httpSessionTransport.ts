@@ -58,6 +58,9 @@ class SseStream {
     private readonly owner: StreamOwner,
   ) {
     res.on("drain", this.onDrain);
+    // Timed until the response is gone, not until its last message is written: an ended response
+    // its client does not read still holds the connection and what waits in it.
+    res.once("close", () => this.dispose());
   }
 
   /** True while the response pushes back (its client is not reading what was written). */
@@ -83,7 +86,16 @@ class SseStream {
     if (!res.write(SSE_KEEP_ALIVE)) this.block();
   }
 
-  /** The response closed or ended: nothing more is written or timed. */
+  /**
+   * Ends the response: at once when its client is not reading (what waits would never be read),
+   * else after what was written.
+   */
+  end(): void {
+    if (this.blocked) this.res.destroy();
+    else this.res.end();
+  }
+
+  /** The response closed: nothing more is written or timed. */
   dispose(): void {
     this.res.off("drain", this.onDrain);
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
@@ -376,12 +388,11 @@ export class HttpSessionTransport implements Transport, StreamOwner {
     this.exchanges.clear();
     this.calls.clear();
     for (const exchange of exchanges) {
-      if (exchange.stream !== undefined) exchange.res.end();
+      if (exchange.stream !== undefined) exchange.stream.end();
       else sendJsonError(exchange.res, 404, -32001, "session closed");
     }
-    this.standalone?.res.end();
+    this.standalone?.end();
     this.standalone = undefined;
-    for (const stream of this.streams) stream.dispose();
     this.streams.clear();
     if (this.keepAlive !== undefined) clearInterval(this.keepAlive);
     this.keepAlive = undefined;
@@ -460,9 +471,9 @@ export class HttpSessionTransport implements Transport, StreamOwner {
     return stream;
   }
 
+  /** Stops the keep-alive comments of `stream` (its stall timer runs until its response closes). */
   private unwatch(stream: SseStream): void {
     if (!this.streams.delete(stream)) return;
-    stream.dispose();
     if (this.streams.size > 0 || this.keepAlive === undefined) return;
     clearInterval(this.keepAlive);
     this.keepAlive = undefined;

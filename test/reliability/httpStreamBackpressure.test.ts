@@ -42,7 +42,7 @@ async function begin(url: string): Promise<Record<string, string>> {
 /** Resolves once `predicate` holds; polled, for state no event announces (a hang guard, not a timing check). */
 async function until(predicate: () => boolean, what: string, detail: () => string = () => ""): Promise<void> {
   for (const started = Date.now(); !predicate(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - started > 60_000) throw new Error(`gave up waiting for ${what}\n${detail()}`);
+    if (Date.now() - started > 45_000) throw new Error(`gave up waiting for ${what}\n${detail()}`);
   }
 }
 
@@ -108,5 +108,28 @@ describe("serve --http: a stream its client does not read", () => {
     const again = await stalledStream(frontend.url, headers);
     cleanups.push(() => void again.socket.destroy());
     expect(again.head).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it("a session that expires with a stream its client does not read has that stream cut at once, not left to wait", async () => {
+    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
+    // A stall bound far beyond the test: only the expiry can end the stream.
+    const frontend = await startHttpServer(bridge, { port: 0, sessionIdleMs: 1_000, streamStallMs: 600_000, logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }) });
+    cleanups.push(() => frontend.close());
+    const headers = await begin(frontend.url);
+    const { socket } = await stalledStream(frontend.url, headers);
+    cleanups.push(() => void socket.destroy());
+    await post(frontend.url, headers, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hostile_log_flood", arguments: { count: 10_000, bytes: 2_000 } } });
+    // Pings keep the session alive until its stream pushes back; then it is left to expire.
+    const started = Date.now();
+    for (let id = 2; !lines.some((l) => l.includes("client is not reading: dropping notifications")); id++) {
+      if (Date.now() - started > 45_000) throw new Error("gave up waiting for the stream to push back");
+      expect((await post(frontend.url, headers, { jsonrpc: "2.0", id, method: "ping" })).status).toBe(200);
+    }
+    await until(() => frontend.sessions() === 0, "the session to expire");
+    // Ended politely, the response would wait for ever behind what its client never reads,
+    // holding the connection; cut, the connection is gone on serve's side, unread as it is.
+    const open = (): number => frontend.stats().connections.authenticated + frontend.stats().connections.unauthenticated;
+    await until(() => open() === 0, "the unread stream's connection to close", () => JSON.stringify(frontend.stats()));
+    expect(frontend.stats().stalledStreams).toBe(0);
   });
 });
