@@ -58,6 +58,14 @@ export const ErrorCode = {
   BUS_UNAVAILABLE: "BUS_UNAVAILABLE",
   /** A call over the bus failed with a typed bus error (its `busCode` says which). */
   BUS_CALL_FAILED: "BUS_CALL_FAILED",
+  /** A code-mode program ran past its `timeout_ms` (an endless loop, or waiting too long on its calls). */
+  CODE_TIMEOUT: "CODE_TIMEOUT",
+  /** A code-mode program used more memory than its `memory_mb`, or more stack than it has (recursion too deep). */
+  CODE_MEMORY: "CODE_MEMORY",
+  /** A code-mode program failed: a syntax error, or an exception it did not catch. */
+  CODE_ERROR: "CODE_ERROR",
+  /** A code-mode program passed a limit: `max_calls`, its size, or a value too large to cross into or out of it. */
+  CODE_LIMIT: "CODE_LIMIT",
   INTERNAL: "INTERNAL",
 } as const;
 

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { codeAnswerText } from "../../src/code/answerText.js";
+import type { CodeRunResult } from "../../src/code/codeRuntime.js";
+
+function result(extra: Partial<CodeRunResult>): CodeRunResult {
+  return { runId: "r", ok: true, console: [], consoleDropped: 0, calls: [], durationMs: 12.4, ...extra };
+}
+
+describe("the answer text", () => {
+  it("shows the console in order, then the return value, then the calls and time", () => {
+    const text = codeAnswerText(
+      result({
+        console: [
+          { level: "log", text: "one" },
+          { level: "warn", text: "two" },
+          { level: "error", text: "three" },
+          { level: "info", text: "four" },
+        ],
+        returnJson: '{"n":3}',
+        calls: [{ tool: "a_b", ok: true, ms: 1 }],
+      }),
+    );
+    expect(text).toBe('[log] one\n[warn] two\n[error] three\n[info] four\n{"n":3}\n(1 call, 12 ms)');
+  });
+
+  it("shows the error with its code in place of a value", () => {
+    const text = codeAnswerText(result({ ok: false, error: { code: "CODE_ERROR", message: "TypeError: x is not a function (line 2, column 3)" }, consoleDropped: 2 }));
+    expect(text).toBe("error: TypeError: x is not a function (line 2, column 3) [CODE_ERROR]\n(0 calls, 12 ms, 2 console lines dropped)");
+    expect(codeAnswerText(result({}))).toBe("(0 calls, 12 ms)");
+  });
+
+  it("cuts the body with the caller's cut and keeps the footer whole within the bound", () => {
+    const full = result({ console: [{ level: "log", text: "x".repeat(500) }], returnJson: '"done"', calls: [{ tool: "t", ok: true, ms: 1 }, { tool: "t", ok: false, code: "TOOL_REFUSED", ms: 1 }] });
+    expect(codeAnswerText(full)).toHaveLength("[log] ".length + 500 + 1 + '"done"'.length + 1 + "(2 calls, 12 ms)".length);
+    const seen: number[] = [];
+    const text = codeAnswerText(full, {
+      maxBytes: 100,
+      cut: (body, max) => {
+        seen.push(max);
+        return `${body.slice(0, max - 10)}[cut here]`;
+      },
+    });
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(100);
+    expect(text.endsWith("\n(2 calls, 12 ms)")).toBe(true);
+    expect(seen).toEqual([100 - "(2 calls, 12 ms)".length - 1]);
+    // Within the bound, the cut is not called.
+    expect(codeAnswerText(result({ returnJson: "1" }), { maxBytes: 100, cut: () => "never" })).toBe("1\n(0 calls, 12 ms)");
+  });
+});
