@@ -8,7 +8,6 @@
  * the process and the other calls on it go on.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { once } from "node:events";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
@@ -142,6 +141,8 @@ describe("arguments deeper than the limit are refused where calls enter the core
 interface RawServe {
   child: ChildProcessWithoutNullStreams;
   stderr(): string;
+  /** serve's last log lines, for a failed expectation's message. */
+  log(): string;
   /** Writes `line` and resolves with the answer to `id`. */
   request(id: number, line: string): Promise<Record<string, unknown>>;
   /** Resolves once `check` holds, checked at every piece of stderr. */
@@ -160,6 +161,8 @@ async function rawServe(toml: string): Promise<RawServe> {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
     stdio: ["pipe", "pipe", "pipe"],
   });
+  // A serve that died is reported by the exit below, not by an EPIPE nobody listens to.
+  child.stdin.on("error", () => undefined);
   let stderr = "";
   const stderrWaiters: { check: (s: string) => boolean; resolve: () => void }[] = [];
   child.stderr.on("data", (b: Buffer) => {
@@ -167,29 +170,34 @@ async function rawServe(toml: string): Promise<RawServe> {
     for (const w of stderrWaiters.splice(0)) if (w.check(stderr)) w.resolve();
     else stderrWaiters.push(w);
   });
-  const answers = new Map<number, (message: Record<string, unknown>) => void>();
+  const answers = new Map<number, { resolve: (message: Record<string, unknown>) => void; reject: (error: Error) => void }>();
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  void exited.then(() => {
+    for (const { reject } of answers.values()) reject(new Error(`serve exited (${child.exitCode ?? child.signalCode}); its log ends:\n${stderr.split("\n").slice(-40).join("\n")}`));
+  });
   let buffer = "";
   child.stdout.on("data", (b: Buffer) => {
     buffer += b.toString("utf8");
     for (let newline = buffer.indexOf("\n"); newline !== -1; newline = buffer.indexOf("\n")) {
       const message = JSON.parse(buffer.slice(0, newline)) as Record<string, unknown>;
       buffer = buffer.slice(newline + 1);
-      if (typeof message.id === "number") answers.get(message.id)?.(message);
+      if (typeof message.id === "number") answers.get(message.id)?.resolve(message);
     }
   });
   serves.push(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.stdin.end();
-      await once(child, "exit");
+      await exited;
     }
     await cleanup();
   });
   const serve: RawServe = {
     child,
     stderr: () => stderr,
+    log: () => `serve's log ends:\n${stderr.split("\n").slice(-40).join("\n")}`,
     request: (id, line) =>
-      new Promise((resolve) => {
-        answers.set(id, resolve);
+      new Promise((resolve, reject) => {
+        answers.set(id, { resolve, reject });
         child.stdin.write(`${line}\n`);
       }),
     untilStderr: (check) =>
@@ -220,13 +228,13 @@ describe("serve over stdio", () => {
     const text = deepText(DEPTH);
     expect(text.length).toBeLessThan(32 * 1024);
     const refused = await serve.request(2, callLine(2, "slow_echo", text));
-    expect(refused.error).toMatchObject({ code: -32602, message: expect.stringMatching(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`)) });
+    expect(refused.error, serve.log()).toMatchObject({ code: -32602, message: expect.stringMatching(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`)) });
     process.kill(pid, "SIGUSR2");
-    expect(await stalled).toMatchObject({ result: { content: [{ type: "text", text: "read again" }] } });
+    expect(await stalled, serve.log()).toMatchObject({ result: { content: [{ type: "text", text: "read again" }] } });
     expect(await serve.request(3, callLine(3, "slow_echo", '{"text":"after"}'))).toMatchObject({ result: { content: [{ type: "text", text: "after" }] } });
     // One process all along: started once, never restarted.
-    expect(serve.stderr().match(/raw echo ready \d+/g)).toEqual([`raw echo ready ${pid}`]);
-    expect(serve.stderr()).not.toMatch(/connection closed|restarting/);
+    expect(serve.stderr().match(/raw echo ready \d+/g), serve.log()).toEqual([`raw echo ready ${pid}`]);
+    expect(serve.stderr(), serve.log()).not.toMatch(/connection closed|restarting/);
   });
 
   it("answers calls past max_pending_requests at once as a retryable UPSTREAM_BUSY tool error; those within it complete", async () => {
@@ -235,7 +243,7 @@ describe("serve over stdio", () => {
     const pid = await stalledPid(serve);
     const within = serve.request(2, callLine(2, "slow_echo", '{"text":"within"}'));
     const busy = await serve.request(3, callLine(3, "slow_echo", '{"text":"past"}'));
-    expect(busy).toMatchObject({
+    expect(busy, serve.log()).toMatchObject({
       result: {
         isError: true,
         content: [{ type: "text", text: expect.stringMatching(/max_pending_requests = 2.*\[UPSTREAM_BUSY, retryable\]/) }],
@@ -243,7 +251,7 @@ describe("serve over stdio", () => {
       },
     });
     process.kill(pid, "SIGUSR2");
-    expect(await stalled).toMatchObject({ result: { content: [{ type: "text", text: "read again" }] } });
-    expect(await within).toMatchObject({ result: { content: [{ type: "text", text: "within" }] } });
+    expect(await stalled, serve.log()).toMatchObject({ result: { content: [{ type: "text", text: "read again" }] } });
+    expect(await within, serve.log()).toMatchObject({ result: { content: [{ type: "text", text: "within" }] } });
   });
 });
