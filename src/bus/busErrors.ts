@@ -6,6 +6,8 @@ const BUS_CODES: Partial<Record<ErrorCode, BusErrorCode>> = {
   [ErrorCode.TOOL_NOT_FOUND]: "tool_not_found",
   [ErrorCode.SERVER_NOT_FOUND]: "tool_not_found",
   [ErrorCode.INVALID_ARGUMENTS]: "invalid_arguments",
+  // Arguments the core refuses before any upstream sees them (nested past the depth limit, a cycle).
+  [ErrorCode.INPUT_INVALID]: "invalid_arguments",
   [ErrorCode.TOOL_FILTERED]: "refused",
   [ErrorCode.TOOL_REFUSED]: "refused",
   [ErrorCode.UPSTREAM_TIMEOUT]: "timeout",
@@ -14,6 +16,8 @@ const BUS_CODES: Partial<Record<ErrorCode, BusErrorCode>> = {
   [ErrorCode.UPSTREAM_START_FAILED]: "unavailable",
   [ErrorCode.UPSTREAM_RECORDED]: "unavailable",
   [ErrorCode.UPSTREAM_ERROR]: "upstream_error",
+  // The upstream's queue is full: another worker, or a later try, may be served.
+  [ErrorCode.UPSTREAM_BUSY]: "busy",
 };
 
 /**

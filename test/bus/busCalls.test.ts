@@ -84,6 +84,15 @@ describe("abridge bus: calls through BusClient", () => {
     expect(text(result)).toContain("The call was not forwarded");
   });
 
+  it("answers arguments nested past the depth limit with invalid_arguments, not internal, and goes on", async () => {
+    let deep: Record<string, unknown> = { leaf: true };
+    for (let i = 0; i < 300; i++) deep = { d: deep };
+    const error = await callError("alpha", "echo_echo", { text: "deep", extra: deep });
+    expect(error).toMatchObject({ busCode: "invalid_arguments", retryable: false, origin: "worker" });
+    expect(error.message).toContain("the limit is 256");
+    expect(text(await client.callTool("alpha", "echo_echo", { text: "after" }))).toBe("after");
+  });
+
   it("refuses a tool that read_only does not allow, naming the rule", async () => {
     const result = await client.callTool("alpha", "files_write_file", {});
     expect(result.isError).toBe(true);
