@@ -1,6 +1,7 @@
 /**
- * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`),
- * prints markdown tables, and writes bench/results/latest.json, latest.md and tokens.svg, and the
+ * `npm run bench`: runs the benchmarks in sequence (or those named by `--only tokens,fidelity`;
+ * `--only hostile` names every attack), prints markdown tables, and writes bench/results/latest.json,
+ * latest.md and tokens.svg (a run with `--only` writes only-<names>.json and .md instead), and the
  * held-out fidelity details in fidelity.json and fidelity.md, and the summary guard's figures in
  * guard-false-rejects.json (`--no-dense` leaves out the dense
  * selection proxy, whose first run over a new corpus encodes every text once). Figures
@@ -23,6 +24,7 @@ import { hostileBusMarkdown, runHostileBus, type HostileBusResult } from "./host
 import { fleetCacheMarkdown, runFleetCache, type FleetCacheResult } from "./fleetCache.js";
 import { hostileStdioMarkdown, runHostileStdio, type HostileStdioResult } from "./hostileStdio.js";
 import { hostileHttpMarkdown, runHostileHttp, type HostileHttpResult } from "./hostileHttp.js";
+import { hostileCacheMarkdown, runHostileCache, type HostileCacheResult } from "./hostileCache.js";
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
@@ -38,8 +40,14 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache"] as const;
 type BenchName = (typeof BENCHES)[number];
+
+/** Names `--only` takes for several benchmarks at once. */
+const GROUPS: Record<string, readonly BenchName[]> = {
+  /** Every attack, each with RSS before and after, a healthy call's p50/p99 and calls lost. */
+  hostile: ["hostileBus", "hostileStdio", "hostileHttp", "hostileCache"],
+};
 
 /** One target with its verdict. */
 interface TargetCheck {
@@ -75,6 +83,8 @@ interface Results {
   hostileStdio?: HostileStdioResult;
   /** serve --http under a log flood at a GET stream nobody reads and 1,100 idle sockets: RSS, a healthy call's latency, calls lost. */
   hostileHttp?: HostileHttpResult;
+  /** A shared Redis cache under attack: a flood of invented entries on the landed channel, and an oversized value. */
+  hostileCache?: HostileCacheResult;
   /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
   fleetCache?: FleetCacheResult;
   failures: { bench: string; error: string }[];
@@ -88,12 +98,25 @@ function parseOnly(argv: readonly string[]): BenchName[] {
   const inline = argv.find((a) => a.startsWith("--only="));
   const value = inline !== undefined ? inline.slice("--only=".length) : i === -1 ? undefined : argv[i + 1];
   if (value === undefined) return [...BENCHES];
-  const names = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const names = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .flatMap((n): readonly string[] => GROUPS[n] ?? [n]);
   const unknown = names.filter((n) => !(BENCHES as readonly string[]).includes(n));
   if (unknown.length > 0 || names.length === 0) {
-    throw new Error(`--only: expected a comma-separated list of ${BENCHES.join(", ")}, got "${value}"`);
+    throw new Error(`--only: expected a comma-separated list of ${[...BENCHES, ...Object.keys(GROUPS)].join(", ")}, got "${value}"`);
   }
   return BENCHES.filter((b) => names.includes(b));
+}
+
+/** Where a run's figures go: latest.json for the whole run, `<names>.json` for `--only <names>`. */
+function onlyStem(argv: readonly string[]): string {
+  const i = argv.indexOf("--only");
+  const inline = argv.find((a) => a.startsWith("--only="));
+  const value = inline !== undefined ? inline.slice("--only=".length) : i === -1 ? undefined : argv[i + 1];
+  if (value === undefined) return "latest";
+  return `only-${value.split(",").map((s) => s.trim()).filter((s) => s !== "").join("-")}`;
 }
 
 const ms = (v: number | undefined, digits = 2): number | undefined => (v === undefined ? undefined : round(v, digits));
@@ -282,6 +305,11 @@ function checkTargets(r: Results): TargetCheck[] {
   add("serve --http under attack: 0 healthy calls lost (log flood at an unread stream, idle sockets)", httpLost, (v) => v === 0, (v) => `${v} of ${httpAttacks.reduce((sum, c) => sum + c.healthyCalls + c.healthyLost, 0)}`);
   const httpP99 = httpAttacks.length === 0 ? undefined : Math.max(...httpAttacks.map((c) => c.healthyP99Ms));
   add("serve --http under attack: a healthy call's p99 < 100 ms", httpP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms (${httpAttacks.map((c) => `${c.healthyP99Ms.toFixed(0)}`).join(", ")})`);
+  const cacheAttacks = r.hostileCache?.cases ?? [];
+  const cacheFailed = cacheAttacks.length === 0 ? undefined : cacheAttacks.reduce((sum, c) => sum + c.healthyFailed, 0);
+  add("shared cache under attack: 0 healthy calls failed (entry flood on the channel, oversized value)", cacheFailed, (v) => v === 0, (v) => `${v} of ${cacheAttacks.reduce((sum, c) => sum + c.healthyCalls, 0)}`);
+  const cacheP99 = cacheAttacks.length === 0 ? undefined : Math.max(...cacheAttacks.map((c) => c.p99Ms));
+  add("shared cache under attack: a healthy call's p99 < 100 ms", cacheP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms (${cacheAttacks.map((c) => `${c.p99Ms.toFixed(0)}`).join(", ")})`);
   const perTool = r.tokens?.summarizers[0]?.perTool;
   add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
@@ -470,6 +498,10 @@ async function main(): Promise<number> {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, "hostile-http.json"), `${JSON.stringify({ date: results.startedAt, ...results.hostileHttp }, null, 2)}\n`);
   });
+  await step("hostileCache", async () => {
+    results.hostileCache = await runHostileCache({ full: process.argv.includes("--full") });
+    print(hostileCacheMarkdown(results.hostileCache));
+  });
   await step("fleetCache", async () => {
     results.fleetCache = await runFleetCache();
     print(fleetCacheMarkdown(results.fleetCache));
@@ -480,7 +512,10 @@ async function main(): Promise<number> {
   results.targets = checkTargets(results);
   results.totalRuntimeMs = performance.now() - started;
   const dir = path.join(REPO_ROOT, "bench", "results");
-  const previous = await readPrevious(path.join(dir, "latest.json"));
+  // A run of some benchmarks (`--only hostile`) is kept apart from the whole run's latest.json, and
+  // compared with the previous run of the same ones (or, the first time, with the whole run's).
+  const stem = onlyStem(process.argv.slice(2));
+  const previous = (await readPrevious(path.join(dir, `${stem}.json`))) ?? (await readPrevious(path.join(dir, "latest.json")));
   const previousFigure = new Map((previous?.targets ?? []).map((t) => [t.target, t.figure]));
   print(
     "## Targets\n\n" +
@@ -493,8 +528,8 @@ async function main(): Promise<number> {
   if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time", 0.05, newFigures(previous, results)));
 
   await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
-  await writeFile(path.join(dir, "latest.md"), `# abridge benchmarks\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`);
+  await writeFile(path.join(dir, `${stem}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(path.join(dir, `${stem}.md`), `# abridge benchmarks${stem === "latest" ? "" : ` (--only ${stem})`}\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`);
   if (svg !== undefined) await writeFile(path.join(dir, "tokens.svg"), svg);
   return results.failures.length > 0 ? 1 : 0;
 }
