@@ -126,7 +126,6 @@ describe("runProgram", () => {
     const host = codeHost({ s: ["slow"] }, { s_slow: (_args, call) => aborted(call.signal).then(() => "late") });
     const result = await runProgram("return await s.slow({});", host, { timeout_ms: 300 }, { pool });
     expect(result.error).toMatchObject({ code: "CODE_TIMEOUT", message: "the program ran past its timeout_ms (300 ms)" });
-    expect(result.durationMs).toBeGreaterThanOrEqual(300);
     expect(host.calls[0]!.signal.aborted).toBe(true);
     expect(isAbridgeError(host.calls[0]!.signal.reason, "CODE_TIMEOUT")).toBe(true);
   });
@@ -201,7 +200,6 @@ describe("runProgram", () => {
 
     const timedOut = await runProgram("let i = 0;\nwhile (true) { i++; }", host, { timeout_ms: 300 }, { pool });
     expect(timedOut.error).toMatchObject({ code: "CODE_TIMEOUT" });
-    expect(timedOut.durationMs).toBeGreaterThanOrEqual(300);
     // The pool goes on.
     expect((await runProgram("return 1 + 1;", host, {}, { pool })).returnJson).toBe("2");
   });
