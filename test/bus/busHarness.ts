@@ -101,6 +101,8 @@ export interface Collector {
   messages: Msg[];
   /** Resolves with the first message (seen or to come) that `match` accepts. */
   next(match: (msg: Msg) => boolean, what: string, limitMs?: number): Promise<Msg>;
+  /** Resolves once `condition` over {@link messages} holds (checked now and on every message). */
+  until(condition: () => boolean, what: string, limitMs?: number): Promise<void>;
   stop(): void;
 }
 
@@ -108,9 +110,11 @@ export interface Collector {
 export async function collect(nc: NatsConnection, subject: string): Promise<Collector> {
   const messages: Msg[] = [];
   const waiters: { match: (msg: Msg) => boolean; resolve: (msg: Msg) => void }[] = [];
+  const arrived = new Watch();
   const sub: Subscription = nc.subscribe(subject, {
     callback: (_err, msg) => {
       messages.push(msg);
+      arrived.changed();
       for (const waiter of [...waiters]) {
         if (waiter.match(msg)) {
           waiters.splice(waiters.indexOf(waiter), 1);
@@ -136,6 +140,7 @@ export async function collect(nc: NatsConnection, subject: string): Promise<Coll
         });
       });
     },
+    until: (condition, what, limitMs) => arrived.until(condition, { what, ...(limitMs !== undefined ? { timeoutMs: limitMs } : {}), detail: () => `${messages.length} messages on ${subject}` }),
     stop: () => sub.unsubscribe(),
   };
 }

@@ -10,6 +10,7 @@ import path from "node:path";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { body, BusRig, collect, requestHeaders, type Collector } from "./busHarness.js";
 
 let rig: BusRig;
@@ -24,13 +25,9 @@ beforeAll(async () => {
 
 afterAll(async () => rig?.close());
 
-/** Polls a state another process changes (a file it appends to); a hang guard, not a timing check. */
-async function poll(holds: () => boolean, what: string, limitMs = 30_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!holds()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Polls a file the upstream process appends to (no event of ours announces it); a hang guard, not a timing check. */
+function poll(holds: () => boolean, what: string): Promise<void> {
+  return waitFor(holds, { what });
 }
 
 function lines(file: string): string[] {
@@ -155,7 +152,7 @@ describe("abridge bus: limits on calls", () => {
       const count = 5_000;
       for (let i = 0; i < count; i++) call("F", `f${i}`, "up_echo", { text: `f${i}` }, "flood");
       await raw.flush();
-      await poll(() => answers.messages.length >= count, `${count} answers`, 120_000);
+      await answers.until(() => answers.messages.length >= count, `${count} answers`, 120_000);
       const outcomes = new Map<string, number>();
       for (const m of answers.messages) {
         const o = outcome(m);

@@ -7,7 +7,7 @@
  *   tools/list waits for it to be removed (the list at start is made before a test creates it).
  * `--marker` only marks the command line, so a test can tell the process was reaped.
  */
-import { appendFileSync, existsSync } from "node:fs";
+import { appendFileSync, existsSync, watch } from "node:fs";
 import path from "node:path";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -19,9 +19,24 @@ const gates = stringArg("gates", "");
 const lists = stringArg("lists", "");
 const listHold = stringArg("list-hold", "");
 
-/** Resolves once `holds()` is true (checked every 10 ms: the test's files are another process's). */
-async function until(holds: () => boolean): Promise<void> {
-  while (!holds()) await new Promise((resolve) => setTimeout(resolve, 10));
+/**
+ * Resolves once `file` exists (`present`) or is gone: checked now and on every change in its
+ * folder, where the test creates and removes it. The folder is watched before the first check, so
+ * a change between the two is not missed.
+ */
+function until(file: string, present: boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = watch(path.dirname(file));
+    const check = (): void => {
+      if (existsSync(file) !== present) return;
+      watcher.close();
+      resolve();
+    };
+    watcher.on("change", check);
+    // The folder goes only with the test's temporary files, when this process is being ended.
+    watcher.on("error", () => watcher.close());
+    check();
+  });
 }
 
 const tools = [
@@ -40,7 +55,7 @@ const tools = [
 const server = new Server({ name: "hold-fixture", version: "1.0.0" }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, async () => {
   if (lists !== "") appendFileSync(lists, "list\n");
-  if (listHold !== "") await until(() => !existsSync(listHold));
+  if (listHold !== "") await until(listHold, false);
   return { tools };
 });
 server.setRequestHandler(CallToolRequestSchema, async (request) => {
@@ -48,7 +63,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
   if (request.params.name === "hold") {
     const name = String(args.name);
     if (arrivals !== "") appendFileSync(arrivals, `${name}\n`);
-    await until(() => existsSync(path.join(gates, name)));
+    await until(path.join(gates, name), true);
     return { content: [{ type: "text", text: `released ${name}` }] };
   }
   return { content: [{ type: "text", text: String(args.text) }] };

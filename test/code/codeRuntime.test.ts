@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runProgram } from "../../src/code/codeRuntime.js";
 import { CodeWorkerPool } from "../../src/code/workerPool.js";
 import { isAbridgeError } from "../../src/model/errors.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { aborted, codeHost, deferred } from "./codeHost.js";
 
 const pool = new CodeWorkerPool();
@@ -191,7 +192,8 @@ describe("runProgram", () => {
     });
     await started.promise;
     // Once the loop holds its thread, new runs go to another; the main thread is free meanwhile.
-    while (pool.stats().held === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // A thread counts as held once its slice outlasts LONG_SLICE_MS, which no event announces: polled.
+    await waitFor(() => pool.stats().held > 0, { what: "the loop to hold its thread", intervalMs: 5 });
     const other = await runProgram("return await s.echo({ v: 1 });", host, {}, { pool });
     expect(other.returnJson).toBe('{"v":1}');
     expect(loopDone).toBe(false);

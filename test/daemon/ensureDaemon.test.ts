@@ -7,6 +7,7 @@ import { spawnDaemon } from "../../src/client/spawnDaemon.js";
 import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge } from "../helpers/cliHarness.js";
 import { isAlive, killAll } from "../helpers/processes.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { testSetup } from "./daemonHarness.js";
 
 /** Temp dirs of this file's tests: every process whose command line names one is ours. */
@@ -19,12 +20,11 @@ afterEach(async () => {
   // Daemons are meant to outlive their spawner: stop them the way a user would (SIGTERM), which
   // must also end their upstream children.
   for (const dir of dirs) for (const pid of pidsWithMarker(`${dir}/state`)) process.kill(pid, "SIGTERM");
-  const deadline = Date.now() + 15_000;
-  let left = dirs.flatMap((dir) => pidsWithMarker(dir));
-  while (left.length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    left = dirs.flatMap((dir) => pidsWithMarker(dir));
-  }
+  // Processes that are not our children announce their end by no event: polled. What is left after
+  // the wait is reported below.
+  const alive = (): number[] => dirs.flatMap((dir) => pidsWithMarker(dir));
+  await waitFor(() => alive().length === 0, { what: "the daemons and their upstreams to end", timeoutMs: 15_000, intervalMs: 100 }).catch(() => undefined);
+  const left = alive();
   // What was still running, and what each daemon logged: the failure must say which step hung.
   const report = left.length === 0 ? [] : await Promise.all(dirs.map((dir) => survivorReport(dir)));
   killAll(left);
@@ -70,14 +70,6 @@ async function e2eSetup(extra = ""): Promise<Awaited<ReturnType<typeof testSetup
   };
 }
 
-async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error("condition not reached");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 // Each test starts real detached daemons (Node + tsx + an upstream): generous on a loaded 2-core box.
 describe("ensureDaemon", { timeout: 120_000 }, () => {
   it("starts exactly one daemon for ten concurrent callers", async () => {
@@ -104,7 +96,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const spawned = Array.from({ length: 4 }, () =>
       spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {} }),
     );
-    await waitFor(() => spawned.filter((d) => d.exitCode() === undefined).length === 1);
+    await waitFor(() => spawned.filter((d) => d.exitCode() === undefined).length === 1, { what: "all but one of the daemons to exit" });
     expect(spawned.filter((d) => d.exitCode() === 0)).toHaveLength(3);
     const winner = spawned.find((d) => d.exitCode() === undefined)!;
     const handle = await ensureDaemon(setup.ensure);
@@ -119,7 +111,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     expect(await c.callTool("echo", "echo", { text: "one" })).toMatchObject({ content: [{ text: "one" }] });
     const first = await c.connect();
     process.kill(first.pid, "SIGKILL");
-    await waitFor(() => !isAlive(first.pid));
+    await waitFor(() => !isAlive(first.pid), { what: "the killed daemon to be gone" });
     const stale = await readLock(lockFilePath(setup.stateDir));
     expect(stale.state === "ok" && stale.lock.pid === first.pid).toBe(true);
 
@@ -147,7 +139,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const setup = await e2eSetup("idle_timeout_minutes = 0.02");
     const handle = await ensureDaemon(setup.ensure);
     expect(handle.spawned).toBe(true);
-    await waitFor(() => !isAlive(handle.info.pid));
+    await waitFor(() => !isAlive(handle.info.pid), { what: "the idle daemon to exit" });
     expect((await readLock(lockFilePath(setup.stateDir))).state).toBe("missing");
     expect(await readFile(`${setup.stateDir}/daemon.log`, "utf8")).toContain("stopped (idle)");
   });
@@ -199,7 +191,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     clients.push(c);
     // --read-only: only the fixture's readOnlyHint tool is listed.
     expect((await c.listTools()).map((t) => t.name)).toEqual(["echo"]);
-    await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"));
+    await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"), { what: "summaries in the --cache-dir" });
     // Stopped the way a user would, waiting for it: under load a bare SIGTERM in afterEach can
     // outlast its deadline while the daemon ends its upstream children.
     c.close();
@@ -247,7 +239,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     await waitFor(async () => {
       const seen = await readLock(lockFilePath(setup.stateDir));
       return seen.state === "ok" && seen.lock.pid === daemon.pid;
-    }, 20_000);
+    }, { what: "the spawned daemon to hold the lock", timeoutMs: 20_000 });
     await ensureDaemon(setup.ensure);
     const c = new DaemonClient({ stateDir: setup.stateDir });
     clients.push(c);
@@ -255,14 +247,14 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     c.close();
     // Frozen: alive, but no heartbeat and no answers; SIGTERM stays pending, only SIGKILL works.
     process.kill(daemon.pid, "SIGSTOP");
-    await waitFor(async () => isLockStale(await readLock(lockFilePath(setup.stateDir))));
+    await waitFor(async () => isLockStale(await readLock(lockFilePath(setup.stateDir))), { what: "the frozen daemon's heartbeat to go stale" });
     const stopped = await runAbridge(["daemon", "stop", "--state-dir", setup.stateDir, "--timeout-ms", "1000"]);
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(stopped.stderr).toContain("SIGTERM");
     expect(stopped.stdout).toContain(`killed hung pid ${daemon.pid} with SIGKILL`);
     expect(isAlive(daemon.pid)).toBe(false);
     // The upstream child was in the daemon's process group.
-    await waitFor(() => pidsWithMarker(setup.dir).length === 0, 10_000);
+    await waitFor(() => pidsWithMarker(setup.dir).length === 0, { what: "the upstream child to end with its daemon", timeoutMs: 10_000, intervalMs: 50 });
     expect((await readLock(lockFilePath(setup.stateDir))).state).toBe("missing");
   });
 });

@@ -2,7 +2,7 @@
  * A logger that keeps its lines for assertions, and waits on them: a condition over the lines is
  * checked again on every line logged.
  */
-import { createLogger, type Logger } from "../../src/log/logger.js";
+import { createLogger, type Logger, type SecretSet } from "../../src/log/logger.js";
 import { Watch } from "./waitFor.js";
 
 /** What {@link memoryLogger} returns. */
@@ -13,8 +13,8 @@ export interface MemoryLogger {
   until(condition: () => boolean, what: string, timeoutMs?: number): Promise<void>;
 }
 
-/** A {@link MemoryLogger} at debug level. */
-export function memoryLogger(): MemoryLogger {
+/** A {@link MemoryLogger} at debug level; `secrets` are redacted from its lines as the CLI's logger does. */
+export function memoryLogger(options: { secrets?: SecretSet } = {}): MemoryLogger {
   const lines: string[] = [];
   const logged = new Watch();
   const sink = (line: string): void => {
@@ -22,7 +22,7 @@ export function memoryLogger(): MemoryLogger {
     logged.changed();
   };
   return {
-    logger: createLogger({ level: "debug", sink }),
+    logger: createLogger({ level: "debug", sink, ...(options.secrets ? { secrets: options.secrets } : {}) }),
     lines,
     until: (condition, what, timeoutMs) =>
       logged.until(condition, { what, ...(timeoutMs !== undefined ? { timeoutMs } : {}), detail: () => `last lines:\n${lines.slice(-20).join("\n")}` }),

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Watch } from "./waitFor.js";
 
 /** The CLI entry run from source. */
 export const BIN = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
@@ -18,7 +19,28 @@ export interface ServeSession {
   pid: number | undefined;
   /** stderr of the abridge process so far. */
   stderr(): string;
+  /** Resolves once stderr contains `text` (or matches it), checked now and on each chunk serve writes. */
+  untilStderr(text: string | RegExp, what: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** stderr as it is written, and waits on it. */
+function stderrLog(): { append(chunk: Buffer): void; text(): string; until: ServeSession["untilStderr"] } {
+  let text = "";
+  const written = new Watch();
+  return {
+    append(chunk) {
+      text += chunk.toString("utf8");
+      written.changed();
+    },
+    text: () => text,
+    until: (pattern, what, timeoutMs) =>
+      written.until(() => (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)), {
+        what,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        detail: () => `serve's stderr ends:\n${text.slice(-4_000)}`,
+      }),
+  };
 }
 
 /** Runs `abridge serve --config <config> ...args` over stdio and connects an SDK client. */
@@ -29,14 +51,15 @@ export async function serveOverStdio(config: string, args: string[] = [], env: R
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stderr: "pipe",
   });
-  let stderr = "";
-  transport.stderr?.on("data", (b: Buffer) => (stderr += b.toString("utf8")));
+  const stderr = stderrLog();
+  transport.stderr?.on("data", (b: Buffer) => stderr.append(b));
   const client = new Client({ name: "abridge-test", version: "1.0.0" });
   await client.connect(transport);
   return {
     client,
     pid: transport.pid ?? undefined,
-    stderr: () => stderr,
+    stderr: stderr.text,
+    untilStderr: stderr.until,
     close: () => client.close(),
   };
 }
@@ -46,6 +69,8 @@ export interface HttpServeProcess {
   child: ChildProcess;
   url: string;
   stderr(): string;
+  /** Resolves once stderr contains `text` (or matches it), checked now and on each chunk serve writes. */
+  untilStderr(text: string | RegExp, what: string, timeoutMs?: number): Promise<void>;
   connect(headers?: Record<string, string>): Promise<Client>;
   stop(): Promise<void>;
 }
@@ -56,12 +81,12 @@ export async function serveOverHttp(config: string, args: string[] = [], env: Re
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
-  let stderr = "";
+  const stderr = stderrLog();
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`abridge serve --http did not start:\n${stderr}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`abridge serve --http did not start:\n${stderr.text()}`)), 30_000);
     child.stderr!.on("data", (b: Buffer) => {
-      stderr += b.toString("utf8");
-      const match = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
+      stderr.append(b);
+      const match = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr.text());
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);
@@ -69,14 +94,15 @@ export async function serveOverHttp(config: string, args: string[] = [], env: Re
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`abridge serve exited with ${code}:\n${stderr}`));
+      reject(new Error(`abridge serve exited with ${code}:\n${stderr.text()}`));
     });
   });
   const clients: Client[] = [];
   return {
     child,
     url,
-    stderr: () => stderr,
+    stderr: stderr.text,
+    untilStderr: stderr.until,
     async connect(headers = {}) {
       const client = new Client({ name: "abridge-test", version: "1.0.0" });
       await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));

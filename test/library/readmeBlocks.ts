@@ -15,6 +15,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises
 import os from "node:os";
 import path from "node:path";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 export const REPO = path.resolve(import.meta.dirname, "../..");
 
@@ -320,13 +321,10 @@ export class Workspace {
   async close(): Promise<number[]> {
     // Every group, also of a shell that exited: its background jobs may still run.
     await Promise.all(this.procs.filter((p) => !p.closed).map((p) => p.stop().catch(() => undefined)));
-    const deadline = Date.now() + 30_000;
-    let left = pidsCarrying(this.dir);
-    // No event announces the end of a grandchild in another process group: polled, as a hang guard.
-    while (left.length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      left = pidsCarrying(this.dir);
-    }
+    // No event announces the end of a grandchild in another process group: polled, as a hang
+    // guard. What is left after it is killed and returned.
+    await waitFor(() => pidsCarrying(this.dir).length === 0, { what: "the workspace's processes to end", timeoutMs: 30_000, intervalMs: 50 }).catch(() => undefined);
+    const left = pidsCarrying(this.dir);
     for (const pid of left) {
       try {
         process.kill(pid, "SIGKILL");

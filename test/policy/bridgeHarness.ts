@@ -1,7 +1,7 @@
 /**
  * Builds real Bridges from TOML for the policy and reliability tests: a temp dir per bridge (cache,
- * state, audit log), a logger that keeps its lines, and after each test every bridge closed and
- * every child pid it ever had checked gone.
+ * state, audit log), a logger that keeps its lines and waits on them, and after each test every
+ * bridge closed and every child pid it ever had checked gone.
  */
 import path from "node:path";
 import { afterEach, expect } from "vitest";
@@ -9,8 +9,9 @@ import { parseConfigText } from "../../src/config/parseConfigText.js";
 import type { Config } from "../../src/config/schema.js";
 import { Bridge } from "../../src/core/bridge.js";
 import type { BridgeOptions } from "../../src/core/bridge.js";
-import { createLogger, SecretSet } from "../../src/log/logger.js";
+import { SecretSet, type Logger } from "../../src/log/logger.js";
 import { tempDir } from "../helpers/cliHarness.js";
+import { memoryLogger } from "../helpers/memoryLogger.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
 
 /** A bridge under test with its temp dir and log. */
@@ -18,7 +19,12 @@ export interface TestBridge {
   bridge: Bridge;
   config: Config;
   dir: string;
+  /** The bridge's log (debug level), and of whatever else the test gives {@link logger}. */
   lines: string[];
+  /** The bridge's logger, for parts a test starts beside it (an HTTP front end): their lines join {@link lines}. */
+  logger: Logger;
+  /** Resolves once `condition` over {@link lines} holds (checked now and on every line logged). */
+  until(condition: () => boolean, what: string, timeoutMs?: number): Promise<void>;
   /** Current child pids, remembered for the after-test check. */
   pids(): number[];
 }
@@ -48,9 +54,8 @@ export async function startBridge(
   const { dir, cleanup } = await tempDir("abridge-policy-");
   const { prepare, secrets: _secrets, env: _env, ...bridgeOptions } = options;
   await prepare?.(dir);
-  const lines: string[] = [];
   const secrets = options.secrets ?? new SecretSet();
-  const logger = createLogger({ level: "debug", sink: (line) => lines.push(line), secrets });
+  const { logger, lines, until } = memoryLogger({ secrets });
   const env = options.env ?? {};
   const config = parseConfigText(toml.replaceAll("{dir}", dir), { file: path.join(dir, "abridge.toml"), env, secrets });
   const bridge = await Bridge.open({
@@ -72,7 +77,7 @@ export async function startBridge(
   bridge.onStatus(() => pids());
   await bridge.start();
   pids();
-  return { bridge, config, dir, lines, pids };
+  return { bridge, config, dir, lines, logger, until, pids };
 }
 
 afterEach(async () => {

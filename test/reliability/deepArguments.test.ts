@@ -16,8 +16,9 @@ import { MAX_SCHEMA_DEPTH, nestingDepth } from "../../src/upstream/schemaDepth.j
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/httpFixtures.js";
 import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureServer, serverConfig } from "../helpers/processes.js";
+import { memoryLogger } from "../helpers/memoryLogger.js";
 import { BIN } from "../helpers/serveHarness.js";
-import { watchedLogger } from "../helpers/watchedLogger.js";
+import { Watch } from "../helpers/waitFor.js";
 import { makePool } from "../upstream/harness.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
 
@@ -64,7 +65,7 @@ describe("nestingDepth", () => {
 describe("a request that cannot be written as JSON fails alone (below the core's edge)", () => {
   it("HTTP upstream: deep, BigInt and cyclic params fail with INPUT_INVALID; the connection and a call in flight on it go on", async () => {
     const web = await httpFixture();
-    const { logger, lines } = watchedLogger();
+    const { logger, lines } = memoryLogger();
     const pool = makePool({ servers: [serverConfig({ name: "web", url: web.url })], logger });
     await pool.start();
     const held = pool.callTool("web", "hold", {});
@@ -84,7 +85,7 @@ describe("a request that cannot be written as JSON fails alone (below the core's
   });
 
   it("stdio upstream: deep params fail with INPUT_INVALID; the process and a call in flight on it go on", async () => {
-    const { logger, lines, until } = watchedLogger();
+    const { logger, lines, until } = memoryLogger();
     const pool = makePool({ servers: [fixtureServer("slow", "rawEchoServer.ts", ["--stall"])], logger });
     await pool.start();
     const [pid] = pool.pids();
@@ -122,11 +123,10 @@ describe("arguments deeper than the limit are refused where calls enter the core
   });
 
   it("library: the same with a stdio upstream, whose process stays", async () => {
-    const { bridge, lines, pids } = await startBridge(`mode = "full"\n${fixtureToml("slow", "rawEchoServer.ts", ["--stall"])}`);
+    const { bridge, lines, until, pids } = await startBridge(`mode = "full"\n${fixtureToml("slow", "rawEchoServer.ts", ["--stall"])}`);
     const [pid] = pids();
     const stalled = bridge.callTool("slow_stall", {});
-    // The bridge's log has no event to wait on: its lines are looked at every 20 ms.
-    while (!lines.some((l) => l.includes(`stalled ${pid}`))) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => lines.some((l) => l.includes(`stalled ${pid}`)), "the server to take the slow call");
     const error = await rejection(bridge.callTool("slow_echo", deepArgs()));
     expect(error.code).toBe(ErrorCode.INPUT_INVALID);
     expect(error.message).toMatch(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`));
@@ -145,8 +145,8 @@ interface RawServe {
   log(): string;
   /** Writes `line` and resolves with the answer to `id`. */
   request(id: number, line: string): Promise<Record<string, unknown>>;
-  /** Resolves once `check` holds, checked at every piece of stderr. */
-  untilStderr(check: (stderr: string) => boolean): Promise<void>;
+  /** Resolves once `check` holds, checked now and at every piece of stderr. */
+  untilStderr(check: (stderr: string) => boolean, what: string): Promise<void>;
 }
 
 const serves: (() => Promise<void>)[] = [];
@@ -164,11 +164,10 @@ async function rawServe(toml: string): Promise<RawServe> {
   // A serve that died is reported by the exit below, not by an EPIPE nobody listens to.
   child.stdin.on("error", () => undefined);
   let stderr = "";
-  const stderrWaiters: { check: (s: string) => boolean; resolve: () => void }[] = [];
+  const written = new Watch();
   child.stderr.on("data", (b: Buffer) => {
     stderr += b.toString("utf8");
-    for (const w of stderrWaiters.splice(0)) if (w.check(stderr)) w.resolve();
-    else stderrWaiters.push(w);
+    written.changed();
   });
   const answers = new Map<number, { resolve: (message: Record<string, unknown>) => void; reject: (error: Error) => void }>();
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -200,11 +199,7 @@ async function rawServe(toml: string): Promise<RawServe> {
         answers.set(id, { resolve, reject });
         child.stdin.write(`${line}\n`);
       }),
-    untilStderr: (check) =>
-      new Promise((resolve) => {
-        if (check(stderr)) resolve();
-        else stderrWaiters.push({ check, resolve });
-      }),
+    untilStderr: (check, what) => written.until(() => check(stderr), { what, detail: () => serve.log() }),
   };
   await serve.request(0, JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "deep", version: "1" } } }));
   child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
@@ -214,7 +209,7 @@ async function rawServe(toml: string): Promise<RawServe> {
 /** The pid in the upstream's "stalled <pid>" line, once serve has logged the whole line. */
 async function stalledPid(serve: RawServe): Promise<number> {
   const logged = /line="stalled (\d+)"/;
-  await serve.untilStderr((s) => logged.test(s));
+  await serve.untilStderr((s) => logged.test(s), "the upstream to take the slow call");
   return Number(logged.exec(serve.stderr())![1]);
 }
 

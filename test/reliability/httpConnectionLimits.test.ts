@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startHttpServer } from "../../src/serve/httpServer.js";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -218,13 +219,8 @@ describe("serve --http: connections", () => {
     expect(third.text).toContain("too many connections");
     // Once one of them goes, a new connection is served.
     agent.destroy();
-    await new Promise<void>((resolve) => {
-      const check = (): void => {
-        if (frontend.stats().connections.authenticated === 0) resolve();
-        else setTimeout(check, 20);
-      };
-      check();
-    });
+    // The server's count of open connections is announced by no event: polled.
+    await waitFor(() => frontend.stats().connections.authenticated === 0, { what: "the closed connections to leave the count", detail: () => JSON.stringify(frontend.stats()) });
     expect((await post(frontend.url, { authorization: `Bearer ${token}` }, INITIALIZE)).status).toBe(200);
   });
 });

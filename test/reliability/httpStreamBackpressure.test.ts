@@ -9,8 +9,8 @@ import { once } from "node:events";
 import http from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log/logger.js";
 import { startHttpServer } from "../../src/serve/httpServer.js";
+import { waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -39,13 +39,6 @@ async function begin(url: string): Promise<Record<string, string>> {
   return headers;
 }
 
-/** Resolves once `predicate` holds; polled, for state no event announces (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string, detail: () => string = () => ""): Promise<void> {
-  for (const started = Date.now(); !predicate(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - started > 45_000) throw new Error(`gave up waiting for ${what}\n${detail()}`);
-  }
-}
-
 /**
  * A GET stream on a socket of its own that reads the response's headers and then stops reading:
  * what the server writes after that piles up in the kernel's buffers, then in the server's.
@@ -63,8 +56,8 @@ async function stalledStream(url: string, headers: Record<string, string>): Prom
 
 describe("serve --http: a stream its client does not read", () => {
   it("drops notifications past 1,000 waiting, ends the stream once it stalls, and the session serves on", async () => {
-    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
-    const frontend = await startHttpServer(bridge, { port: 0, streamStallMs: 1_500, logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }) });
+    const { bridge, lines, logger, until } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
+    const frontend = await startHttpServer(bridge, { port: 0, streamStallMs: 1_500, logger });
     cleanups.push(() => frontend.close());
 
     const headers = await begin(frontend.url);
@@ -76,12 +69,8 @@ describe("serve --http: a stream its client does not read", () => {
     const count = 20_000;
     const started = await post(frontend.url, headers, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hostile_log_flood", arguments: { count, bytes: 2_000 } } });
     expect(started.text).toContain("flooding");
-    await until(() => lines.some((l) => l.includes("log flood done")), "the upstream to finish its flood");
-    await until(
-      () => lines.some((l) => l.includes("ending an HTTP stream its client has not read")),
-      "the stalled stream to be ended",
-      () => lines.filter((l) => !l.includes("stderr")).slice(-5).join("\n"),
-    );
+    await until(() => lines.some((l) => l.includes("log flood done")), "the upstream to finish its flood", 45_000);
+    await until(() => lines.some((l) => l.includes("ending an HTTP stream its client has not read")), "the stalled stream to be ended", 45_000);
     expect(lines.some((l) => l.includes("client is not reading: dropping notifications until it catches up") && l.includes(headers["mcp-session-id"]!))).toBe(true);
     const stats = frontend.stats();
     expect(stats.stalledStreams).toBe(1);
@@ -111,9 +100,9 @@ describe("serve --http: a stream its client does not read", () => {
   });
 
   it("a session that expires with a stream its client does not read has that stream cut at once, not left to wait", async () => {
-    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
+    const { bridge, lines, logger, until } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
     // A stall bound far beyond the test: only the expiry can end the stream.
-    const frontend = await startHttpServer(bridge, { port: 0, sessionIdleMs: 1_000, streamStallMs: 600_000, logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }) });
+    const frontend = await startHttpServer(bridge, { port: 0, sessionIdleMs: 1_000, streamStallMs: 600_000, logger });
     cleanups.push(() => frontend.close());
     const headers = await begin(frontend.url);
     const { socket } = await stalledStream(frontend.url, headers);
@@ -125,11 +114,13 @@ describe("serve --http: a stream its client does not read", () => {
       if (Date.now() - started > 45_000) throw new Error("gave up waiting for the stream to push back");
       expect((await post(frontend.url, headers, { jsonrpc: "2.0", id, method: "ping" })).status).toBe(200);
     }
-    await until(() => frontend.sessions() === 0, "the session to expire");
+    await until(() => lines.some((l) => l.includes("HTTP session expired") && l.includes(headers["mcp-session-id"]!)), "the session to expire", 45_000);
+    expect(frontend.sessions()).toBe(0);
     // Ended politely, the response would wait for ever behind what its client never reads,
     // holding the connection; cut, the connection is gone on serve's side, unread as it is.
+    // Only serve's count tells (the paused socket here does not read the close): polled.
     const open = (): number => frontend.stats().connections.authenticated + frontend.stats().connections.unauthenticated;
-    await until(() => open() === 0, "the unread stream's connection to close", () => JSON.stringify(frontend.stats()));
+    await waitFor(() => open() === 0, { what: "the unread stream's connection to close", timeoutMs: 45_000, detail: () => JSON.stringify(frontend.stats()) });
     expect(frontend.stats().stalledStreams).toBe(0);
   });
 });

@@ -115,8 +115,7 @@ describe("abridge serve under client faults", () => {
       onprogress: () => controller.abort(new Error("client gave up")),
     });
     await expect(call).rejects.toThrow();
-    // The session's stderr is collected where nothing announces it: polled.
-    await waitFor(() => /cancelled \d+/.test(session.stderr()), { what: "the upstream to see the cancellation", timeoutMs: 20_000 });
+    await session.untilStderr(/cancelled \d+/, "the upstream to see the cancellation", 20_000);
     const ok = await session.client.callTool({ name: "echo_echo", arguments: { text: "next" } });
     expect(ok.content).toEqual([{ type: "text", text: "next" }]);
   });

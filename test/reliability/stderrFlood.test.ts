@@ -9,7 +9,6 @@ import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.j
 import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
-import { waitFor } from "../helpers/waitFor.js";
 
 const FLOOD_MIB = 96;
 /** What the serve process may grow by while the flood passes: far below the flood itself. */
@@ -38,8 +37,7 @@ describe("an upstream flooding stderr without a newline", () => {
     const poured = await session.client.callTool({ name: "hostile_stderr_flood", arguments: { mb: FLOOD_MIB } }, undefined, { timeout: 120_000 });
     expect(text(poured)).toBe(`poured ${FLOOD_MIB} MiB`);
     // The short line after the flood is logged once everything before it has been read.
-    // The session's stderr is collected where nothing announces it: polled.
-    await waitFor(() => session.stderr().includes("stderr flood done"), { what: "the line after the flood to be logged", timeoutMs: 120_000 });
+    await session.untilStderr("stderr flood done", "the line after the flood to be logged", 120_000);
     const growth = peakRssBytes(pid) - before;
     expect(growth, `serve grew by ${mib(growth)} while ${FLOOD_MIB} MiB of stderr passed`).toBeLessThan(GROWTH_BOUND_BYTES);
 

@@ -176,7 +176,7 @@ describe("the stdio fast path of tools/call", () => {
     await session.until(() => session.messages.find((m) => m.params?.progressToken === 31), "progress of the long call");
     session.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 31, reason: "stop" } });
     // The slow fixture writes "cancelled <id>" to its stderr, which the bridge logs.
-    await expect.poll(() => test.lines.some((line) => /cancelled \d+/.test(line)), { timeout: 30_000 }).toBe(true);
+    await test.until(() => test.lines.some((line) => /cancelled \d+/.test(line)), "the upstream to see the cancellation");
     expect(taken).toEqual(["tools/call", "tools/call", "notifications/cancelled"]);
     await session.request(32, "ping");
     expect(session.messages.some((m) => m.id === 31)).toBe(false);
@@ -214,6 +214,6 @@ describe("the stdio fast path of tools/call", () => {
     await serving;
     expect(session.messages.find((m) => m.id === 50)?.result?.content).toEqual([{ type: "text", text: "slept 300 ms" }]);
     expect(session.messages.some((m) => m.id === 51)).toBe(false);
-    await expect.poll(() => test.lines.some((line) => /cancelled \d+/.test(line)), { timeout: 30_000 }).toBe(true);
+    await test.until(() => test.lines.some((line) => /cancelled \d+/.test(line)), "the upstream to see the call left at shutdown cancelled");
   });
 });

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
-import { Watch, waitFor } from "../helpers/waitFor.js";
+import { Watch } from "../helpers/waitFor.js";
 
 type Text = { type: string; text: string };
 
@@ -71,8 +71,7 @@ describe("hot reload of the config", () => {
     const config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]));
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\nmode = "tiny"\n`);
-    // The session's stderr is collected where nothing announces it: polled.
-    await waitFor(() => session!.stderr().includes("config edit rejected"), { what: "the rejection in the log" });
+    await session.untilStderr("config edit rejected", "the rejection in the log");
     expect(session.stderr()).toContain("mode: expected");
     const r = await session.client.callTool({ name: "echo_echo", arguments: { text: "still here" } });
     expect((r.content as Text[])[0]!.text).toBe("still here");
@@ -83,7 +82,7 @@ describe("hot reload of the config", () => {
     const config = await writeConfig(dir, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n` + echo);
-    await waitFor(() => session!.stderr().includes("take effect after a restart"), { what: "the restart notice" });
+    await session.untilStderr("take effect after a restart", "the restart notice");
     expect(session.stderr()).toMatch(/keys=.*audit_log/);
     await session.client.callTool({ name: "echo_echo", arguments: { text: "where does this go" } });
     const audit1 = await readFile(path.join(dir, "audit1.jsonl"), "utf8");

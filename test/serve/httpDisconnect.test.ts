@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createLogger } from "../../src/log/logger.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
-import { Watch, waitFor } from "../helpers/waitFor.js";
+import { Watch } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -61,7 +61,7 @@ async function postToEnd(url: string, headers: Record<string, string>, body: unk
 describe("serve --http: a client that disconnects mid-call", () => {
   it("cancels the upstream call and the session serves on", async () => {
     // A long timeout: a cancellation the upstream sees comes from the disconnect, not the timeout.
-    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]));
+    const { bridge, lines, until } = await startBridge('mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]));
     const frontend: HttpFrontend = await startHttpServer(bridge, { port: 0 });
     cleanups.push(() => frontend.close());
 
@@ -85,8 +85,7 @@ describe("serve --http: a client that disconnects mid-call", () => {
     // Drop the connection once the upstream is demonstrably working on the call.
     await call.untilText("notifications/progress", "progress from the upstream");
     call.req.destroy();
-    // The bridge's log lines are kept in an array nothing announces: polled.
-    await waitFor(() => lines.some((l) => /cancelled \d+/.test(l)), { what: "the upstream to see the cancellation", timeoutMs: 20_000 });
+    await until(() => lines.some((l) => /cancelled \d+/.test(l)), "the upstream to see the cancellation", 20_000);
 
     // The session (and the upstream) still serve.
     const client = new Client({ name: "after", version: "1" });

@@ -8,10 +8,9 @@
  */
 import http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log/logger.js";
 import { MAX_JSON_DEPTH } from "../../src/model/jsonDepth.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
-import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
+import { fixtureToml, startBridge, type TestBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -66,24 +65,18 @@ function call(id: number, name: string, args: Record<string, unknown>): Record<s
   return { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } };
 }
 
-/** Resolves once `predicate` holds; polled, for state no event announces (a hang guard, not a timing check). */
-async function until(predicate: () => boolean, what: string): Promise<void> {
-  for (const started = Date.now(); !predicate(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - started > 30_000) throw new Error(`gave up waiting for ${what}`);
-  }
-}
-
-async function serve(maxCallsPerSession?: number): Promise<{ http: HttpFrontend; lines: string[] }> {
-  const { bridge, lines } = await startBridge(
+/** A bridge with a slow and an echo server behind an HTTP front end; both log to the bridge's lines. */
+async function serve(maxCallsPerSession?: number): Promise<{ http: HttpFrontend; lines: string[]; until: TestBridge["until"] }> {
+  const { bridge, lines, logger, until } = await startBridge(
     'mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]) + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]),
   );
   const frontend = await startHttpServer(bridge, {
     port: 0,
-    logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }),
+    logger,
     ...(maxCallsPerSession !== undefined ? { maxCallsPerSession } : {}),
   });
   cleanups.push(() => frontend.close());
-  return { http: frontend, lines };
+  return { http: frontend, lines, until };
 }
 
 describe("serve --http: requests that cost more than their answer", () => {
@@ -124,7 +117,7 @@ describe("serve --http: requests that cost more than their answer", () => {
   });
 
   it("keeps at most maxCallsPerSession calls of a session in flight; the next is answered busy at once, lists still served", async () => {
-    const { http: frontend, lines } = await serve(3);
+    const { http: frontend, lines, until } = await serve(3);
     const headers = await begin(frontend.url);
     const other = await begin(frontend.url);
     const held = new AbortController();

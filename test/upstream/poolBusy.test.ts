@@ -6,12 +6,12 @@
 import { describe, expect, it } from "vitest";
 import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { fixtureServer } from "../helpers/processes.js";
-import { watchedLogger } from "../helpers/watchedLogger.js";
+import { memoryLogger } from "../helpers/memoryLogger.js";
 import { makePool } from "./harness.js";
 
 describe("UpstreamPool max_pending_requests", () => {
   it("refuses calls past the bound with UPSTREAM_BUSY (retryable) while the server stalls; the rest are answered", async () => {
-    const { logger, lines, until } = watchedLogger();
+    const { logger, lines, until } = memoryLogger();
     const pool = makePool({ servers: [fixtureServer("slow", "rawEchoServer.ts", ["--stall"], { max_pending_requests: 4 })], logger });
     await pool.start();
     const [pid] = pool.pids();
