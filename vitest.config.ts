@@ -11,5 +11,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // vitest runs one file at a time on a 2-core machine by default (cores - 1). Most files wait
+    // on child processes and sockets far more than they compute, so two at once roughly halves the
+    // suite's time; the tests wait for events, so a busier machine only makes them slower.
+    maxWorkers: 2,
   },
 });
