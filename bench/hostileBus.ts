@@ -14,7 +14,7 @@
  * and for refreshes the lists published and their bytes. Writes bench/results/hostile-bus.json.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +24,7 @@ import { invokeSubject, metaSubject, refreshSubject } from "../src/wire/busProto
 import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
-import { freePort, nowMs, percentile, round } from "./measure.js";
+import { freePort, nowMs, percentile, round, processMemoryKiB, processCpuMs, positiveFlag } from "./measure.js";
 
 const AGENT = "hostile";
 const SLOW_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "misbehavingServer.ts");
@@ -76,17 +76,13 @@ export interface HostileBusOptions {
 }
 
 /** RSS (or peak RSS) of `pid` in MiB. */
-async function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(await readFile(`/proc/${pid}/status`, "utf8"));
-  return match ? round(Number(match[1]) / 1024, 1) : Number.NaN;
+function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
+  return round(processMemoryKiB(pid, field) / 1024, 1);
 }
 
-/** User plus system CPU time of `pid` in ms (/proc/<pid>/stat counts in clock ticks of 1/100 s on Linux). */
-async function cpuMs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / 100;
+/** User plus system CPU time of `pid` in ms. */
+function cpuMs(pid: number): number {
+  return processCpuMs(pid) ?? Number.NaN;
 }
 
 function startNats(port: number, monitor: number): Promise<ChildProcess> {
@@ -352,13 +348,6 @@ export function hostileBusMarkdown(result: HostileBusResult): string {
   return lines.join("\n");
 }
 
-function flagValue(argv: readonly string[], name: string): number | undefined {
-  const i = argv.indexOf(`--${name}`);
-  if (i === -1) return undefined;
-  const value = Number(argv[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name}: expected a positive integer, got ${argv[i + 1]}`);
-  return value;
-}
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
   const argv = process.argv.slice(2);
@@ -367,10 +356,10 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
     await runFlooder(url, tool, argsJson, Number(calls), Number(quietMs));
   } else {
     const options: HostileBusOptions = { full: argv.includes("--full") };
-    const calls = flagValue(argv, "calls");
-    const slowCalls = flagValue(argv, "slow-calls");
-    const slowMs = flagValue(argv, "slow-ms");
-    const refreshes = flagValue(argv, "refreshes");
+    const calls = positiveFlag(argv, "calls");
+    const slowCalls = positiveFlag(argv, "slow-calls");
+    const slowMs = positiveFlag(argv, "slow-ms");
+    const refreshes = positiveFlag(argv, "refreshes");
     if (calls !== undefined) options.calls = calls;
     if (slowCalls !== undefined) options.slowCalls = slowCalls;
     if (slowMs !== undefined) options.slowMs = slowMs;

@@ -28,7 +28,7 @@ import { runAbridge } from "../test/helpers/cliHarness.js";
 import { startRedis, type RedisServer } from "../test/helpers/redisServer.js";
 import { CLI_BIN, ECHO_FIXTURE, tsxCommand } from "./benchConfig.js";
 import { markdownTable } from "./markdownTable.js";
-import { percentile, round } from "./measure.js";
+import { percentile, round, processMemoryKiB } from "./measure.js";
 
 /** Invented entries published in the flood: default, and with `full`. */
 const FLOOD = { default: 50_000, full: 300_000 };
@@ -83,10 +83,6 @@ interface Serve {
   close(): Promise<void>;
 }
 
-function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) : Number.NaN;
-}
 
 const mib = (kib: number): number => round(kib / 1024, 0);
 
@@ -231,8 +227,8 @@ async function figures(
   return {
     case: name,
     rssBeforeMiB: mib(rssBeforeKiB),
-    rssAfterMiB: mib(statusKiB(serve.pid, "VmRSS")),
-    rssPeakMiB: mib(statusKiB(serve.pid, "VmHWM")),
+    rssAfterMiB: mib(processMemoryKiB(serve.pid, "VmRSS")),
+    rssPeakMiB: mib(processMemoryKiB(serve.pid, "VmHWM")),
     healthyCalls: calls.latencies.length,
     healthyFailed: calls.failed,
     p50Ms: round(percentile(calls.latencies, 50), 1),
@@ -282,7 +278,7 @@ export async function runHostileCache(options: HostileCacheOptions = {}): Promis
     await plain.close();
     const expected = await cachedSummaries(admin, originals);
     if (!(await poll(async () => (await served(first, expected)) === expected.size, 60_000))) throw new Error("the first bridge does not serve the warmed summaries");
-    const baselineKiB = statusKiB(first.pid, "VmRSS");
+    const baselineKiB = processMemoryKiB(first.pid, "VmRSS");
 
     // Publish flood.
     {

@@ -21,7 +21,6 @@
  * bench/results/hostile-http.json.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { connect, type Socket } from "node:net";
@@ -31,7 +30,7 @@ import { fileURLToPath } from "node:url";
 import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
-import { nowMs, percentile, round } from "./measure.js";
+import { nowMs, percentile, round, processMemoryKiB, positiveFlag } from "./measure.js";
 
 const HERE = fileURLToPath(import.meta.url);
 const HOSTILE_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "hostileServer.ts");
@@ -78,12 +77,7 @@ export interface HostileHttpResult {
 }
 
 function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return kb === undefined ? Number.NaN : round(Number(kb) / 1024, 0);
-  } catch {
-    return Number.NaN;
-  }
+  return round(processMemoryKiB(pid, field) / 1024, 0);
 }
 
 interface Reply {
@@ -378,13 +372,6 @@ export function hostileHttpMarkdown(result: HostileHttpResult): string {
   ].join("\n");
 }
 
-function flagValue(argv: readonly string[], name: string): number | undefined {
-  const i = argv.indexOf(`--${name}`);
-  if (i === -1) return undefined;
-  const value = Number(argv[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name}: expected a positive integer, got ${argv[i + 1]}`);
-  return value;
-}
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
   const argv = process.argv.slice(2);
@@ -394,10 +381,10 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
     else await idleAttacker(url, Number(a), Number(b));
   } else {
     const options: HostileHttpOptions = { full: argv.includes("--full") };
-    const logLines = flagValue(argv, "log-lines");
-    const idleSockets = flagValue(argv, "idle-sockets");
-    const holdSeconds = flagValue(argv, "hold-seconds");
-    const fdLimit = flagValue(argv, "fd-limit");
+    const logLines = positiveFlag(argv, "log-lines");
+    const idleSockets = positiveFlag(argv, "idle-sockets");
+    const holdSeconds = positiveFlag(argv, "hold-seconds");
+    const fdLimit = positiveFlag(argv, "fd-limit");
     if (logLines !== undefined) options.logLines = logLines;
     if (idleSockets !== undefined) options.idleSockets = idleSockets;
     if (holdSeconds !== undefined) options.holdSeconds = holdSeconds;

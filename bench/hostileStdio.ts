@@ -19,7 +19,7 @@
  * its CPU time. Writes bench/results/hostile-stdio.json.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -27,7 +27,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { CLI_BIN, RAW_ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
-import { nowMs, percentile, round, sleep } from "./measure.js";
+import { nowMs, percentile, round, sleep, processMemoryKiB, processCpuMs, positiveFlag } from "./measure.js";
 
 const HERE = fileURLToPath(import.meta.url);
 const LOOP_DELAY_PROBE = path.join(path.dirname(HERE), "fixtures", "loopDelayProbe.ts");
@@ -73,16 +73,13 @@ export interface HostileStdioOptions {
 }
 
 /** RSS (or peak RSS) of `pid` in MiB. */
-async function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(await readFile(`/proc/${pid}/status`, "utf8"));
-  return match ? round(Number(match[1]) / 1024, 1) : Number.NaN;
+function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
+  return round(processMemoryKiB(pid, field) / 1024, 1);
 }
 
-/** User plus system CPU time of `pid` in seconds (/proc/<pid>/stat counts clock ticks of 1/100 s). */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+/** User plus system CPU time of `pid` in seconds. */
+function cpuSeconds(pid: number): number {
+  return (processCpuMs(pid) ?? Number.NaN) / 1000;
 }
 
 /** An answer as the client reads it. */
@@ -307,19 +304,12 @@ export function hostileStdioMarkdown(result: HostileStdioResult): string {
   return lines.join("\n");
 }
 
-function flagValue(argv: readonly string[], name: string): number | undefined {
-  const i = argv.indexOf(`--${name}`);
-  if (i === -1) return undefined;
-  const value = Number(argv[i + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name}: expected a positive integer, got ${argv[i + 1]}`);
-  return value;
-}
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
   const argv = process.argv.slice(2);
   const options: HostileStdioOptions = { full: argv.includes("--full") };
-  const calls = flagValue(argv, "calls");
-  const stallMs = flagValue(argv, "stall-ms");
+  const calls = positiveFlag(argv, "calls");
+  const stallMs = positiveFlag(argv, "stall-ms");
   if (calls !== undefined) options.calls = calls;
   if (stallMs !== undefined) options.stallMs = stallMs;
   const result = await runHostileStdio(options);

@@ -62,6 +62,43 @@ export function peakRssMiB(pid: number): number | undefined {
   }
 }
 
+/**
+ * Resident memory of a live process in KiB: `VmRSS` now, or `VmHWM`, the kernel's high-water mark.
+ * NaN when the process is gone or /proc is not there.
+ */
+export function processMemoryKiB(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? Number.NaN : Number(kb);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** User plus system CPU time of a live process in ms (all its threads), or undefined without it or /proc. */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    // USER_HZ is 100 on every Linux the bench runs on.
+    return Number.isFinite(ticks) ? ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The positive integer after `--name` on a command line, undefined when the flag is absent. */
+export function positiveFlag(argv: readonly string[], name: string): number | undefined {
+  const i = argv.indexOf(`--${name}`);
+  if (i === -1) return undefined;
+  const value = Number(argv[i + 1]);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name}: expected a positive integer, got ${argv[i + 1]}`);
+  return value;
+}
+
 /** Sleeps `ms`, ending early (rejecting) when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -13,7 +13,6 @@
  * Runnable alone: `npx tsx bench/startupUpstreams.ts [counts...]` writes
  * bench/results/startup-upstreams.json and prints the markdown section.
  */
-import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -21,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { buildJs, type BuiltJs } from "./buildJs.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
-import { median, nowMs, round, sleep } from "./measure.js";
+import { median, nowMs, round, sleep, processCpuMs } from "./measure.js";
 import { connectRawStdio } from "./rawStdioClient.js";
 
 /** Tools of one echo fixture as the bench starts it (`echo`, `add` and 5 generated). */
@@ -77,20 +76,6 @@ export interface StartupUpstreamsOptions {
   built?: BuiltJs;
 }
 
-/** CPU time a live process has used so far (utime + stime from /proc), or undefined without /proc. */
-function cpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    // USER_HZ is 100 on every Linux the bench runs on.
-    return Number.isFinite(ticks) ? ticks * 10 : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function upstreamToml(name: string, built: BuiltJs): string {
   return `[servers.${JSON.stringify(name)}]\ncommand = ${JSON.stringify(process.execPath)}\nargs = ${JSON.stringify([built.echoFixture, "--page-size", "100"])}\nconnect_timeout_ms = 120000\n`;
@@ -127,7 +112,7 @@ async function serveFirstList(configFile: string, cacheDir: string, built: Built
   try {
     const tools = await target.listTools();
     const ms = nowMs() - start;
-    const cpu = cpuMs(target.pid);
+    const cpu = processCpuMs(target.pid);
     // Let the background queue write the summaries the warm runs read.
     await sleep(500, signal);
     return { ms, tools, cpuMs: cpu };

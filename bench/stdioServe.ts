@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -6,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { configToml, ECHO_FIXTURE, RAW_ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { connectStdio, type Connected } from "./mcpTarget.js";
-import { median, nowMs, percentile } from "./measure.js";
+import { median, nowMs, percentile, processCpuMs } from "./measure.js";
 import { connectRawStdio } from "./rawStdioClient.js";
 import { rawServeOverStdio, serveOverStdio } from "./serveProcess.js";
 
@@ -41,17 +40,6 @@ const C64_CALLS = 4_000;
 const C64_BUDGET_MS = 2_000;
 const REPEATS = 3;
 
-/** User + system CPU time of `pid` in ms (all its threads), from /proc; undefined where /proc is missing. */
-function cpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1000) / 100 : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 async function measure(id: string, label: string, open: () => Promise<Connected>, tool: string, serve: boolean): Promise<StdioServeRow> {
   let target: Connected | undefined;
@@ -72,7 +60,7 @@ async function measure(id: string, label: string, open: () => Promise<Connected>
     for (let run = 0; run < REPEATS; run++) {
       let started = 0;
       let done = 0;
-      const cpuBefore = serve ? cpuMs(connected.pid) : undefined;
+      const cpuBefore = serve ? processCpuMs(connected.pid) : undefined;
       const start = nowMs();
       const end = start + C64_BUDGET_MS;
       const worker = async (): Promise<void> => {
@@ -84,7 +72,7 @@ async function measure(id: string, label: string, open: () => Promise<Connected>
       };
       await Promise.all(Array.from({ length: 64 }, worker));
       rates.push(done / ((nowMs() - start) / 1000));
-      const cpuAfter = serve ? cpuMs(connected.pid) : undefined;
+      const cpuAfter = serve ? processCpuMs(connected.pid) : undefined;
       if (cpuBefore !== undefined && cpuAfter !== undefined) {
         cpu += cpuAfter - cpuBefore;
         calls += done;
