@@ -131,7 +131,10 @@ describe("arguments deeper than the limit are refused where calls enter the core
     expect(error.code).toBe(ErrorCode.INPUT_INVALID);
     expect(error.message).toMatch(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`));
     process.kill(pid!, "SIGUSR2");
-    expect(resultText(await stalled)).toBe("read again");
+    const answer = await stalled.catch((err: unknown) => {
+      throw new Error(`the stalled call failed: ${String(err)}\nbridge log:\n${lines.slice(-40).join("\n")}`);
+    });
+    expect(resultText(answer)).toBe("read again");
     expect(pids()).toEqual([pid]);
     expect(lines.filter((l) => /connection closed|restarting/.test(l))).toEqual([]);
   });
