@@ -4,88 +4,13 @@
  * and the runtime that binds the functions must spell every name alike, so both take them from here.
  */
 import { compareStrings } from "../model/json.js";
+import { assignIdentifiers } from "../code/globalNames.js";
 
 /**
- * Names a server or tool may not take as they are: ECMAScript reserved words (strict mode
- * included, since programs run as modules), TypeScript's predefined type names and the type
- * operators that cannot start a type reference (`keyof.A` does not parse), the program runtime's
- * own globals, and the standard globals a program uses (a namespace `Math` or `JSON` would hide
- * them, a function `Promise` its return type's name).
+ * The rule itself (which names stand as they are, how the others become identifiers) is the
+ * program runtime's, so a declaration and the binding it describes cannot drift apart.
  */
-const RESERVED: ReadonlySet<string> = new Set([
-  // ECMAScript reserved words
-  "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else", "enum",
-  "export", "extends", "false", "finally", "for", "function", "if", "import", "in", "instanceof", "new", "null",
-  "return", "super", "switch", "this", "throw", "true", "try", "typeof", "var", "void", "while", "with",
-  // strict mode and module code
-  "implements", "interface", "let", "package", "private", "protected", "public", "static", "yield", "await",
-  "arguments", "eval",
-  // TypeScript predefined types and type operators
-  "any", "unknown", "never", "string", "number", "boolean", "symbol", "bigint", "object", "undefined",
-  "keyof", "infer", "readonly", "unique",
-  // the program runtime's own globals
-  "tools", "console", "InternalError",
-  // standard globals
-  "globalThis", "Infinity", "NaN", "isFinite", "isNaN", "parseFloat", "parseInt", "decodeURI",
-  "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
-  "Object", "Function", "Array", "Number", "String", "Boolean", "Symbol", "BigInt", "Math", "JSON", "Date", "RegExp",
-  "Error", "AggregateError", "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError",
-  "Promise", "Map", "Set", "WeakMap", "WeakSet", "WeakRef", "FinalizationRegistry", "Proxy", "Reflect", "Intl",
-  "ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "Int8Array", "Uint8Array", "Uint8ClampedArray",
-  "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array", "Float64Array", "BigInt64Array",
-  "BigUint64Array", "Float16Array", "Iterator", "DisposableStack", "AsyncDisposableStack", "SuppressedError",
-  "setTimeout", "clearTimeout", "setInterval", "clearInterval", "queueMicrotask", "structuredClone",
-  // type aliases of TypeScript's libraries a declaration could mean
-  "Record", "Partial", "Required", "Readonly", "Pick", "Omit",
-]);
-
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-/**
- * A server or tool name made into a JavaScript identifier: every character outside `[A-Za-z0-9_$]`
- * becomes `_`, a leading digit (or an empty name) gets a `_` in front, and a reserved word or
- * global ({@link RESERVED}) gets a `_` after it: `my-server` → `my_server`, `2fa` → `_2fa`,
- * `delete` → `delete_`. Distinct names can meet on one identifier (`get-item`, `get.item`);
- * {@link CodeNames} settles that within a set.
- */
-export function codeIdentifier(name: string): string {
-  let out = name.replace(/[^A-Za-z0-9_$]/g, "_");
-  if (out === "" || /^[0-9]/.test(out)) out = `_${out}`;
-  if (RESERVED.has(out)) out = `${out}_`;
-  return out;
-}
-
-/** True when `name` is an identifier that may stand as it is: no change by {@link codeIdentifier}. */
-export function isPlainIdentifier(name: string): boolean {
-  return IDENTIFIER.test(name) && !RESERVED.has(name);
-}
-
-/**
- * Gives every name of `names` a distinct identifier, the same whatever order they come in: a name
- * that is an identifier already keeps itself; the others take {@link codeIdentifier}'s form, in
- * code-unit order of the original names, with `_2`, `_3`, ... after it when that form is taken.
- * `taken` holds identifiers no name may get.
- */
-export function assignIdentifiers(names: Iterable<string>, taken: ReadonlySet<string> = new Set()): Map<string, string> {
-  const unique = [...new Set(names)].sort(compareStrings);
-  const used = new Set(taken);
-  const out = new Map<string, string>();
-  for (const name of unique) {
-    if (isPlainIdentifier(name) && !used.has(name)) {
-      out.set(name, name);
-      used.add(name);
-    }
-  }
-  for (const name of unique) {
-    if (out.has(name)) continue;
-    const base = codeIdentifier(name);
-    let id = base;
-    for (let n = 2; used.has(id); n++) id = `${base}_${n}`;
-    out.set(name, id);
-    used.add(id);
-  }
-  return out;
-}
+export { assignIdentifiers, isPlainIdentifier, toIdentifier as codeIdentifier } from "../code/globalNames.js";
 
 /** One tool as the code view names it. */
 export interface CodeToolName {

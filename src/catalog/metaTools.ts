@@ -19,8 +19,10 @@ export const GET_SCHEMA = "get_schema";
 export const CALL_TOOL = "call_tool";
 /** Meta-tool: page through a result that was cut and kept (`spill = true`). */
 export const READ_OUTPUT = "read_output";
+/** Meta-tool: run a program that calls tools (code mode). */
+export const RUN_CODE = "run_code";
 /** Every meta-tool name of the catalog's views (`read_output` is listed apart: {@link extraMetaTools}). */
-export const META_TOOL_NAMES: readonly string[] = [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL];
+export const META_TOOL_NAMES: readonly string[] = [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL, RUN_CODE];
 
 /** True when `name` is one of abridge's own meta-tools rather than an upstream tool. */
 export function isMetaTool(name: string): boolean {
@@ -141,6 +143,39 @@ export function searchToolsTool(tools: readonly CatalogTool[], separator = "_"):
 }
 
 /**
+ * The `search_tools` tool of code mode: it answers with TypeScript declarations of the tools found
+ * (by a task, `query`, or by name, `names`), for a program `run_code` runs. Its description carries
+ * the same per-server index as lazy mode's.
+ */
+export function codeSearchTool(tools: readonly CatalogTool[]): ListedTool {
+  const how = `Find tools for a task (query) or by name (names); returns their TypeScript declarations, to call from ${RUN_CODE}. Servers:`;
+  return {
+    name: SEARCH_TOOLS,
+    description: `${how}\n${lazyIndex(tools)}`,
+    inputSchema: {
+      type: "object",
+      properties: { query: { type: "string" }, names: { type: "array", items: { type: "string" } }, limit: { type: "integer" } },
+    },
+    annotations: { readOnlyHint: true },
+  };
+}
+
+/**
+ * The `run_code` tool (code mode). Its description is paid on every request, so it says only what a
+ * model needs to write a first program: the body of an async function, one global per server, what
+ * comes back.
+ */
+export function runCodeTool(): ListedTool {
+  return {
+    name: RUN_CODE,
+    description:
+      "Run a TypeScript program that calls tools, as the body of an async function: `const r = await server.tool({...})` " +
+      "per the declarations search_tools gives; `return` what is needed. Only console output and the return value come back.",
+    inputSchema: { type: "object", properties: { code: { type: "string" } }, required: ["code"] },
+  };
+}
+
+/**
  * What `search_tools` returns: one line per hit, `name(args) — summary`, best first. The
  * signature already starts with the exposed name, so the line is directly usable with `call_tool`.
  */
@@ -208,24 +243,53 @@ export interface MetaToolHost {
   call(tool: string, args: JsonObject | undefined): Promise<CallToolResult>;
   /** `read_output`: one page of a spilled output. */
   readOutput(args: JsonObject): Promise<CallToolResult>;
+  /** Code mode's `search_tools`: declarations of the tools a query finds, or of the tools named. */
+  declare(request: DeclarationRequest, signal?: AbortSignal): Promise<string>;
+  /** `run_code`: runs a program and answers with its output. */
+  runCode(code: string, signal?: AbortSignal): Promise<CallToolResult>;
 }
+
+/** What code mode's `search_tools` is asked: a task (`query`, best `limit` tools) or tool names. */
+export type DeclarationRequest = { query: string; limit?: number } | { names: string[] };
+
+/** The meta-tools each mode serves when called (a mode may serve more than it lists). */
+const SERVED: Readonly<Record<Mode, readonly string[]>> = {
+  full: [],
+  summary: [],
+  compact: [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL],
+  lazy: [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL],
+  auto: [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL],
+  code: [SEARCH_TOOLS, GET_SCHEMA, CALL_TOOL, RUN_CODE],
+};
 
 /**
  * True when a call of `name` is one of abridge's own tools in `mode`: the catalog's meta-tools in
- * compact, lazy and auto modes, `read_output` while a server spills; unless an upstream tool is
+ * compact, lazy and auto modes, `run_code` besides in code mode, `read_output` while a server spills; unless an upstream tool is
  * listed under that very name (`listed`), which then wins, as it did in the list. The two
  * questions are asked only of a meta-tool's name: every upstream call passes here.
  */
 export function servesMetaTool(name: string, mode: Mode, options: { spills: () => boolean; listed: () => boolean }): boolean {
   if (name === READ_OUTPUT) return options.spills() && !options.listed();
-  return isMetaTool(name) && (mode === "compact" || mode === "lazy" || mode === "auto") && !options.listed();
+  return SERVED[mode].includes(name) && !options.listed();
+}
+
+/** The request code mode's `search_tools` arguments make, or the text of the model's mistake. */
+function declarationRequest(args: JsonObject): DeclarationRequest | string {
+  const usage = 'search_tools needs {"query": "<what you want to do>"} or {"names": ["<tool name>", ...]}';
+  if (args.names !== undefined) {
+    const names = args.names;
+    if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === "string")) return `${usage}: names must be a non-empty list of strings`;
+    return { names: names as string[] };
+  }
+  if (typeof args.query !== "string") return usage;
+  return typeof args.limit === "number" ? { query: args.query, limit: args.limit } : { query: args.query };
 }
 
 /**
  * Runs the meta-tool `name` (see {@link servesMetaTool}). Missing or mistyped arguments, and a
  * wrong inner tool name, are the model's mistakes to correct: tool errors, not protocol errors.
  */
-export async function callMetaTool(name: string, args: JsonObject, host: MetaToolHost, signal?: AbortSignal): Promise<CallToolResult> {
+export async function callMetaTool(name: string, args: JsonObject, host: MetaToolHost, signal?: AbortSignal, mode?: Mode): Promise<CallToolResult> {
   const text = (value: string, isError = false): CallToolResult => ({
     content: [{ type: "text", text: value }],
     ...(isError ? { isError: true } : {}),
@@ -239,6 +303,11 @@ export async function callMetaTool(name: string, args: JsonObject, host: MetaToo
         return text(JSON.stringify(await host.schema(target, signal)));
       }
       case SEARCH_TOOLS: {
+        if (mode === "code") {
+          const request = declarationRequest(args);
+          if (typeof request === "string") return text(request, true);
+          return text(await host.declare(request, signal));
+        }
         const query = stringArg("query");
         if (query === undefined) return text('search_tools needs {"query": "<what you want to do>"}', true);
         const limit = typeof args.limit === "number" ? args.limit : undefined;
@@ -256,6 +325,11 @@ export async function callMetaTool(name: string, args: JsonObject, host: MetaToo
       }
       case READ_OUTPUT:
         return await host.readOutput(args);
+      case RUN_CODE: {
+        const code = stringArg("code");
+        if (code === undefined) return text('run_code needs {"code": "<TypeScript program>"}', true);
+        return await host.runCode(code, signal);
+      }
       default:
         throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown meta-tool "${name}"`);
     }

@@ -4,7 +4,7 @@ import { countTokens } from "../tokens/countTokens.js";
 import { globToRegExp } from "../model/glob.js";
 import { schemaTooDeep } from "../upstream/schemaDepth.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
-import { callToolTool, getSchemaTool, searchToolsTool } from "./metaTools.js";
+import { callToolTool, codeSearchTool, getSchemaTool, runCodeTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
 import { shortenSchemaProse, summaryInputSchema } from "./summarySchema.js";
 import type { CatalogTool, ListedTool, Mode } from "./types.js";
@@ -258,6 +258,7 @@ export function sortTools(tools: readonly CatalogTool[]): CatalogTool[] {
  * - `compact`: summary + one-line signature, a names-and-types schema, the two hints that matter,
  *   and the `get_schema` meta-tool last.
  * - `lazy`: only `search_tools` (carrying a per-server name index), `get_schema`, `call_tool`.
+ * - `code`: only `search_tools` (answering TypeScript declarations) and `run_code`.
  */
 export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: RenderOptions = {}): ListedTool[] {
   const sorted = sortTools(tools);
@@ -272,6 +273,8 @@ export function renderTools(tools: readonly CatalogTool[], mode: Mode, options: 
       return [searchToolsTool(sorted, options.separator ?? "_"), getSchemaTool(), callToolTool()];
     case "auto":
       return autoChoice(sorted, options).listed;
+    case "code":
+      return [codeSearchTool(sorted), runCodeTool()];
   }
 }
 

@@ -38,7 +38,7 @@ const RESERVED: ReadonlySet<string> = new Set([
   "InternalError", "Promise", "Map", "Set", "WeakMap", "WeakSet", "WeakRef", "FinalizationRegistry", "Proxy",
   "Reflect", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array", "Uint8ClampedArray",
   "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float16Array", "Float32Array", "Float64Array",
-  "BigInt64Array", "BigUint64Array", "Iterator",
+  "BigInt64Array", "BigUint64Array", "Iterator", "DisposableStack", "AsyncDisposableStack", "SuppressedError",
   // what TypeScript's libraries declare besides
   "Intl", "Atomics", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "queueMicrotask",
   "structuredClone", "Record", "Partial", "Required", "Readonly", "Pick", "Omit",
@@ -63,14 +63,14 @@ export function isPlainIdentifier(name: string): boolean {
  * A distinct identifier for each name, the same whatever order the names come in: a plain
  * identifier keeps itself; the others take {@link toIdentifier}'s form, in code-unit order of the
  * names, with `_2`, `_3`, ... after it when that form is taken (`get-item` is `get_item` alone,
- * `get_item_2` beside a tool called `get_item`).
+ * `get_item_2` beside a tool called `get_item`). `taken` holds identifiers no name may get.
  */
-export function assignIdentifiers(names: Iterable<string>): Map<string, string> {
+export function assignIdentifiers(names: Iterable<string>, taken: ReadonlySet<string> = new Set()): Map<string, string> {
   const unique = [...new Set(names)].sort(compareStrings);
-  const used = new Set<string>();
+  const used = new Set(taken);
   const out = new Map<string, string>();
   for (const name of unique) {
-    if (isPlainIdentifier(name)) {
+    if (isPlainIdentifier(name) && !used.has(name)) {
       out.set(name, name);
       used.add(name);
     }

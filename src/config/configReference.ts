@@ -1,6 +1,7 @@
 import { configJsonSchema } from "./configJsonSchema.js";
 import type { JsonSchemaNode } from "./configJsonSchema.js";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "./schema.js";
+import { DEFAULT_RESULT_FORMAT } from "../result/resultFormat.js";
 
 /** Policy fields: a server inherits the top-level value, which has these built-in defaults. */
 const POLICY_DEFAULTS: Record<string, unknown> = {
@@ -9,6 +10,7 @@ const POLICY_DEFAULTS: Record<string, unknown> = {
   sandbox: "none",
   max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
   spill: false,
+  result_format: DEFAULT_RESULT_FORMAT,
 };
 
 /** Escapes what would break a markdown table cell. */
@@ -57,7 +59,7 @@ export function configReference(): string {
   const rows: string[] = ["| Field | Type | Default | Description |", "|---|---|---|---|"];
   const add = (prefix: string, node: JsonSchemaNode, inServer: boolean): void => {
     for (const [key, child] of Object.entries(node.properties ?? {})) {
-      if (key === "summary" || key === "servers") continue;
+      if (key === "summary" || key === "code" || key === "servers") continue;
       const field = `${prefix}${key}`;
       let description = child.description ?? "";
       if (inServer && key in POLICY_DEFAULTS) description += " (inherits the top-level value)";
@@ -67,6 +69,8 @@ export function configReference(): string {
   add("", root, false);
   const summary = root.properties?.["summary"];
   if (summary !== undefined) add("summary.", summary, false);
+  const code = root.properties?.["code"];
+  if (code !== undefined) add("code.", code, false);
   const servers = root.properties?.["servers"];
   const server = servers !== undefined && typeof servers.additionalProperties === "object" ? servers.additionalProperties : undefined;
   if (server !== undefined) add("servers.<name>.", server, true);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseBackendAddress } from "./backendAddress.js";
 import { parseRedisUrl } from "./redisUrl.js";
+import { RESULT_FORMATS, STRUCTURED_MODES, type ResultFormat } from "../result/resultFormat.js";
 
 /**
  * The config file's schema. Field names mirror the file (snake_case) so an error path such as
@@ -8,7 +9,7 @@ import { parseRedisUrl } from "./redisUrl.js";
  * config reference.
  */
 
-export const MODES = ["full", "summary", "compact", "lazy", "auto"] as const;
+export const MODES = ["full", "summary", "compact", "lazy", "auto", "code"] as const;
 export const modeSchema = z.enum(MODES).describe("How tools are presented to the model");
 export type Mode = z.infer<typeof modeSchema>;
 
@@ -28,6 +29,10 @@ const policyFields = {
   sandbox: z.enum(["none", "bwrap"]).optional().describe("Run stdio servers under bubblewrap"),
   max_output_bytes: z.number().int().positive().optional().describe("Largest tool result passed on"),
   spill: z.boolean().optional().describe("Keep results over max_output_bytes behind a read_output handle"),
+  result_format: z
+    .enum(RESULT_FORMATS)
+    .optional()
+    .describe("How JSON in tool results reaches the model: `as-is` as the upstream wrote it, `compact` minified with arrays of like objects as tables (lossless), `lean` compact less null and empty fields (said in the result)"),
 };
 
 export const serverSchema = z
@@ -86,6 +91,18 @@ export const serverSchema = z
       .enum(["persistent", "per_call"])
       .default("persistent")
       .describe("`per_call` starts a fresh process for each call"),
+    protocol: z
+      .enum(["auto", "2026-07-28", "legacy"])
+      .default("auto")
+      .describe("MCP revision spoken to the server: `auto` probes with server/discover and falls back to initialize; `2026-07-28` is stateless only (no initialize, an error if the server lacks it); `legacy` is the initialize handshake only (no probe)"),
+    result_format_tools: z
+      .record(z.string().min(1), z.enum(RESULT_FORMATS))
+      .default({})
+      .describe("Tool name or glob (`*`, `?`) -> result_format for those tools; a name beats the globs, the first matching glob wins"),
+    structured: z
+      .enum(STRUCTURED_MODES)
+      .default("both")
+      .describe("`text-only` drops structuredContent when a text block only repeats it (for clients that show both to the model); `both` passes both on"),
     ...policyFields,
   })
   .superRefine((server, ctx) => {
@@ -148,6 +165,9 @@ export const serverSchema = z
 
 export type ServerFileConfig = z.infer<typeof serverSchema>;
 
+/** `protocol` of a server entry: which MCP revisions abridge tries with it. */
+export type ServerProtocol = NonNullable<ServerFileConfig["protocol"]>;
+
 export const summarySchema = z
   .strictObject({
     summarizer: z.enum(["extractive", "openai"]).default("extractive").describe("Who writes summaries"),
@@ -165,6 +185,18 @@ export const summarySchema = z
   .describe("How tool summaries are written");
 
 export type SummaryConfig = z.infer<typeof summarySchema>;
+
+/** `[code]`: the limits of one program `run_code` runs (see src/code/codeLimits.ts for their bounds). */
+export const codeSchema = z
+  .strictObject({
+    timeout_ms: z.number().int().min(1).max(86_400_000).default(30_000).describe("A program's wall-clock time, calls included; past it the run ends with CODE_TIMEOUT"),
+    memory_mb: z.number().int().min(1).max(1024).default(64).describe("Heap of a program's JavaScript engine; past it the run ends with CODE_MEMORY"),
+    max_calls: z.number().int().min(1).max(1_000_000).default(1_000).describe("Tool calls one program may make; the next one throws CODE_LIMIT in the program"),
+    max_concurrent_calls: z.number().int().min(1).max(1_000).default(8).describe("Tool calls of one program in flight at once; more wait"),
+  })
+  .describe("Limits of the programs `run_code` runs (code mode, the daemon, the bus, `abridge run`)");
+
+export type CodeConfig = z.infer<typeof codeSchema>;
 
 export const configFileSchema = z.strictObject({
   mode: modeSchema.default("compact"),
@@ -263,6 +295,7 @@ export const configFileSchema = z.strictObject({
     .describe("`abridge bus`: refresh requests make at most one re-list and publish per this long per worker; those that arrive meanwhile share the next"),
   ...policyFields,
   summary: summarySchema.prefault({}),
+  code: codeSchema.prefault({}),
   servers: z
     .record(z.string().regex(SERVER_NAME_PATTERN, "expected a name of A-Z a-z 0-9 _ . - starting with a letter or digit"), serverSchema)
     .default({})
@@ -272,8 +305,10 @@ export const configFileSchema = z.strictObject({
 export type ConfigFile = z.infer<typeof configFileSchema>;
 
 /** A server after loading: its name, its resolved transport and the inherited policy filled in. */
-export interface ServerConfig extends Omit<ServerFileConfig, "type" | keyof typeof policyFields> {
+export interface ServerConfig extends Omit<ServerFileConfig, "type" | "protocol" | keyof typeof policyFields> {
   name: string;
+  /** The MCP revision spoken to the server (see serverSchema); absent means `auto`. */
+  protocol?: ServerProtocol;
   /**
    * `recorded`: tools come from the file `recorded` (an absolute path after loading); `jsonrpc`:
    * from the manifests under `manifests` (absolute after loading), calls go to the socket `jsonrpc`.
@@ -284,6 +319,7 @@ export interface ServerConfig extends Omit<ServerFileConfig, "type" | keyof type
   sandbox: "none" | "bwrap";
   max_output_bytes: number;
   spill: boolean;
+  result_format: ResultFormat;
 }
 
 /** The loaded, validated configuration. */

@@ -20,10 +20,14 @@ import { UpstreamStart } from "./upstreamStart.js";
 import { openSummaryPipeline, type SummaryPipeline } from "./summaryPipeline.js";
 import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 import { sharedCacheOptions } from "./sharedCache.js";
+import { CodeView, type RunCodeAnswer, type RunCodeOptions } from "./codeView.js";
+import { ObservedFile, observedFileFor } from "./observedFile.js";
+import type { DeclarationRequest } from "../catalog/metaTools.js";
 
 export { START_WAIT_SLACK_MS } from "./toolResolver.js";
 export type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 export type { BridgeCallOptions } from "./callPipeline.js";
+export type { RunCodeAnswer, RunCodeOptions } from "./codeView.js";
 export type { ResourceRequestOptions, ResourceSubscription } from "./resourceAccess.js";
 
 /**
@@ -46,6 +50,9 @@ export class Bridge {
   private readonly pipeline: CallPipeline;
   /** Resources, prompts, completion and subscriptions, with the guard applied. */
   private readonly resources: ResourceAccess;
+  /** Code mode: declarations and program runs. */
+  private readonly code: CodeView;
+  private readonly observed: ObservedFile;
   private readonly logger: Logger;
   private readonly startedAt = Date.now();
   private closePromise: Promise<void> | undefined;
@@ -55,8 +62,9 @@ export class Bridge {
   /** Hands the call counts to the catalog every `auto_update_minutes` (auto mode only). */
   private readonly countsTimer: NodeJS.Timeout | undefined;
 
-  private constructor(options: BridgeOptions, summaries: SummaryPipeline, guard: CallGuard) {
+  private constructor(options: BridgeOptions, summaries: SummaryPipeline, guard: CallGuard, observed: ObservedFile) {
     this.currentConfig = options.config;
+    this.observed = observed;
     const { catalog, callCounts } = summaries;
     if (options.config.mode === "auto") {
       // The auto list follows the counts only at this pace, so a client's prompt cache holds
@@ -97,7 +105,16 @@ export class Bridge {
     const config = (): Config => this.currentConfig;
     const waitReady = (graceMs: number, signal?: AbortSignal): Promise<boolean> => this.waitReady(graceMs, signal);
     this.resolver = new ToolResolver(catalog, this.pool, config);
-    this.pipeline = new CallPipeline({ pool: this.pool, catalog, guard, callCounts, resolver: this.resolver, config, waitReady });
+    this.code = new CodeView({
+      catalog,
+      guard,
+      config,
+      call: (name, args, callOptions) => this.pipeline.callUpstream(name, args, callOptions),
+      waitReady,
+      observed,
+      logger: this.logger,
+    });
+    this.pipeline = new CallPipeline({ pool: this.pool, catalog, guard, callCounts, resolver: this.resolver, config, waitReady, code: () => this.code });
     this.resources = new ResourceAccess({ pool: this.pool, guard, config, waitReady });
   }
 
@@ -129,7 +146,8 @@ export class Bridge {
       ...(options.stateDir !== undefined ? { stateDir: options.stateDir } : {}),
       ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
     });
-    bridge = new Bridge(options, summaries, guard);
+    const observed = await ObservedFile.open(observedFileFor(options.cacheFile), logger);
+    bridge = new Bridge(options, summaries, guard, observed);
     return bridge;
   }
 
@@ -295,6 +313,25 @@ export class Bridge {
     return this.pipeline.callTool(name, args, options);
   }
 
+  /**
+   * Runs a program against the tools (code mode's `run_code`, the daemon's `run_code` op, the bus's
+   * run request, `abridge run`): every call it makes takes the way of {@link callTool}. Never
+   * throws for what the program does: a failed run has `result.ok` false and an `isError` answer.
+   *
+   * @throws AbridgeError INPUT_INVALID when `options.limits` holds an invalid limit.
+   */
+  runCode(code: string, options: RunCodeOptions = {}): Promise<RunCodeAnswer> {
+    return this.code.run(code, options);
+  }
+
+  /**
+   * TypeScript declarations of the tools a query finds or of the tools named, as code mode's
+   * `search_tools` answers: one namespace per server, named as a program's globals are.
+   */
+  declareTools(request: DeclarationRequest, signal?: AbortSignal): Promise<string> {
+    return this.code.declare(request, signal);
+  }
+
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
   callServerTool(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
     return this.pipeline.callServerTool(server, tool, args, options);
@@ -420,6 +457,7 @@ export class Bridge {
       this.startup.stopGrace();
       const results = await Promise.allSettled([this.summaries.close(), this.pool.close()]);
       await this.guard.close();
+      await this.observed.close();
       for (const result of results) {
         if (result.status === "rejected") this.logger.warn("error while closing", { error: String(result.reason) });
       }

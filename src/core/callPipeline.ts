@@ -1,5 +1,5 @@
 import type { CallCounts } from "../cache/callCounts.js";
-import { callMetaTool, getSchemaResult, servesMetaTool, type MetaToolHost } from "../catalog/metaTools.js";
+import { callMetaTool, getSchemaResult, servesMetaTool, type DeclarationRequest, type MetaToolHost } from "../catalog/metaTools.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { ToolCatalog } from "../catalog/toolCatalog.js";
 import type { CatalogTool, Mode } from "../catalog/types.js";
@@ -7,6 +7,8 @@ import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
 import type { CallGuard } from "../policy/callGuard.js";
+import { shapeCallResult } from "../result/shapeCallResult.js";
+import type { AuditRun } from "../policy/auditLog.js";
 import { deeperThan, MAX_SCHEMA_DEPTH, nestingDepth } from "../upstream/schemaDepth.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
 import type { ClientRelay } from "../model/types.js";
@@ -26,6 +28,8 @@ export interface BridgeCallOptions {
   client?: string;
   /** Where the upstream's sampling and elicitation requests and log lines made during the call go. */
   relay?: ClientRelay;
+  /** For a call a program made: its run, recorded in the audit log. */
+  run?: AuditRun;
 }
 
 /** Call counters of `stats`. */
@@ -47,6 +51,14 @@ export interface CallPipelineParts {
   config: () => Config;
   /** Lists wait for upstreams still starting (`search_tools` is listing). */
   waitReady: (graceMs: number, signal?: AbortSignal) => Promise<boolean>;
+  /** The code view (code mode's `search_tools` and `run_code`). */
+  code: () => CodeAccess;
+}
+
+/** What the call pipeline asks of the code view. */
+export interface CodeAccess {
+  declare(request: DeclarationRequest, signal?: AbortSignal): Promise<string>;
+  run(code: string, options: BridgeCallOptions): Promise<{ answer: CallToolResult }>;
 }
 
 /**
@@ -93,9 +105,18 @@ export class CallPipeline {
     const { catalog, guard, config } = this.parts;
     const mode = options.mode ?? config().mode;
     if (servesMetaTool(name, mode, { spills: () => guard.spills, listed: () => catalog.get(name) !== undefined })) {
-      return callMetaTool(name, args ?? {}, this.metaToolHost({ ...options, mode }), options.signal);
+      return callMetaTool(name, args ?? {}, this.metaToolHost({ ...options, mode }), options.signal, mode);
     }
     return this.callByName(name, args, { ...options, mode });
+  }
+
+  /**
+   * Calls an upstream tool by its exposed name, never a meta-tool (a program's calls: a run cannot
+   * start another run or page through spilled outputs), on the same way as {@link callTool}.
+   */
+  async callUpstream(name: string, args: JsonObject | undefined, options: BridgeCallOptions = {}): Promise<CallToolResult> {
+    assertArgumentsDepth(name, args);
+    return this.callByName(name, args, { ...options, mode: options.mode ?? this.parts.config().mode });
   }
 
   /** Calls `tool` of `server` (the daemon's and the CLI's form), validating like {@link callTool}. */
@@ -124,6 +145,8 @@ export class CallPipeline {
       },
       call: (tool, args) => this.callByName(tool, args, options),
       readOutput: (args) => this.readOutput(args),
+      declare: (request, signal) => this.parts.code().declare(request, signal),
+      runCode: async (code, signal) => (await this.parts.code().run(code, { ...options, ...(signal ? { signal } : {}) })).answer,
     };
   }
 
@@ -155,6 +178,7 @@ export class CallPipeline {
           ...candidate,
           args: args ?? {},
           startedMs: Date.now(),
+          ...(options.run !== undefined ? { run: options.run } : {}),
         });
         return { refused };
       }
@@ -165,7 +189,7 @@ export class CallPipeline {
   private async callResolved(tool: CatalogTool, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
     const { catalog, guard, config } = this.parts;
     const mode = options.mode ?? config().mode;
-    if (mode === "compact" || mode === "lazy" || mode === "auto") {
+    if (mode === "compact" || mode === "lazy" || mode === "auto" || mode === "code") {
       const result = catalog.validate(tool, args ?? {});
       if (!result.ok) {
         this.counters.invalidArguments += 1;
@@ -176,6 +200,7 @@ export class CallPipeline {
           args: args ?? {},
           outcome: "invalid_arguments",
           startedMs: Date.now(),
+          ...(options.run !== undefined ? { run: options.run } : {}),
         });
         const schema = getSchemaResult(tool);
         return {
@@ -205,6 +230,7 @@ export class CallPipeline {
       tool,
       args: args ?? {},
       startedMs: Date.now(),
+      ...(options.run !== undefined ? { run: options.run } : {}),
     };
     const decision = guard.check(server, tool);
     if (!decision.allowed) return guard.refuse(decision, event);
@@ -219,7 +245,8 @@ export class CallPipeline {
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.relay ? { relay: options.relay } : {}),
       });
-      const finished = await guard.finish(server, result, options.signal);
+      // Shaped before the guard's output limit, so the limit counts (and a spill keeps) what is sent.
+      const finished = await guard.finish(server, shapeCallResult(this.parts.config(), server, tool, result), options.signal);
       await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
       return finished;
     } catch (err) {

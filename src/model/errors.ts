@@ -21,6 +21,17 @@ export const ErrorCode = {
   UPSTREAM_BUSY: "UPSTREAM_BUSY",
   /** The server is a recorded tools/list answer (`recorded = "..."`): it lists tools but cannot run them. */
   UPSTREAM_RECORDED: "UPSTREAM_RECORDED",
+  /**
+   * The server does not speak the MCP revision its `protocol` asks for (a `2026-07-28` entry whose
+   * server only knows the initialize handshake, or a server that refuses every revision abridge has).
+   */
+  UPSTREAM_PROTOCOL: "UPSTREAM_PROTOCOL",
+  /**
+   * The server answered a request with `input_required` (it needs sampling, elicitation or roots
+   * from the user's client) and abridge could not get the answers: no client behind the call, the
+   * client cannot answer that kind of request, or the server kept asking past the round limit.
+   */
+  UPSTREAM_INPUT_REQUIRED: "UPSTREAM_INPUT_REQUIRED",
   SERVER_NOT_FOUND: "SERVER_NOT_FOUND",
   TOOL_NOT_FOUND: "TOOL_NOT_FOUND",
   TOOL_FILTERED: "TOOL_FILTERED",
@@ -66,6 +77,10 @@ export const ErrorCode = {
   CODE_ERROR: "CODE_ERROR",
   /** A code-mode program passed a limit: `max_calls`, its size, or a value too large to cross into or out of it. */
   CODE_LIMIT: "CODE_LIMIT",
+  /** A tool a program called answered with an error result (`isError: true`); its text is the message. */
+  TOOL_ERROR: "TOOL_ERROR",
+  /** A tool result a program asked for was larger than its server's `max_output_bytes`, so the program was not given a cut copy. */
+  OUTPUT_LIMIT: "OUTPUT_LIMIT",
   INTERNAL: "INTERNAL",
 } as const;
 

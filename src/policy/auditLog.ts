@@ -23,6 +23,14 @@ export interface AuditEvent {
   rule?: string;
   /** Error code for `error`/`cancelled`. */
   errorCode?: string;
+  /** For a call a program made (`run_code`): the run's id and the `sha256:` of the program's text. */
+  run?: AuditRun;
+}
+
+/** The program run a call came from. */
+export interface AuditRun {
+  id: string;
+  program: string;
 }
 
 /** One line of the audit log. */
@@ -39,6 +47,10 @@ export interface AuditRecord {
   durationMs: number;
   rule?: string;
   errorCode?: string;
+  /** The run id of a program's call (see {@link AuditEvent.run}). */
+  run?: string;
+  /** `sha256:` of the program that made the call. */
+  program?: string;
   /** Only with `audit_arguments = true`. */
   arguments?: unknown;
 }
@@ -112,6 +124,7 @@ export class AuditLog {
       durationMs: Math.round(event.durationMs),
       ...(event.rule !== undefined ? { rule: event.rule } : {}),
       ...(event.errorCode !== undefined ? { errorCode: event.errorCode } : {}),
+      ...(event.run !== undefined ? { run: event.run.id, program: event.run.program } : {}),
     };
     if (this.includeArguments) record.arguments = event.args ?? {};
     return record;

@@ -1,13 +1,13 @@
 import path from "node:path";
 import { bridgeStateDir } from "../cache/cachePaths.js";
-import type { Config, ServerConfig } from "../config/schema.js";
-import { isAbridgeError } from "../model/errors.js";
+import { DEFAULT_MAX_OUTPUT_BYTES, type Config, type ServerConfig } from "../config/schema.js";
+import { isAbridgeError, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import type { CallToolResult, ExposedTool, JsonObject, RawTool } from "../model/types.js";
 import { AuditLog } from "./auditLog.js";
-import type { AuditOutcome } from "./auditLog.js";
-import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT } from "./outputLimit.js";
+import type { AuditOutcome, AuditRun } from "./auditLog.js";
+import { limitOutput, markUntrusted, resultBytes, TRUST_META_KEY, UNTRUSTED_TOOL_OUTPUT, utf8Bytes, utf8Head } from "./outputLimit.js";
 import { limitPromptResult, limitResourceResult } from "./readResultLimit.js";
 import { SpillStore, spillOffsetOf } from "./spillStore.js";
 import { exposesTool } from "./allowDeny.js";
@@ -43,6 +43,7 @@ export interface GuardAuditEvent {
   startedMs: number;
   rule?: string;
   errorCode?: string;
+  run?: AuditRun;
 }
 
 /**
@@ -168,6 +169,32 @@ export class CallGuard {
   }
 
   /**
+   * abridge's own answer text (a program's output) within the top-level `max_output_bytes`: past
+   * it, the head that fits and a marker saying how much was left out; with the top-level
+   * `spill = true` the whole text is kept first and the marker gives the `read_output` handle and
+   * offset to read on from.
+   */
+  async limitText(text: string, signal?: AbortSignal): Promise<string> {
+    const config = this.configOf();
+    const maxBytes = config.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const total = utf8Bytes(text);
+    if (total <= maxBytes) return text;
+    let handle: string | undefined;
+    if (config.spill === true) {
+      try {
+        handle = await this.spill.save({ content: [{ type: "text", text }] }, signal);
+      } catch (err) {
+        this.logger.warn("could not keep a large answer; cutting it without a handle", { error: messageOf(err) });
+      }
+    }
+    // The marker's own bytes come off the room first; 200 bytes hold it with any handle and figures.
+    const head = utf8Head(text, Math.max(0, maxBytes - 200));
+    const kept = utf8Bytes(head);
+    const rest = handle === undefined ? "" : ` The whole output is kept: call read_output with {"handle":"${handle}","offset":${kept}} to read on.`;
+    return `${head}\n[abridge: output cut: ${total - kept} of ${total} bytes left out (limit ${maxBytes}).${rest}]`;
+  }
+
+  /**
    * {@link finish} for a `resources/read` (`uri` given) or `prompts/get` result of `server`: the
    * same trust marking and `max_output_bytes`, cut without a spill (see readResultLimit.ts).
    */
@@ -220,6 +247,7 @@ export class CallGuard {
       durationMs: Date.now() - event.startedMs,
       ...(event.rule !== undefined ? { rule: event.rule } : {}),
       ...(event.errorCode !== undefined ? { errorCode: event.errorCode } : {}),
+      ...(event.run !== undefined ? { run: event.run } : {}),
     });
   }
 

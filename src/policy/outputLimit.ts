@@ -15,6 +15,16 @@ export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
+/** The longest start of `text` within `maxBytes` UTF-8 bytes, never splitting a character. */
+export function utf8Head(text: string, maxBytes: number): string {
+  if (utf8Bytes(text) <= maxBytes) return text;
+  const bytes = Buffer.from(text, "utf8");
+  let end = Math.max(0, maxBytes);
+  // A continuation byte (10xxxxxx) is inside a character: back off to where that character starts.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
+}
+
 /** Decoded size of base64 text without decoding it (padding and whitespace discounted). */
 export function base64DecodedBytes(data: string): number {
   const clean = data.replace(/[\s=]/g, "");

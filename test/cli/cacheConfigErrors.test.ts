@@ -24,7 +24,7 @@ describe("cache commands and an invalid config", () => {
     await writeConfig(dir, ['cache_dir = "mine"', 'mode = "fast"'].join("\n"));
     const verify = await runAbridge(["cache", "verify"], { cwd: dir });
     expect(verify.stderr).toContain("[CONFIG_INVALID]");
-    expect(verify.stderr).toContain('mode: expected one of "full", "summary", "compact", "lazy", "auto", got "fast"');
+    expect(verify.stderr).toContain('mode: expected one of "full", "summary", "compact", "lazy", "auto", "code", got "fast"');
     expect(verify.stdout).toBe("");
     expect(verify.code).toBe(2);
 

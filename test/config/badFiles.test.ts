@@ -74,7 +74,7 @@ const cases: BadCase[] = [
     name: "bad enum",
     file: "abridge.toml",
     text: 'mode = "fast"\n',
-    lines: ['abridge.toml: mode: expected one of "full", "summary", "compact", "lazy", "auto", got "fast"'],
+    lines: ['abridge.toml: mode: expected one of "full", "summary", "compact", "lazy", "auto", "code", got "fast"'],
   },
   {
     name: "missing command",
@@ -147,7 +147,7 @@ const cases: BadCase[] = [
     file: "abridge.toml",
     text: 'mode = "fast"\nspill = "yes"\n[servers.a]\nenabled = 1\n',
     lines: [
-      'abridge.toml: mode: expected one of "full", "summary", "compact", "lazy", "auto", got "fast"',
+      'abridge.toml: mode: expected one of "full", "summary", "compact", "lazy", "auto", "code", got "fast"',
       'abridge.toml: spill: expected true or false, got "yes"',
       "abridge.toml: servers.a.enabled: expected true or false, got 1",
     ],
@@ -181,7 +181,7 @@ const cases: BadCase[] = [
     lines: [
       'mcp.json: mcpServers.a.disabled: expected true or false, got "yes"',
       'mcp.json: mcpServers.b.type: expected one of "stdio", "http", "streamable-http", "streamableHttp", "streamable_http", "sse", got "websocket"',
-      'mcp.json: abridge.mode: expected one of "full", "summary", "compact", "lazy", "auto", got "tiny"',
+      'mcp.json: abridge.mode: expected one of "full", "summary", "compact", "lazy", "auto", "code", got "tiny"',
       'mcp.json: mcpServers.c.serverUrl: expected an http:// or https:// URL, got "nope"',
     ],
   },

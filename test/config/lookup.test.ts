@@ -101,7 +101,7 @@ describe("loadConfig", () => {
     await put(path.join(cwd, "conf", "abridge.toml"), "mode = 1\n");
     const error = await rejection(loadConfig({ configPath: "conf/abridge.toml", cwd, env: {} }));
     expect(error.code).toBe(ErrorCode.CONFIG_INVALID);
-    expect(error.message).toBe(`${path.join("conf", "abridge.toml")}: mode: expected one of "full", "summary", "compact", "lazy", "auto", got 1`);
+    expect(error.message).toBe(`${path.join("conf", "abridge.toml")}: mode: expected one of "full", "summary", "compact", "lazy", "auto", "code", got 1`);
   });
 
   it("reads an mcp.json named by $ABRIDGE_CONFIG and logs a warning for envFile", async () => {
