@@ -27,6 +27,7 @@ import { hostileHttpMarkdown, runHostileHttp, type HostileHttpResult } from "./h
 import { hostileCacheMarkdown, runHostileCache, type HostileCacheResult } from "./hostileCache.js";
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
+import { resultShapingMarkdown, runResultShaping, type ResultShapingResult } from "./resultShaping.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
@@ -40,7 +41,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** Names `--only` takes for several benchmarks at once. */
@@ -87,6 +88,8 @@ interface Results {
   hostileCache?: HostileCacheResult;
   /** Bridges warming one catalog at once on a shared Redis cache: LLM requests counted. */
   fleetCache?: FleetCacheResult;
+  /** Recorded results of published servers as written and shaped (result_format): tokens, round trip, time. */
+  resultShaping?: ResultShapingResult;
   failures: { bench: string; error: string }[];
   /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
   listenerWarnings?: number;
@@ -238,6 +241,10 @@ function checkTargets(r: Results): TargetCheck[] {
     else checks.push({ target, figure: show(value), status: ok(value) ? "met" : "missed" });
   };
   const share = r.tokens?.summarizers[0]?.shareOfFull;
+  const shaping = r.resultShaping;
+  add("result_format compact: >= 30% fewer tokens on JSON-bearing recorded results", shaping?.jsonSaving, (v) => v >= 0.3, (v) => pct(v) ?? "");
+  add("result_format compact: 0 values lost in the round trip of every recorded result", shaping?.roundTrip.valuesLost, (v) => v === 0, (v) => `${v} of ${shaping?.roundTrip.results}`);
+  add("result_format compact adds <= 0.05 ms p50 per call (JSON-bearing results < 10 KB)", shaping?.timing.jsonP50Ms, (v) => v <= 0.05, (v) => `${v.toFixed(4)} ms (all results: ${shaping?.timing.p50Ms.toFixed(4)} ms)`);
   add("compact <= 12% of full tokens (corpus, extractive)", share?.compact, (v) => v <= 0.12, (v) => pct(v) ?? "");
   add("lazy <= 1.5% of full tokens", share?.lazy, (v) => v <= 0.015, (v) => pct(v) ?? "");
   add("summary <= 40% of full tokens", share?.summary, (v) => v <= 0.4, (v) => pct(v) ?? "");
@@ -505,6 +512,10 @@ async function main(): Promise<number> {
   await step("fleetCache", async () => {
     results.fleetCache = await runFleetCache();
     print(fleetCacheMarkdown(results.fleetCache));
+  });
+  await step("resultShaping", async () => {
+    results.resultShaping = runResultShaping();
+    print(resultShapingMarkdown(results.resultShaping));
   });
 
   results.listenerWarnings = listenerWarnings;

@@ -13,6 +13,7 @@ import { parseJsonText } from "./parseJsonText.js";
 import { setOwn } from "./setOwn.js";
 import { isSecretName, urlSecrets } from "./urlSecrets.js";
 import { configFileSchema, DEFAULT_MAX_OUTPUT_BYTES } from "./schema.js";
+import { DEFAULT_RESULT_FORMAT } from "../result/resultFormat.js";
 import type { Config, ConfigFile, ServerConfig } from "./schema.js";
 
 /** Options of {@link parseConfigText}. */
@@ -195,7 +196,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
   for (const name of names) {
     const server = servers[name];
     if (server === undefined) continue;
-    const { type, read_only, destructive, sandbox, max_output_bytes, spill, cwd, sandbox_write, sandbox_read, ...rest } = server;
+    const { type, read_only, destructive, sandbox, max_output_bytes, spill, result_format, cwd, sandbox_write, sandbox_read, ...rest } = server;
     const entry: ServerConfig = {
       name,
       transport: rest.jsonrpc !== undefined ? "jsonrpc" : rest.recorded !== undefined ? "recorded" : (type ?? (rest.url !== undefined ? "http" : "stdio")),
@@ -207,6 +208,7 @@ function buildConfig(file: ConfigFile, source: string, homeDir: string): Config 
       sandbox: sandbox ?? globals.sandbox ?? "none",
       max_output_bytes: max_output_bytes ?? globals.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       spill: spill ?? globals.spill ?? false,
+      result_format: result_format ?? globals.result_format ?? DEFAULT_RESULT_FORMAT,
     };
     if (cwd !== undefined) entry.cwd = resolve(cwd);
     if (entry.recorded !== undefined) entry.recorded = resolve(entry.recorded);

@@ -29,10 +29,10 @@ export interface UpstreamPoolEvents {
 /**
  * Server settings a running connection does not depend on: they are re-read on every call
  * (timeouts), applied by the pool to the last listed tools (allow/deny through `exposes`, prefix), or enforced
- * above the pool (`CallGuard`: read_only, destructive, output limit, spill). Editing only these
+ * above the pool (`CallGuard`: read_only, destructive, output limit, spill; the call pipeline: result shaping). Editing only these
  * must not restart the server and kill its calls in flight.
  */
-const LIVE_FIELDS = ["allow", "deny", "prefix", "timeout_ms", "connect_timeout_ms", "read_only", "destructive", "max_output_bytes", "spill"] as const;
+const LIVE_FIELDS = ["allow", "deny", "prefix", "timeout_ms", "connect_timeout_ms", "read_only", "destructive", "max_output_bytes", "spill", "result_format", "result_format_tools", "structured"] as const;
 
 /** The part of a server's config that needs a new process (or connection) when it changes. */
 function connectionShape(config: ServerConfig): string {

@@ -58,6 +58,9 @@ export function serverConfig(fields: Partial<ServerConfig> & { name: string }): 
     sandbox: "none",
     max_output_bytes: 200_000,
     spill: false,
+    result_format: "compact",
+    result_format_tools: {},
+    structured: "both",
     ...fields,
   };
 }
