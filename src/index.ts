@@ -18,6 +18,9 @@ export type { Config, ConfigFile, Mode, ServerConfig, SummaryConfig } from "./co
 
 export { Bridge } from "./core/bridge.js";
 export type { BridgeOptions, BridgeCallOptions, BridgeStats, ResourceRequestOptions, ResourceSubscription } from "./core/bridge.js";
+export type { RunCodeAnswer, RunCodeOptions } from "./core/bridge.js";
+export type { CodeCall, CodeRunError, CodeRunResult, ConsoleLine } from "./code/codeRuntime.js";
+export type { CodeLimits } from "./code/codeLimits.js";
 export { ConfigWatcher } from "./core/configWatcher.js";
 export type { ConfigWatcherOptions } from "./core/configWatcher.js";
 export { tokenReport } from "./core/toolViews.js";

@@ -26,12 +26,12 @@ const VALUES = [
 ];
 const TYPES = [
   "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "BusCallOptions", "BusClientOptions", "BusDiscovery",
-  "BusErrorCode", "BusListOptions", "CacheEntry", "CallToolResult", "CatalogTool",
+  "BusErrorCode", "BusListOptions", "CacheEntry", "CallToolResult", "CatalogTool", "CodeCall", "CodeLimits", "CodeRunError", "CodeRunResult", "ConsoleLine",
   "ClearReport", "ClientRelay", "CompactReport", "Config", "ConfigFile", "ConfigWatcherOptions", "DaemonCallOptions",
   "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonStats", "DaemonTool",
   "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
   "LockInfo", "LogLevel", "Logger", "LoggerOptions", "McpFrontend", "McpFrontendOptions", "Mode", "RawTool",
-  "ResourceRequestOptions", "ResourceSubscription", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
+  "ResourceRequestOptions", "ResourceSubscription", "RunCodeAnswer", "RunCodeOptions", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
   "Summarizer", "SummaryConfig", "ToolSummary", "UpstreamNotification", "VerifyReport",
 ];
 

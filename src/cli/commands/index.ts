@@ -25,6 +25,7 @@ export const COMMAND_ENTRIES: readonly CommandEntry[] = [
   entry("search", async () => (await import("./searchCommand.js")).searchCommand),
   entry("record", async () => (await import("./recordCommand.js")).recordCommand),
   entry("call", async () => (await import("./callCommand.js")).callCommand),
+  entry("run", async () => (await import("./runCommand.js")).runCommand),
   entry("cache verify", async () => (await import("./cacheCommands.js")).cacheVerifyCommand),
   entry("cache compact", async () => (await import("./cacheCommands.js")).cacheCompactCommand),
   entry("cache clear", async () => (await import("./cacheCommands.js")).cacheClearCommand),

@@ -1,0 +1,71 @@
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { CodeRunResult } from "../../src/index.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+
+describe("abridge run", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let marker: string;
+  let config: string;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `run-${path.basename(dir)}`;
+    config = await writeConfig(dir, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker])].join("\n"));
+  });
+  afterEach(async () => {
+    expect(pidsWithMarker(marker)).toEqual([]);
+    await cleanup();
+  });
+
+  it("runs -e CODE against the servers and prints the answer, exit 0", async () => {
+    const code = 'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nreturn { sum: r.sum };';
+    const r = await runAbridge(["run", "-e", code, "--config", config], { cwd: dir });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^\[log\] sum 5\n\{"sum":5\}\n\(1 call, \d+ ms\)\n$/);
+  });
+
+  it("runs a file, and --json prints the whole run result", async () => {
+    const file = path.join(dir, "program.ts");
+    await writeFile(file, 'const text: string = await echo.echo({ text: "hi" });\nreturn text;\n');
+    const r = await runAbridge(["run", "program.ts", "--json", "--config", config], { cwd: dir });
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout) as CodeRunResult;
+    expect(result).toMatchObject({ ok: true, returnJson: '"hi"', calls: [{ tool: "echo_echo", ok: true }] });
+    expect(result.runId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("exits 1 with the error code on stderr when the program fails; --timeout-ms ends a loop with CODE_TIMEOUT", async () => {
+    const thrown = await runAbridge(["run", "-e", "throw new Error('boom')", "--config", config], { cwd: dir });
+    expect(thrown.code).toBe(1);
+    expect(thrown.stdout).toMatch(/^error: .*boom.*\[CODE_ERROR\]\n\(0 calls, \d+ ms\)\n$/s);
+    expect(thrown.stderr).toMatch(/^abridge: the program failed: .*boom.* \[CODE_ERROR\]\n$/s);
+    const looped = await runAbridge(["run", "-e", "while (true) {}", "--timeout-ms", "300", "--config", config], { cwd: dir });
+    expect(looped.code).toBe(1);
+    expect(looped.stderr).toContain("[CODE_TIMEOUT]");
+    const limited = await runAbridge(["run", "-e", "for (let i = 0; i < 3; i++) await echo.echo({ text: 'x' }); return 1;", "--max-calls", "2", "--config", config], { cwd: dir });
+    expect(limited.code).toBe(1);
+    expect(limited.stderr).toContain("[CODE_LIMIT]");
+  });
+
+  it("is a usage error (exit 2) with both or neither of FILE and -e, an unreadable file named, or a bad limit", async () => {
+    const both = await runAbridge(["run", "x.ts", "-e", "return 1", "--config", config], { cwd: dir });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("not both [USAGE]");
+    const neither = await runAbridge(["run", "--config", config], { cwd: dir });
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toContain("give a program: a file (abridge run FILE.ts) or -e CODE [USAGE]");
+    const missing = await runAbridge(["run", "nothing-here.ts", "--config", config], { cwd: dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`cannot read the program file ${path.join(dir, "nothing-here.ts")}: `);
+    expect(missing.stderr).toContain("ENOENT");
+    const badLimit = await runAbridge(["run", "-e", "return 1", "--memory-mb", "lots", "--config", config], { cwd: dir });
+    expect(badLimit.code).toBe(2);
+    expect(badLimit.stderr).toContain('--memory-mb: expected a positive integer, got "lots"');
+    const tooBig = await runAbridge(["run", "-e", "return 1", "--memory-mb", "5000", "--config", config], { cwd: dir });
+    expect(tooBig.code).toBe(2);
+    expect(tooBig.stderr).toContain("memory_mb: expected an integer from 1 to 1024, got 5000 [INPUT_INVALID]");
+  });
+});
