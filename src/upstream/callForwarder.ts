@@ -4,13 +4,15 @@ import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/t
 import { z } from "zod";
 import type { ServerConfig } from "../config/schema.js";
 import type { Logger, SecretSet } from "../log/logger.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../model/types.js";
 import { ChildStdioTransport } from "./childStdioTransport.js";
 import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { busyError, callError, neverSent, queueFullError } from "./upstreamErrors.js";
+import { answerInput, completeResult, MAX_INPUT_ROUNDS, resultTypeOf, tooManyRounds, unknownResultType } from "./inputRequired.js";
+import { UpstreamClient, withEnvelope } from "./upstreamClient.js";
 
 /** setTimeout's ceiling, given to the SDK so that abridge's own timers are what end a call. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -248,8 +250,21 @@ export class CallForwarder {
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {
-      return await client.request({ method, params: sent }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
+      let result = await client.request({ method, params: withEnvelope(client, sent) }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
+      // A stateless server that needs the user (sampling, elicitation, roots) answers
+      // input_required: the client behind the call is asked, and the request is sent again with
+      // the answers, until the server gives a complete result.
+      for (let round = 0; resultTypeOf(result) === "input_required"; round++) {
+        if (round >= MAX_INPUT_ROUNDS) throw tooManyRounds(this.config().name, method);
+        const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: perCall.signal });
+        result = await client.request({ method, params: withEnvelope(client, { ...sent, ...answers }) }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
+      }
+      const kind = resultTypeOf(result);
+      if (kind !== "complete") throw unknownResultType(this.config().name, method, kind);
+      return completeResult(result);
     } catch (err) {
+      // Raised here, not by the SDK: already what the caller should see (unless the caller gave up).
+      if (isAbridgeError(err) && !callerSignal?.aborted && (err.code === ErrorCode.UPSTREAM_INPUT_REQUIRED || err.code === ErrorCode.UPSTREAM_ERROR)) throw err;
       throw this.mapError(err, method, timeoutMs, callerSignal, timedOut !== undefined && err === timedOut, client.transport === undefined, sent);
     } finally {
       if (idleTimer) clearTimeout(idleTimer);
@@ -282,7 +297,9 @@ export class CallForwarder {
     try {
       const signals = [lifetime, clock.signal];
       if (signal) signals.push(signal);
-      await client.connect(transport, { signal: AbortSignal.any(signals), timeout: MAX_TIMER_MS });
+      // A stateless server (known from the listing) has no handshake: the process is only started.
+      if (client instanceof UpstreamClient && client.era === "stateless") await client.attach(transport);
+      else await client.connect(transport, { signal: AbortSignal.any(signals), timeout: MAX_TIMER_MS });
     } catch (err) {
       const closed = client.transport === undefined;
       retire(transport, client);

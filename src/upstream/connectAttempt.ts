@@ -1,4 +1,3 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../log/logger.js";
@@ -7,6 +6,25 @@ import type { RawTool } from "../model/types.js";
 import { ChildStdioTransport } from "./childStdioTransport.js";
 import { listTools } from "./listTools.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
+import { classifyProbe, legacyRefused, statelessRequired } from "./protocolEra.js";
+import type { ProbeVerdict } from "./protocolEra.js";
+import type { ServerProtocol } from "../config/schema.js";
+import type { UpstreamClient } from "./upstreamClient.js";
+
+/** Longest wait for an answer to the `server/discover` probe before a stdio server is taken for a legacy one. */
+export const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * The stdio server ended its process on the `server/discover` probe, as some servers of the
+ * older revisions do on any request before `initialize`: the caller starts a new process and
+ * goes straight to `initialize`.
+ */
+export class ProbeClosedError extends Error {
+  constructor(server: string) {
+    super(`${server}: the server closed the connection on server/discover`);
+    this.name = "ProbeClosedError";
+  }
+}
 
 /** What one connection attempt runs under. */
 export interface AttemptOptions {
@@ -23,6 +41,8 @@ export interface AttemptOptions {
   signal?: AbortSignal | undefined;
   /** `initialize` is done; the tool list comes next. */
   onInitialized?: () => void;
+  /** Which revision to speak (the server's `protocol`; default `auto`). */
+  protocol?: ServerProtocol;
 }
 
 /**
@@ -35,7 +55,7 @@ export interface AttemptOptions {
  *   Error naming the exit code (or signal) when a stdio child quit before it was ready;
  *   otherwise what the transport or the SDK threw.
  */
-export async function connectAndList(client: Client, transport: Transport, options: AttemptOptions): Promise<RawTool[]> {
+export async function connectAndList(client: UpstreamClient, transport: Transport, options: AttemptOptions): Promise<RawTool[]> {
   const { server, timeoutMs } = options;
   const timeout = new AbortController();
   const timer = setTimeout(() => {
@@ -52,17 +72,17 @@ export async function connectAndList(client: Client, transport: Transport, optio
   try {
     // Raced against the signal as well: the SDK only watches it once `initialize` is sent,
     // not while the transport starts.
-    await Promise.race([
-      client.connect(transport, { signal: connectSignal, timeout: timeoutMs }),
-      new Promise<never>((_resolve, reject) => {
-        const onAbort = (): void => reject(connectSignal.reason as Error);
-        if (connectSignal.aborted) onAbort();
-        else connectSignal.addEventListener("abort", onAbort, { once: true });
-      }),
-    ]);
+    const aborted = new Promise<never>((_resolve, reject) => {
+      const onAbort = (): void => reject(connectSignal.reason as Error);
+      if (connectSignal.aborted) onAbort();
+      else connectSignal.addEventListener("abort", onAbort, { once: true });
+    });
+    aborted.catch(() => undefined);
+    await Promise.race([handshake(client, transport, options, connectSignal), aborted]);
     options.onInitialized?.();
     return await listTools(client, options.logger, options.pageTimeoutMs, connectSignal);
   } catch (err) {
+    if (err instanceof ProbeClosedError) throw err;
     // A nested abridge that found its own config above it exits at once with this code: the
     // entry would start abridge again and again, which no retry or timeout can mend.
     if (transport instanceof ChildStdioTransport && transport.exitCode === RECURSION_EXIT_CODE) {
@@ -82,6 +102,50 @@ export async function connectAndList(client: Client, transport: Transport, optio
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Brings `client` up over `transport` in the revision `options.protocol` asks for: `legacy` is
+ * the SDK's `connect` (initialize); `auto` and `2026-07-28` start the transport with no handshake
+ * and probe with `server/discover` (see classifyProbe): a stateless server is used as it is, and
+ * under `auto` any other gets `initialize` over the same transport.
+ *
+ * @throws AbridgeError UPSTREAM_PROTOCOL when the server does not speak the revision asked for;
+ *   {@link ProbeClosedError} when a stdio server quit on the probe under `auto`.
+ */
+async function handshake(client: UpstreamClient, transport: Transport, options: AttemptOptions, signal: AbortSignal): Promise<void> {
+  const { server, timeoutMs } = options;
+  const protocol = options.protocol ?? "auto";
+  if (protocol === "legacy") {
+    try {
+      await client.connect(transport, { signal, timeout: timeoutMs });
+    } catch (err) {
+      throw legacyRefused(server, err) ?? err;
+    }
+    client.era = "legacy";
+    return;
+  }
+  await client.attach(transport);
+  const stdio = transport instanceof ChildStdioTransport;
+  let verdict: ProbeVerdict;
+  try {
+    const result = await client.discover({ signal, timeout: Math.min(PROBE_TIMEOUT_MS, timeoutMs) });
+    verdict = classifyProbe(server, { result }, stdio);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    verdict = classifyProbe(server, { error: err, closed: client.transport === undefined }, stdio);
+    // A process that quit is reported as such (its exit code) when no fallback is allowed.
+    if (verdict.era === "legacy" && verdict.closed && protocol !== "auto") throw err;
+  }
+  if (verdict.era === "stateless") {
+    client.useStateless(verdict.discover);
+    options.logger.debug("upstream speaks the stateless revision", { supported: verdict.discover.supportedVersions });
+    return;
+  }
+  if (protocol !== "auto") throw statelessRequired(server, verdict.reason);
+  options.logger.debug("upstream does not speak the stateless revision; initializing", { reason: verdict.reason });
+  if (verdict.closed) throw new ProbeClosedError(server);
+  await client.initializeAfterProbe({ signal, timeout: timeoutMs });
 }
 
 /** How a spawned child ended (`exited with code 3`, `was ended by SIGKILL`), or undefined while it runs. */

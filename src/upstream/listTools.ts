@@ -6,21 +6,25 @@ import { listToolsResult } from "./callForwarder.js";
 import { collectPages } from "./collectPages.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
+import { UpstreamClient, withEnvelope } from "./upstreamClient.js";
 
 /**
  * Every page of a server's `tools/list`, cleaned for every later walk: a tool nested too deep is
  * quarantined, `null` members are dropped, a tool without a name or inputSchema and a second
  * tool of the same name are skipped (each with a warning). Sorted by name; otherwise as sent.
- * Every page is bounded by `timeoutMs` and by `signal`.
+ * Every page is bounded by `timeoutMs` and by `signal`. Over the stateless revision each page
+ * carries the request envelope, and the last page's `ttlMs` is left on the client.
  */
 export async function listTools(client: Client, logger: Logger, timeoutMs: number, signal?: AbortSignal): Promise<RawTool[]> {
   const items = await collectPages(
     async (cursor) => {
       const result = await client.request(
-        { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
+        { method: "tools/list", params: withEnvelope(client, cursor === undefined ? {} : { cursor }) },
         listToolsResult,
         { timeout: timeoutMs, ...(signal ? { signal } : {}) },
       );
+      // A stateless server says how long its list may be kept: the connection's re-list hint.
+      if (client instanceof UpstreamClient) client.lastListTtlMs = typeof result.ttlMs === "number" ? result.ttlMs : undefined;
       return { items: result.tools, nextCursor: result.nextCursor };
     },
     logger,

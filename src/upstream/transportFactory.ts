@@ -9,6 +9,7 @@ import { boundedFetch } from "./boundedFetch.js";
 import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES } from "./childStdioTransport.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
 import { sandboxCommand } from "./sandbox.js";
+import { statelessFetch } from "./statelessFetch.js";
 import type { StderrTail } from "./stderrTail.js";
 
 /** What a transport is made with besides the server's own config entry. */
@@ -99,5 +100,7 @@ export function createTransport(config: ServerConfig, context: TransportContext)
       },
     });
   }
-  return new StreamableHTTPClientTransport(url, { requestInit, fetch: bounded });
+  // The stateless revision's headers and error answers (see statelessFetch.ts); the older
+  // revisions' messages pass through untouched.
+  return new StreamableHTTPClientTransport(url, { requestInit, fetch: statelessFetch(bounded) });
 }

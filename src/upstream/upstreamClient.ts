@@ -10,8 +10,17 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { InitializeResultSchema, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import type { Implementation, ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { isObject } from "../model/json.js";
 import type { JsonObject, UpstreamNotification } from "../model/types.js";
 import type { CallForwarder } from "./callForwarder.js";
+import { META_PROTOCOL_VERSION, requestEnvelope } from "./protocolEra.js";
+import type { DiscoverResult, ProtocolEra } from "./protocolEra.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { VERSION } from "../model/version.js";
 
@@ -52,9 +61,9 @@ const sharedValidator: jsonSchemaValidator = {
  * elicitation requests (relayed to the calling client, so they are declared as capabilities),
  * progress, log lines and resource notifications.
  */
-export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamClientRoutes): Client {
+export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamClientRoutes): UpstreamClient {
   const { forwarder, relay, onNotification } = routes;
-  const client = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: {} }, jsonSchemaValidator: sharedValidator });
+  const client = new UpstreamClient(clientInfo, { capabilities: { sampling: {}, elicitation: {} }, jsonSchemaValidator: sharedValidator });
   client.setNotificationHandler(ProgressNotificationSchema, (n) => {
     const { progressToken, progress, total, message } = n.params;
     forwarder.progress(String(progressToken), {
@@ -71,4 +80,98 @@ export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamCli
   client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
   client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
   return client;
+}
+
+/** Any result object, kept as sent. */
+const looseResult = z.looseObject({});
+
+/**
+ * The SDK's client, able to speak either revision over one transport: the initialize handshake
+ * (`connect`, or {@link initializeAfterProbe} once a `server/discover` probe found no stateless
+ * server) or the stateless revision 2026-07-28 ({@link attach} with no handshake, then every
+ * request carrying the `_meta` envelope of {@link withEnvelope}). What the server told of itself
+ * (capabilities, name, instructions) is read the same way for both.
+ */
+export class UpstreamClient extends Client {
+  /** The revision in use; undefined until connected. */
+  era: ProtocolEra | undefined;
+  /** The `ttlMs` of the last `tools/list` page of a stateless server (a hint of when to list again). */
+  lastListTtlMs: number | undefined;
+  private readonly info: ClientInfo;
+  private readonly envelope: JsonObject;
+  private known: { capabilities?: ServerCapabilities; serverInfo?: Implementation; instructions?: string } | undefined;
+
+  constructor(info: ClientInfo, options: ConstructorParameters<typeof Client>[1]) {
+    super(info, options);
+    this.info = info;
+    this.envelope = requestEnvelope(info);
+  }
+
+  /** Connects over `transport` without any handshake (the probe, or a server known to be stateless). */
+  async attach(transport: Transport): Promise<void> {
+    await Protocol.prototype.connect.call(this, transport);
+  }
+
+  /** Sends `server/discover` with the envelope; resolves with the raw result (see protocolEra.ts classifyProbe). */
+  discover(options: RequestOptions): Promise<JsonObject> {
+    return this.request({ method: "server/discover", params: { _meta: this.envelope } }, looseResult, options);
+  }
+
+  /** The probe found a stateless server: every later request carries the envelope. */
+  useStateless(discover: DiscoverResult): void {
+    this.era = "stateless";
+    this.known = {
+      capabilities: discover.capabilities as ServerCapabilities,
+      ...(discover.serverInfo ? { serverInfo: discover.serverInfo } : {}),
+      ...(discover.instructions !== undefined ? { instructions: discover.instructions } : {}),
+    };
+  }
+
+  /**
+   * The initialize handshake over the transport the probe used (the SDK's `connect` would start
+   * the transport again): what `connect` does after starting it, with the same checks.
+   */
+  async initializeAfterProbe(options: RequestOptions): Promise<void> {
+    const result = await this.request(
+      { method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: { sampling: {}, elicitation: {} }, clientInfo: { ...this.info } } },
+      InitializeResultSchema,
+      options,
+    );
+    if (!SUPPORTED_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
+      throw new Error(`Server's protocol version is not supported: ${result.protocolVersion}`);
+    }
+    this.known = {
+      capabilities: result.capabilities,
+      serverInfo: result.serverInfo,
+      ...(result.instructions !== undefined ? { instructions: result.instructions } : {}),
+    };
+    this.transport?.setProtocolVersion?.(result.protocolVersion);
+    await this.notification({ method: "notifications/initialized" });
+    this.era = "legacy";
+  }
+
+  /** `params` with the stateless envelope in its `_meta` when this client speaks 2026-07-28; else as given. */
+  withEnvelope(params: JsonObject): JsonObject {
+    if (this.era !== "stateless") return params;
+    const meta = isObject(params._meta) ? params._meta : {};
+    if (meta[META_PROTOCOL_VERSION] !== undefined) return params;
+    return { ...params, _meta: { ...meta, ...this.envelope } };
+  }
+
+  override getServerCapabilities(): ServerCapabilities | undefined {
+    return this.known ? this.known.capabilities : super.getServerCapabilities();
+  }
+
+  override getServerVersion(): Implementation | undefined {
+    return this.known ? this.known.serverInfo : super.getServerVersion();
+  }
+
+  override getInstructions(): string | undefined {
+    return this.known ? this.known.instructions : super.getInstructions();
+  }
+}
+
+/** `params` with the stateless envelope when `client` speaks 2026-07-28 (see {@link UpstreamClient.withEnvelope}). */
+export function withEnvelope(client: Client, params: JsonObject): JsonObject {
+  return client instanceof UpstreamClient ? client.withEnvelope(params) : params;
 }

@@ -9,7 +9,7 @@ import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
 import { CallForwarder } from "./callForwarder.js";
-import { connectAndList } from "./connectAttempt.js";
+import { connectAndList, ProbeClosedError } from "./connectAttempt.js";
 import { listTools } from "./listTools.js";
 import { RelistScheduler } from "./relistScheduler.js";
 import { RequestRelay } from "./requestRelay.js";
@@ -20,7 +20,9 @@ import type { TransportContext } from "./transportFactory.js";
 import { UpstreamBase } from "./upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
-import type { ClientInfo } from "./upstreamClient.js";
+import type { ClientInfo, UpstreamClient } from "./upstreamClient.js";
+import type { ProtocolEra } from "./protocolEra.js";
+import { TtlRelist } from "./ttlRelist.js";
 import { notReadyError, startError } from "./upstreamErrors.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
@@ -46,6 +48,8 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
   childEnv?: Record<string, string>;
   /** Ends stdio servers when abridge dies without closing them (see childWatchdog.ts). */
   watchdog?: ProcessGroupWatch;
+  /** Shortest wait before a re-list asked for by a stateless server's `ttlMs` (see ttlRelist.ts). */
+  minTtlRelistMs?: number;
   /** Notifications no call took: resources/updated, list_changed, log lines outside a call. */
   onNotification?: (notification: UpstreamNotification) => void;
   /**
@@ -82,7 +86,16 @@ export class UpstreamConnection extends UpstreamBase {
    */
   private discovered = false;
 
-  private client: Client | undefined;
+  private client: UpstreamClient | undefined;
+  /**
+   * The revision the last successful start spoke: a `per_call` process speaks it with no new
+   * probe; a stdio server that quit on the probe is started with `initialize` from then on.
+   */
+  private era: ProtocolEra | undefined;
+  /** The stdio server quit on the `server/discover` probe once: `auto` goes straight to `initialize`. */
+  private skipProbe = false;
+  /** Re-lists a stateless server when the `ttlMs` of its tool list runs out (see ttlRelist.ts). */
+  private readonly ttlRelist: TtlRelist;
   /** Bumped for every connection attempt; callbacks of an older attempt are ignored. */
   private generation = 0;
   private readonly transports = new Set<Transport>();
@@ -116,6 +129,7 @@ export class UpstreamConnection extends UpstreamBase {
     };
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
     this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());
+    this.ttlRelist = new TtlRelist(() => this.relists.schedule(), options.minTtlRelistMs);
     this.calls = new CallForwarder({
       target: {
         assertAvailable: () => {
@@ -203,6 +217,18 @@ export class UpstreamConnection extends UpstreamBase {
    * `connect_timeout_ms` (each tools/list page is also bounded by `timeout_ms`). On failure everything this attempt started is closed before rethrowing.
    */
   private async connectOnce(signal?: AbortSignal): Promise<void> {
+    try {
+      await this.connectAttempt(signal);
+    } catch (err) {
+      if (!(err instanceof ProbeClosedError) || this.closePromise) throw err;
+      // A stdio server that quits on any request before initialize: a new process, initialize only.
+      this.logger.info("upstream closed on server/discover; starting it again with initialize");
+      this.skipProbe = true;
+      await this.connectAttempt(signal);
+    }
+  }
+
+  private async connectAttempt(signal?: AbortSignal): Promise<void> {
     const generation = ++this.generation;
     this.stderr.clear();
     const transport = this.newTransport();
@@ -224,6 +250,7 @@ export class UpstreamConnection extends UpstreamBase {
         logger: this.logger,
         lifetime: this.lifetime.signal,
         signal,
+        protocol: this.attemptProtocol(),
         onInitialized: () => {
           this.client = client;
         },
@@ -233,6 +260,7 @@ export class UpstreamConnection extends UpstreamBase {
       this.serverInfo = client.getServerVersion() ? { ...client.getServerVersion()! } : undefined;
       this.capabilities = client.getServerCapabilities() as JsonObject | undefined;
       this.instructions = client.getInstructions();
+      this.era = client.era;
       this.error = undefined;
       this.readySinceMs = Date.now();
       this.startedAt = new Date(this.readySinceMs).toISOString();
@@ -244,7 +272,8 @@ export class UpstreamConnection extends UpstreamBase {
         this.client = undefined;
         this.retire(transport, client);
       }
-      this.logger.info("upstream ready", { tools: this.toolList.length, restarts: this.restarts });
+      this.logger.info("upstream ready", { tools: this.toolList.length, restarts: this.restarts, protocol: client.era });
+      if (this.config.lifecycle !== "per_call") this.ttlRelist.listed(client.lastListTtlMs);
       this.setState("ready");
       // The first list of a server counts as a change too: front ends serve before every upstream
       // is up, and a server that comes up late must reach their lists (one list_changed).
@@ -258,8 +287,19 @@ export class UpstreamConnection extends UpstreamBase {
     }
   }
 
+  /**
+   * The revision an attempt asks for: the entry's `protocol`, except that `auto` goes straight to
+   * `initialize` over SSE (a transport of the older revisions only) and for a stdio server that
+   * quit on the probe before.
+   */
+  private attemptProtocol(): "auto" | "2026-07-28" | "legacy" {
+    const protocol = this.config.protocol ?? "auto";
+    if (protocol === "auto" && (this.skipProbe || this.config.transport === "sse")) return "legacy";
+    return protocol;
+  }
+
   /** A client whose progress, log lines, notifications and requests reach this server's callers. */
-  private newClient(): Client {
+  private newClient(): UpstreamClient {
     return createUpstreamClient(this.clientInfo, {
       forwarder: this.calls,
       relay: this.relay,
@@ -301,6 +341,7 @@ export class UpstreamConnection extends UpstreamBase {
     try {
       const tools = await listTools(client, this.logger, this.config.timeout_ms, this.lifetime.signal);
       if (client !== this.client) return;
+      this.ttlRelist.listed(client.lastListTtlMs);
       const changed = this.replaceTools(tools);
       this.logger.info("upstream tools re-listed", { tools: this.toolList.length, changed });
       if (changed) {
@@ -315,6 +356,7 @@ export class UpstreamConnection extends UpstreamBase {
   /** The transport of the current attempt closed (child exited, HTTP transport closed). */
   private handleClosed(generation: number, transport: Transport): void {
     if (generation !== this.generation || this.closePromise || this.state !== "ready") return;
+    this.ttlRelist.stop();
     const client = this.client;
     this.client = undefined;
     this.logger.warn("upstream connection closed; restarting");
@@ -410,6 +452,8 @@ export class UpstreamConnection extends UpstreamBase {
     if (this.state !== "ready") this.readyClient();
     const transport = this.newTransport();
     const client = this.newClient();
+    // The process speaks what the listing one spoke: stateless needs no handshake and no new probe.
+    client.era = this.era;
     client.onerror = (err) => this.logger.debug("per-call transport error", { error: this.secrets.redact(messageOf(err)) });
     return this.calls.withFreshClient(transport, client, (t, c) => this.retire(t, c), this.lifetime.signal, signal, use);
   }
@@ -437,6 +481,7 @@ export class UpstreamConnection extends UpstreamBase {
   private async doClose(): Promise<void> {
     this.lifetime.abort(new AbridgeError(ErrorCode.CANCELLED, `${this.config.name} is closing`));
     this.relists.stop();
+    this.ttlRelist.close();
     const wasState = this.state;
     this.generation++;
     const client = this.client;

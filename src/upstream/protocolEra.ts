@@ -1,0 +1,146 @@
+import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
+import { isObject } from "../model/json.js";
+import type { JsonObject } from "../model/types.js";
+
+/**
+ * The stateless MCP revision: no `initialize` and no session; every request carries its revision,
+ * `clientInfo` and client capabilities in `_meta`, and `server/discover` tells what a server has.
+ */
+export const STATELESS_REVISION = "2026-07-28";
+
+/** `_meta` keys of the per-request envelope of {@link STATELESS_REVISION}. */
+export const META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion";
+export const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo";
+export const META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
+/** `_meta` key of a stateless result naming the server. */
+export const META_SERVER_INFO = "io.modelcontextprotocol/serverInfo";
+
+/** The error a stateless server answers a revision it does not speak with (`data.supported`). */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+/** Which handshake a connection uses: `stateless` (2026-07-28) or `legacy` (initialize). */
+export type ProtocolEra = "stateless" | "legacy";
+
+/**
+ * What abridge says it can do, in `initialize` and in every stateless request: it relays sampling,
+ * elicitation and roots requests to the client behind a call (see requestRelay.ts and inputRequired.ts).
+ */
+export const CLIENT_CAPABILITIES: JsonObject = { sampling: {}, elicitation: {}, roots: {} };
+
+/** The `_meta` envelope every stateless request carries. */
+export function requestEnvelope(clientInfo: { name: string; version: string }): JsonObject {
+  return {
+    [META_PROTOCOL_VERSION]: STATELESS_REVISION,
+    [META_CLIENT_INFO]: { name: clientInfo.name, version: clientInfo.version },
+    [META_CLIENT_CAPABILITIES]: CLIENT_CAPABILITIES,
+  };
+}
+
+/** What a stateless server said of itself in `server/discover`. */
+export interface DiscoverResult {
+  supportedVersions: string[];
+  capabilities: JsonObject;
+  instructions?: string;
+  serverInfo?: { name: string; version: string };
+}
+
+/**
+ * Reads a `server/discover` result; undefined when it is not one (no `supportedVersions` list of
+ * strings or no `capabilities` object), which the probe takes for a server of the older revisions.
+ */
+export function readDiscoverResult(result: unknown): DiscoverResult | undefined {
+  if (!isObject(result) || !isObject(result.capabilities)) return undefined;
+  const versions = result.supportedVersions;
+  if (!Array.isArray(versions) || !versions.every((v) => typeof v === "string")) return undefined;
+  const meta = isObject(result._meta) ? result._meta : {};
+  const info = meta[META_SERVER_INFO];
+  return {
+    supportedVersions: versions as string[],
+    capabilities: result.capabilities,
+    ...(typeof result.instructions === "string" ? { instructions: result.instructions } : {}),
+    ...(isObject(info) && typeof info.name === "string" && typeof info.version === "string" ? { serverInfo: { name: info.name, version: info.version } } : {}),
+  };
+}
+
+/** The verdict of a `server/discover` probe. */
+export type ProbeVerdict =
+  | { era: "stateless"; discover: DiscoverResult }
+  /** `closed`: the server ended the connection on the probe (a stdio process that quit): a new one is needed. */
+  | { era: "legacy"; reason: string; closed: boolean };
+
+/**
+ * Classifies how a server answered `server/discover`, after the spec's guidance for clients of
+ * both revisions: a result listing {@link STATELESS_REVISION} is a stateless server; a JSON-RPC
+ * error (method not found, "not initialized", an unsupported revision without a stateless one in
+ * `data.supported`), a result that is no discover result, a closed stdio connection or a silent
+ * one is a server of the older revisions. `closed`: the client's transport was gone when the error came. Anything else (the network, a 5xx) is not an answer:
+ * thrown, so the start fails and is retried as any start.
+ *
+ * @throws AbridgeError UPSTREAM_PROTOCOL when the server speaks stateless revisions, none of them ours.
+ */
+export function classifyProbe(server: string, outcome: { result: unknown } | { error: unknown; closed: boolean }, stdio: boolean): ProbeVerdict {
+  if ("result" in outcome) {
+    const discover = readDiscoverResult(outcome.result);
+    if (discover === undefined) return { era: "legacy", reason: "server/discover answered with something else than a discover result", closed: false };
+    if (discover.supportedVersions.includes(STATELESS_REVISION)) return { era: "stateless", discover };
+    const stateless = discover.supportedVersions.filter((v) => v >= STATELESS_REVISION);
+    if (stateless.length > 0) throw unsupportedRevisions(server, stateless);
+    return { era: "legacy", reason: `server/discover lists only ${discover.supportedVersions.join(", ") || "no revision"}`, closed: false };
+  }
+  const err = outcome.error;
+  if (err instanceof McpError) {
+    // -32000 is also what servers of the older revisions answer "not initialized" with: only a
+    // connection that is gone makes it the SDK's "connection closed".
+    if (outcome.closed && err.code === (RpcErrorCode.ConnectionClosed as number)) {
+      if (stdio) return { era: "legacy", reason: "the server closed the connection on server/discover", closed: true };
+      throw err;
+    }
+    if (err.code === (RpcErrorCode.RequestTimeout as number)) {
+      if (stdio) return { era: "legacy", reason: "no answer to server/discover", closed: false };
+      throw err;
+    }
+    if (err.code === UNSUPPORTED_PROTOCOL_VERSION) {
+      const supported = isObject(err.data) && Array.isArray(err.data.supported) ? err.data.supported.filter((v): v is string => typeof v === "string") : [];
+      const stateless = supported.filter((v) => v >= STATELESS_REVISION);
+      if (stateless.length > 0 && !stateless.includes(STATELESS_REVISION)) throw unsupportedRevisions(server, stateless);
+    }
+    return { era: "legacy", reason: `server/discover failed with ${err.code}: ${err.message}`, closed: false };
+  }
+  throw err;
+}
+
+/** The server speaks only stateless revisions abridge does not know. */
+function unsupportedRevisions(server: string, revisions: string[]): AbridgeError {
+  return new AbridgeError(
+    ErrorCode.UPSTREAM_PROTOCOL,
+    `${server}: the server speaks MCP ${revisions.join(", ")}; abridge speaks ${STATELESS_REVISION} and the initialize handshake`,
+    { details: { server, supported: revisions } },
+  );
+}
+
+/**
+ * `protocol = "2026-07-28"` and the server is not a stateless one: named, with the revision and
+ * what the server did, and the setting that would reach it.
+ */
+export function statelessRequired(server: string, reason: string): AbridgeError {
+  return new AbridgeError(
+    ErrorCode.UPSTREAM_PROTOCOL,
+    `${server}: protocol = "${STATELESS_REVISION}" but the server does not speak MCP ${STATELESS_REVISION} (${reason}); set protocol = "auto" or "legacy" for a server of the initialize handshake`,
+    { details: { server, protocol: STATELESS_REVISION } },
+  );
+}
+
+/**
+ * `protocol = "legacy"` and the server refused `initialize` as a stateless-only server does
+ * (-32022 naming only stateless revisions): named, with the setting that would reach it. Other
+ * failures are left as they are.
+ */
+export function legacyRefused(server: string, err: unknown): AbridgeError | undefined {
+  if (!(err instanceof McpError) || err.code !== UNSUPPORTED_PROTOCOL_VERSION) return undefined;
+  return new AbridgeError(
+    ErrorCode.UPSTREAM_PROTOCOL,
+    `${server}: protocol = "legacy" but the server refused initialize (${messageOf(err)}); it speaks MCP ${STATELESS_REVISION} only: set protocol = "auto" or "${STATELESS_REVISION}"`,
+    { cause: err, details: { server, protocol: "legacy" } },
+  );
+}
