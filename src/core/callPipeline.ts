@@ -245,8 +245,10 @@ export class CallPipeline {
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.relay ? { relay: options.relay } : {}),
       });
-      // Shaped before the guard's output limit, so the limit counts (and a spill keeps) what is sent.
-      const finished = await guard.finish(server, shapeCallResult(this.parts.config(), server, tool, result), options.signal);
+      // Shaped before the guard's output limit, so the limit counts (and a spill keeps) what is sent;
+      // not for a program's call, which reads the result as a value, not as text for the model.
+      const shaped = options.run === undefined ? shapeCallResult(this.parts.config(), server, tool, result) : result;
+      const finished = await guard.finish(server, shaped, options.signal);
       await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
       return finished;
     } catch (err) {

@@ -33,6 +33,14 @@ describe("result shaping on the bridge's call pipeline", () => {
     expect((lean.content?.[1] as { text: string }).text).toBe(`[abridge: result_format "lean": ${rows.length} null or empty fields left out]`);
   });
 
+  it("a program's calls in code mode read the upstream's values, not the table form", async () => {
+    const { bridge } = await startBridge(`mode = "code"\n${fixtureToml("e", "echoServer.ts")}`);
+    const code = `const r = await tools.call("e_echo", { text: ${JSON.stringify(pretty)} });\nreturn r.rows.length + ":" + r.rows[0].name;`;
+    const answer = await bridge.callTool("run_code", { code });
+    expect(answer.isError).toBeUndefined();
+    expect(textOf(answer)).toContain('"12:entity-1"');
+  });
+
   it("the output limit counts what is sent: a result whose pretty form is over max_output_bytes and whose compact form fits is passed whole", async () => {
     const limit = 900;
     expect(Buffer.byteLength(pretty)).toBeGreaterThan(limit);
