@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { resultFormatFor } from "../../src/result/resultFormat.js";
@@ -30,5 +32,16 @@ describe("result_format, result_format_tools and structured in the config", () =
     expect(() => parse(`result_format = "tiny"\n`)).toThrow(/result_format/);
     expect(() => parse(`[servers.a]\ncommand = "a"\nstructured = "none"\n`)).toThrow(/servers\.a\.structured/);
     expect(() => parse(`[servers.a]\ncommand = "a"\n[servers.a.result_format_tools]\n"x" = "small"\n`)).toThrow(/servers\.a\.result_format_tools\.x/);
+  });
+
+  it("the README's example under Result shaping is a valid config that means what it says", () => {
+    const readme = readFileSync(path.join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### Result shaping"));
+    const block = /```toml\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block).toBeDefined();
+    const fs = parse(block!).servers[0]!;
+    expect(fs).toMatchObject({ name: "fs", result_format: "compact", structured: "text-only" });
+    expect(resultFormatFor(fs, "read_text_file")).toBe("as-is");
+    expect(resultFormatFor(fs, "directory_tree")).toBe("compact");
   });
 });
