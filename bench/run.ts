@@ -3,7 +3,7 @@
  * `--only hostile` names every attack), prints markdown tables, and writes bench/results/latest.json,
  * latest.md and tokens.svg (a run with `--only` writes only-<names>.json and .md instead), and the
  * held-out fidelity details in fidelity.json and fidelity.md, and the summary guard's figures in
- * guard-false-rejects.json (`--no-dense` leaves out the dense
+ * guard-false-rejects.json, and the code-mode figures in codeMode.json and codeMode.md (`--no-dense` leaves out the dense
  * selection proxy, whose first run over a new corpus encodes every text once). Figures
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
@@ -28,6 +28,7 @@ import { hostileCacheMarkdown, runHostileCache, type HostileCacheResult } from "
 import { guardFalseRejectsMarkdown, runGuardFalseRejects, type GuardFalseRejectsResult } from "./guardFalseRejects.js";
 import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdioServe.js";
 import { resultShapingMarkdown, runResultShaping, type ResultShapingResult } from "./resultShaping.js";
+import { CODE_MODE_TARGETS, codeModeMarkdown, runCodeMode, writeCodeModeResults, type CodeModeResult } from "./codeMode.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
@@ -41,7 +42,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping", "codeMode"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** Names `--only` takes for several benchmarks at once. */
@@ -90,6 +91,8 @@ interface Results {
   fleetCache?: FleetCacheResult;
   /** Recorded results of published servers as written and shaped (result_format): tokens, round trip, time. */
   resultShaping?: ResultShapingResult;
+  /** Multi-step tasks as classic compact sessions and as code sessions: tokens, answers checked; a run's start, a call's cost, RSS (also in codeMode.json). */
+  codeMode?: CodeModeResult;
   failures: { bench: string; error: string }[];
   /** MaxListenersExceededWarnings seen in this process (the SDK's HTTP client, see main). */
   listenerWarnings?: number;
@@ -241,6 +244,12 @@ function checkTargets(r: Results): TargetCheck[] {
     else checks.push({ target, figure: show(value), status: ok(value) ? "met" : "missed" });
   };
   const share = r.tokens?.summarizers[0]?.shareOfFull;
+  const code = r.codeMode;
+  const ct = CODE_MODE_TARGETS;
+  add(`code mode: code sessions <= ${ct.tokenShare * 100}% of the classic sessions' tokens (task suite)`, code?.total.share, (v) => v <= ct.tokenShare, (v) => `${pct(v)} (${code?.total.code} of ${code?.total.classic})`);
+  add(`code mode: a run starts in <= ${ct.coldStartMs} ms (median)`, code?.runtime.coldStart.runMsMedian, (v) => v <= ct.coldStartMs, (v) => `${v.toFixed(2)} ms`);
+  add(`code mode: a call from a program adds <= ${ct.addedCallMs} ms to a direct Bridge.callTool`, code === undefined ? undefined : code.runtime.toolCall.addedUsPerCall / 1000, (v) => v <= ct.addedCallMs, (v) => `${v.toFixed(3)} ms`);
+  add(`code mode: 16 concurrent runs add <= ${ct.extraRssMiB} MiB RSS`, code?.runtime.memory.extraRssMiB, (v) => v <= ct.extraRssMiB, (v) => `${v.toFixed(1)} MiB (${code?.runtime.memory.extraRssPrimedMiB.toFixed(1)} MiB once a run has started the runtime)`);
   const shaping = r.resultShaping;
   add("result_format compact: >= 30% fewer tokens on JSON-bearing recorded results", shaping?.jsonSaving, (v) => v >= 0.3, (v) => pct(v) ?? "");
   add("result_format compact: 0 values lost in the round trip of every recorded result", shaping?.roundTrip.valuesLost, (v) => v === 0, (v) => `${v} of ${shaping?.roundTrip.results}`);
@@ -516,6 +525,11 @@ async function main(): Promise<number> {
   await step("resultShaping", async () => {
     results.resultShaping = runResultShaping();
     print(resultShapingMarkdown(results.resultShaping));
+  });
+  await step("codeMode", async () => {
+    results.codeMode = await runCodeMode({ log: (line) => process.stderr.write(`bench: codeMode: ${line}\n`) });
+    print(codeModeMarkdown(results.codeMode));
+    await writeCodeModeResults(results.codeMode);
   });
 
   results.listenerWarnings = listenerWarnings;

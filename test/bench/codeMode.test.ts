@@ -1,0 +1,60 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { codeModeMarkdown, QUICK_TASKS, runCodeMode, TASKS, writeCodeModeResults } from "../../bench/codeMode.js";
+import { tempDir } from "../helpers/cliHarness.js";
+
+describe("bench/codeMode: classic and code sessions of the same tasks", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir("abridge-codemode-test-"));
+  });
+  afterEach(async () => {
+    await cleanup();
+  });
+
+  it("--quick: both sessions of each task reach the data's answer, and every figure is written", async () => {
+    const result = await runCodeMode({ quick: true });
+    expect(result.tasks.map((t) => t.task)).toEqual(QUICK_TASKS);
+    for (const t of result.tasks) {
+      expect(t.answer).toBeDefined();
+      // The classic session read results and the code session sent one program after its searches.
+      expect(t.classic.calls).toBeGreaterThan(0);
+      expect(t.classic.turns).toBeGreaterThanOrEqual(2);
+      expect(t.code.calls).toBeGreaterThanOrEqual(2);
+      expect(t.codeDetail.searches.length).toBe(t.code.calls - 1);
+      expect(t.codeDetail.programCalls).toBeGreaterThan(0);
+      expect(t.code.tokens).toBe(t.code.list + t.code.callText + t.code.results + t.code.answer);
+      expect(t.classic.list).toBe(t.classic.listOnce * t.classic.turns);
+    }
+    expect(result.targets.map((t) => t.status).every((s) => s === "met" || s === "missed")).toBe(true);
+    expect(result.targets).toHaveLength(4);
+
+    await writeCodeModeResults(result, dir);
+    const json = JSON.parse(await readFile(path.join(dir, "codeMode.json"), "utf8")) as { tasks: { task: string }[]; targets: unknown[]; runtime: { coldStart: { runMsMedian: number } } };
+    expect(json.tasks.map((t) => t.task)).toEqual(QUICK_TASKS);
+    expect(json.targets).toHaveLength(4);
+    expect(Number.isFinite(json.runtime.coldStart.runMsMedian)).toBe(true);
+    const markdown = await readFile(path.join(dir, "codeMode.md"), "utf8");
+    expect(markdown).toContain(codeModeMarkdown(result));
+    for (const name of QUICK_TASKS) expect(markdown).toContain(`| ${name} |`);
+    expect(markdown).toMatch(/\| extra RSS for 16 concurrent runs \| [\d.]+ MiB \| <= 64 MiB \| (met|missed) \|/);
+  });
+
+  it("fails, naming the task, when the code session's answer differs from the classic one", async () => {
+    const csvSum = TASKS.find((t) => t.name === "csv-sum")!;
+    const wrong = { ...csvSum, name: "csv-sum-off-by-one", program: () => "return { central: 1 };" };
+    await expect(runCodeMode({ tasks: [wrong] })).rejects.toThrow(/^csv-sum-off-by-one: the classic and the code session's answers differ/);
+  });
+
+  it("fails when the searches never declare a function the program calls", async () => {
+    const csvSum = TASKS.find((t) => t.name === "csv-sum")!;
+    const unknown = { ...csvSum, name: "csv-sum-undeclared", uses: ["filesystem.no_such_tool"] };
+    await expect(runCodeMode({ tasks: [unknown] })).rejects.toThrow(/csv-sum-undeclared: search_tools never declared filesystem\.no_such_tool/);
+  });
+
+  it("refuses a task name it does not know, listing the tasks", async () => {
+    await expect(runCodeMode({ tasks: ["no-such-task"] })).rejects.toThrow(/no task named no-such-task \(tasks: csv-sum, /);
+  });
+});
