@@ -151,7 +151,7 @@ export async function runtimeFigures(dir: string, options: RuntimeOptions = {}):
   const bridge = await openBridge(path.join(dir, "echo"), [stdioServerToml("echo", ECHO_FIXTURE)]);
   try {
     const cold = await coldStart(bridge, options.coldRuns ?? 200);
-    const call = await toolCall(bridge, options.calls ?? 500, options.repeats ?? 15);
+    const call = await toolCall(bridge, options.calls ?? 200, options.repeats ?? 25);
     return { coldStart: cold, toolCall: call, memory: await memory(path.join(dir, "rss"), options.quick === true) };
   } finally {
     await bridge.close();

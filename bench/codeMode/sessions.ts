@@ -137,6 +137,7 @@ export async function codeSession(task: CodeModeTask, ctx: TaskContext): Promise
   if (still.length > 0) throw new Error(`${task.name}: search_tools never declared ${still.join(", ")}:\n${declared.slice(0, 500)}`);
 
   const code = task.program(ctx);
+  // Bridge.runCode is what run_code runs: `answer` is the tool's result, `result` holds the return value.
   const { result, answer } = await bridge.runCode(code);
   const text = textOf(answer);
   if (!result.ok || answer.isError === true || result.returnJson === undefined) throw new Error(`${task.name}: run_code failed: ${text.slice(0, 500)}`);
