@@ -41,7 +41,7 @@ export { startHttpServer } from "./serve/httpServer.js";
 export type { HttpFrontend, HttpServerOptions } from "./serve/httpServer.js";
 
 export { DaemonClient, isMcpPath } from "./client/daemonClient.js";
-export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, HostTool } from "./client/daemonClient.js";
+export type { DaemonClientOptions, DaemonCallOptions, DaemonRequestOptions, DaemonRunOptions, HostTool } from "./client/daemonClient.js";
 export { ensureDaemon, pingDaemon } from "./client/ensureDaemon.js";
 export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js";
 export type { DaemonDiscovery, DaemonStats, DaemonTool, DaemonToolSchema } from "./wire/protocol.js";

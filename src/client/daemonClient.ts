@@ -1,73 +1,19 @@
 import type { Mode } from "../config/schema.js";
+import { daemonError, type DaemonCallOptions, type DaemonClientOptions, type DaemonRequestOptions, type DaemonRunOptions, type HostTool, type RequestFields } from "./daemonClientOptions.js";
 import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
-import { type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema, type WireError } from "../wire/protocol.js";
+import { type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
+import type { RunCodeAnswer } from "../core/bridge.js";
 import { parseToolUri } from "../model/names.js";
 import { VERSION } from "../model/version.js";
 import { ClientConnection, ConnectionLostError } from "./clientConnection.js";
-import { ensureDaemon, type EnsureDaemonOptions } from "./ensureDaemon.js";
+import { ensureDaemon } from "./ensureDaemon.js";
 
-/** Options of a {@link DaemonClient}. */
-export interface DaemonClientOptions {
-  /** The daemon's state directory (where its lockfile is). */
-  stateDir: string;
-  /**
-   * Start the daemon when none answers ({@link ensureDaemon} with these options). Without it the
-   * client only talks to a daemon that is already running.
-   */
-  autoStart?: Omit<EnsureDaemonOptions, "stateDir" | "signal">;
-  /** Client-side bound of every request but `call_tool` (default 60 s: `list_tools` waits for upstreams to start). */
-  requestTimeoutMs?: number;
-  /** How much longer than the daemon's own bound (server start + call timeout) the client waits (default 5 s). */
-  timeoutMarginMs?: number;
-  /** The call timeout assumed when the daemon did not report a server's (default 30 s, the config default). */
-  defaultCallTimeoutMs?: number;
-  /** Bound of connecting (default 5 s). */
-  connectTimeoutMs?: number;
-  logger?: Logger;
-}
-
-/** Options of {@link DaemonClient.callTool}. */
-export interface DaemonCallOptions {
-  signal?: AbortSignal;
-  /** The daemon's call timeout for this call (overrides the server's `timeout_ms`). */
-  timeoutMs?: number;
-  /** Validation mode (default the daemon's config `mode`). */
-  mode?: Mode;
-}
-
-/** A tool as a host application keeps it next to its own: `path` is `mcp://server/tool`. */
-export interface HostTool extends DaemonTool {
-  path: string;
-}
-
-/** Options of the read-only requests. */
-export interface DaemonRequestOptions {
-  signal?: AbortSignal;
-}
-
-/** Whether `path` is one of abridge's tool paths (`mcp://server/tool`). */
-export function isMcpPath(path: string): boolean {
-  return parseToolUri(path) !== undefined;
-}
-
-function knownCode(code: string): ErrorCode {
-  return (Object.values(ErrorCode) as string[]).includes(code) ? (code as ErrorCode) : ErrorCode.INTERNAL;
-}
-
-/** A request's fields but the token (which the client adds). */
-type RequestFields = ClientRequest extends infer R ? (R extends unknown ? Omit<R, "token"> : never) : never;
-
-/** Turns the error of an `ok: false` answer into the typed error the daemon meant. */
-function daemonError(error: WireError): AbridgeError {
-  return new AbridgeError(knownCode(error.code), error.message, {
-    retryable: error.retryable,
-    ...(knownCode(error.code) !== error.code ? { details: { daemonCode: error.code } } : {}),
-  });
-}
+export type { DaemonCallOptions, DaemonClientOptions, DaemonRequestOptions, DaemonRunOptions, HostTool } from "./daemonClientOptions.js";
+export { isMcpPath } from "./daemonClientOptions.js";
 
 /**
  * A host application's handle on the daemon. Reads the lockfile (or starts the daemon, with
@@ -112,6 +58,8 @@ export class DaemonClient {
   /** Per server, how long the daemon may wait for it to start before a call (learned from `stats`). */
   private connectTimeoutsMs: Record<string, number> = {};
   private timeoutsLearned = false;
+  /** A run's time limit on the daemon unless a request says otherwise (learned from `stats`). */
+  private codeTimeoutMs: number | undefined;
   private shared: ClientConnection | undefined;
   private readonly calls = new Set<ClientConnection>();
   /** Call connections that finished cleanly, kept for the next call (of the same daemon). */
@@ -163,35 +111,77 @@ export class DaemonClient {
     // (a call may come while it is still connecting) plus the call itself.
     const startWaitMs = this.connectTimeoutsMs[server] ?? DEFAULT_START_WAIT_MS;
     const clientTimeoutMs = startWaitMs + daemonTimeoutMs + (this.options.timeoutMarginMs ?? 5_000);
+    return (await this.sendRunning(body, clientTimeoutMs, options.signal)).result;
+  }
+
+  /**
+   * Runs a program against the daemon's tools (code mode's `run_code`): the body of an async
+   * function with one global per server. Resolves with what the run produced and the answer a
+   * model reads, like `Bridge.runCode`: a program that failed (an exception, its timeout, a limit)
+   * has `result.ok` false, it is not thrown. Aborting `signal` cancels the run on the daemon,
+   * which aborts its calls in flight, and rejects with CANCELLED.
+   *
+   * @throws AbridgeError INPUT_INVALID for a limit out of its bounds; the daemon's errors by code.
+   */
+  async runCode(code: string, options: DaemonRunOptions = {}): Promise<RunCodeAnswer> {
+    const body = { op: "run_code" as const, code, ...(options.limits !== undefined ? { limits: options.limits } : {}) };
+    if (options.limits?.timeout_ms === undefined && !this.timeoutsLearned) {
+      await this.stats(options.signal ? { signal: options.signal } : {}).catch(() => undefined);
+    }
+    // The run waits for servers still starting (as a first list does), then runs within its time.
+    const runMs = options.limits?.timeout_ms ?? this.codeTimeoutMs ?? 30_000;
+    const startWaitMs = Math.max(DEFAULT_START_WAIT_MS, ...Object.values(this.connectTimeoutsMs));
+    const answer = await this.sendRunning(body, startWaitMs + runMs + (this.options.timeoutMarginMs ?? 5_000), options.signal);
+    // Sound as far as the wire goes: the answer was checked against the protocol's schema; an
+    // error code a newer daemon has and this client lacks is passed on as the daemon wrote it.
+    return { result: answer.run as unknown as RunCodeAnswer["result"], answer: answer.answer as CallToolResult };
+  }
+
+  /**
+   * TypeScript declarations of the tools a task finds (`query`, best `limit`) or of the tools
+   * named (`names`: exposed names or `namespace.function`), as code mode's `search_tools` answers.
+   */
+  async declareTools(request: { query: string; limit?: number } | { names: string[] }, options: DaemonRequestOptions = {}): Promise<string> {
+    const response = await this.send({ op: "declare_tools", ...request }, options.signal);
+    return response.declarations;
+  }
+
+  /**
+   * Sends a request that runs (a call, a run) and may be given up on: on a shared unordered
+   * connection (cancelled by id) with a daemon of this version, else on a connection of its own
+   * (closed to cancel). Retried once on a restarted daemon only when it cannot have run.
+   */
+  private async sendRunning<Op extends "call_tool" | "run_code">(body: RequestFields & { op: Op }, clientTimeoutMs: number, signal: AbortSignal | undefined): Promise<DaemonOkAnswer<Op>> {
     for (let attempt = 0; ; attempt++) {
       // A daemon known to have died since the last call (its pid is gone) is not called through
       // an idle connection whose reset may not have been read yet: a call is not retried once
       // sent, so it would fail where a fresh lookup finds (or starts) the new daemon.
       const known = this.info;
       const gone = attempt === 0 && known !== undefined && !this.isAlive(known.pid);
-      const info = await this.locate(attempt > 0 || gone, options.signal);
+      const info = await this.locate(attempt > 0 || gone, signal);
       // A daemon of another version may not know `options` and `cancel`: a connection per call.
       const shared = info.version === VERSION;
       let connection: ClientConnection;
       try {
-        connection = shared ? await this.takeShared(info) : (this.takeIdle() ?? (await this.open(info, options.signal)));
+        connection = shared ? await this.takeShared(info) : (this.takeIdle() ?? (await this.open(info, signal)));
       } catch (err) {
         if (attempt === 0 && this.isRestartSign(err)) continue;
         throw err;
       }
+      const request = { ...body, token: info.token } as ClientRequest & { op: Op };
       if (shared) {
-        const response = await this.callShared(connection, { ...body, token: info.token }, clientTimeoutMs, options.signal);
+        const response = await this.callShared<Op>(connection, request, clientTimeoutMs, signal);
         if (!response.ok) {
           // A refused token means nothing ran: a new daemon now holds the address.
           if (attempt === 0 && response.error.code === ErrorCode.DAEMON_UNAUTHORIZED) continue;
           throw daemonError(response.error);
         }
-        return response.result;
+        return response;
       }
       this.calls.add(connection);
       let reusable = false;
       try {
-        const response = await connection.request({ ...body, token: info.token }, { timeoutMs: clientTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+        const response = await connection.request<Op>(request, { timeoutMs: clientTimeoutMs, ...(signal ? { signal } : {}) });
         // Answered, whatever the answer: the connection is in a clean state for the next call.
         reusable = true;
         if (!response.ok) {
@@ -202,7 +192,7 @@ export class DaemonClient {
           }
           throw daemonError(response.error);
         }
-        return response.result;
+        return response;
       } finally {
         this.calls.delete(connection);
         // A call that was aborted or timed out closes its connection (that is how the daemon
@@ -322,15 +312,15 @@ export class DaemonClient {
    * rather than closing the connection, which would end the other calls too. The connection
    * keeps the host's process alive only while calls are in flight on it.
    */
-  private async callShared(
+  private async callShared<Op extends "call_tool" | "run_code">(
     connection: ClientConnection,
-    request: ClientRequest & { op: "call_tool" },
+    request: ClientRequest & { op: Op },
     timeoutMs: number,
     signal: AbortSignal | undefined,
-  ): Promise<DaemonResponse<"call_tool">> {
+  ): Promise<DaemonResponse<Op>> {
     if (connection.inFlight === 0) connection.setIdle(false);
     try {
-      return await connection.request(request, { timeoutMs, cancelWithToken: request.token, ...(signal ? { signal } : {}) });
+      return await connection.request<Op>(request, { timeoutMs, cancelWithToken: request.token, ...(signal ? { signal } : {}) });
     } finally {
       if (connection.inFlight === 0 && !connection.closed) {
         // One dropped from the pool (the daemon was looked up afresh) closes with its last call.
@@ -471,6 +461,7 @@ export class DaemonClient {
       if (value > 0) this.connectTimeoutsMs[server] = value;
     }
     this.timeoutsLearned = true;
+    if (stats.codeTimeoutMs !== undefined && stats.codeTimeoutMs > 0) this.codeTimeoutMs = stats.codeTimeoutMs;
     for (const [server, value] of Object.entries(stats.timeoutsMs)) {
       if (value > 0) this.timeoutsMs[server] = value;
     }

@@ -15,7 +15,7 @@ import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { acquireLock, lockFilePath, newToken, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
 import { bindListener, closeServer, hasUnixSockets, publishSocket, removeSocket, socketPathProblem, SOCKET_FILE_NAME, type ListenTarget, type SocketFile, type WaitingRoom } from "./daemonListener.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
-import { daemonTools } from "./daemonTools.js";
+import { daemonTools, declarationRequest, wireRun } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
 import { formatAddress, MAX_LINE_BYTES, type BridgeRequest, type DaemonStats } from "../wire/protocol.js";
 
@@ -335,6 +335,13 @@ export class Daemon implements SessionHost {
         });
         return { body: { result } };
       }
+      case "run_code": {
+        // A program's failure (an exception, its timeout, a limit, a cancel) is in `run`, not an error answer.
+        const { result, answer } = await this.bridge.runCode(request.code, { signal, client: "daemon", ...(request.limits ? { limits: request.limits } : {}) });
+        return { body: { run: wireRun(result), answer } };
+      }
+      case "declare_tools":
+        return { body: { declarations: await this.bridge.declareTools(declarationRequest(request), signal) } };
       case "read_output":
         // The bridge's own read_output handling: the same pages, markers and errors as over MCP.
         return { body: { result: await this.bridge.readOutput(request.handle, request.offset ?? 0) } };
@@ -371,6 +378,7 @@ export class Daemon implements SessionHost {
       // UPSTREAM_TIMEOUT / UPSTREAM_UNAVAILABLE instead of a bare client-side timeout.
       timeoutsMs: Object.fromEntries(this.config.servers.map((s) => [s.name, s.timeout_ms])),
       connectTimeoutsMs: Object.fromEntries(this.config.servers.map((s) => [s.name, s.connect_timeout_ms + START_WAIT_SLACK_MS])),
+      codeTimeoutMs: this.config.code.timeout_ms,
     };
   }
 

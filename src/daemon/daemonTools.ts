@@ -1,7 +1,8 @@
 import { compactDescription } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
-import type { DaemonTool } from "../wire/protocol.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { DaemonRunResult, DaemonTool } from "../wire/protocol.js";
 
 /**
  * The `list_tools` answer: every catalog tool in `mode`'s rendering, with the server, the
@@ -31,4 +32,31 @@ export function daemonTools(bridge: Bridge, mode: Mode): DaemonTool[] {
       ...(annotations !== undefined ? { annotations } : {}),
     };
   });
+}
+
+/** What `declare_tools` asks the bridge: the tools a task finds, or the tools named. */
+export type DeclareRequest = Parameters<Bridge["declareTools"]>[0];
+
+/**
+ * The bridge's request of a `declare_tools` request: `query` (with its `limit`) or `names`.
+ *
+ * @throws AbridgeError DAEMON_BAD_REQUEST when it gives both or neither.
+ */
+export function declarationRequest(request: { query?: string | undefined; names?: string[] | undefined; limit?: number | undefined }): DeclareRequest {
+  if ((request.query === undefined) === (request.names === undefined)) {
+    throw new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, "bad request: declare_tools takes query (a task) or names (tool names), exactly one of them");
+  }
+  if (request.names !== undefined) return { names: request.names };
+  return { query: request.query as string, ...(request.limit !== undefined ? { limit: request.limit } : {}) };
+}
+
+/** A run's result as the wire's open objects take it: plain copies of its parts (interfaces have no index signature). */
+export function wireRun(result: Awaited<ReturnType<Bridge["runCode"]>>["result"]): DaemonRunResult {
+  const { error, console: lines, calls, ...rest } = result;
+  return {
+    ...rest,
+    console: lines.map((line) => ({ ...line })),
+    calls: calls.map((call) => ({ ...call })),
+    ...(error !== undefined ? { error: { ...error } } : {}),
+  };
 }

@@ -22,6 +22,14 @@ const common = {
   id: requestIdSchema.optional(),
 };
 const name = z.string().min(1).max(1000);
+const limit = (max: number) => z.number().int().positive().max(max).optional();
+/** A run's limits, each over the config's `[code]` value (the bounds of src/code/codeLimits.ts). */
+const codeLimitsSchema = z.strictObject({
+  timeout_ms: limit(86_400_000),
+  memory_mb: limit(1024),
+  max_calls: limit(1_000_000),
+  max_concurrent_calls: limit(1_000),
+});
 
 /**
  * Every request the daemon understands. Objects are strict so a typo (`arguments` for `args`)
@@ -41,6 +49,20 @@ export const daemonRequestSchema = z.discriminatedUnion("op", [
     ...common,
   }),
   z.strictObject({ op: z.literal("get_schema"), server: name, tool: name, ...common }),
+  /**
+   * Runs a program against the tools (code mode's `run_code`): the body of an async function with
+   * one global per server. `limits` are over the config's `[code]`. A `cancel` of the request (or
+   * closing the connection) ends the run and aborts its calls in flight.
+   */
+  z.strictObject({ op: z.literal("run_code"), code: z.string(), limits: codeLimitsSchema.optional(), ...common }),
+  /** TypeScript declarations of the tools a task finds (`query`, best `limit`) or of the tools named (`names`): give one. */
+  z.strictObject({
+    op: z.literal("declare_tools"),
+    query: z.string().min(1).max(10_000).optional(),
+    names: z.array(name).min(1).max(200).optional(),
+    limit: z.number().int().positive().max(50).optional(),
+    ...common,
+  }),
   z.strictObject({
     op: z.literal("read_output"),
     /** The handle a cut `call_tool` result names (servers with `spill = true`). */
@@ -148,6 +170,21 @@ export const toolResultSchema = z.looseObject({
   isError: z.boolean().optional(),
 });
 
+/** What a `run_code` run produced (the runtime's `CodeRunResult`); codes a client does not know pass. */
+export const runResultSchema = z.looseObject({
+  runId: z.string(),
+  ok: z.boolean(),
+  console: z.array(z.looseObject({ level: z.string(), text: z.string() })),
+  consoleDropped: z.number().int().nonnegative(),
+  returnJson: z.string().optional(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  calls: z.array(z.looseObject({ tool: z.string(), ok: z.boolean(), code: z.string().optional(), ms: z.number() })),
+  durationMs: z.number(),
+});
+
+/** What a `run_code` run produced. */
+export type DaemonRunResult = z.infer<typeof runResultSchema>;
+
 /** What `get_schema` answers: the tool's full, original schema and description. */
 export const toolSchemaSchema = z.object({
   /** The exposed name. */
@@ -225,6 +262,8 @@ export const daemonStatsSchema = z.looseObject({
   timeoutsMs: z.record(z.string(), z.number()),
   /** Per server, how long a request may wait for it to start. */
   connectTimeoutsMs: z.record(z.string(), z.number()),
+  /** A `run_code` run's time limit unless its request says otherwise (`[code] timeout_ms`). */
+  codeTimeoutMs: z.number().optional(),
 });
 /** The `stats` of a `stats` answer. */
 export type DaemonStats = z.infer<typeof daemonStatsSchema>;
@@ -238,6 +277,9 @@ export const answerBodySchemas = {
   }),
   call_tool: z.object({ result: toolResultSchema }),
   get_schema: z.object({ schema: toolSchemaSchema }),
+  /** `run`: what the run produced; `answer`: the text a model reads (`isError` when the run failed). */
+  run_code: z.object({ run: runResultSchema, answer: toolResultSchema }),
+  declare_tools: z.object({ declarations: z.string() }),
   read_output: z.object({ result: toolResultSchema }),
   options: z.object({}),
   cancel: z.object({ cancelled: z.boolean() }),
@@ -271,6 +313,8 @@ const okAnswerSchemas = {
   list_tools: okAnswerSchema(answerBodySchemas.list_tools),
   call_tool: okAnswerSchema(answerBodySchemas.call_tool),
   get_schema: okAnswerSchema(answerBodySchemas.get_schema),
+  run_code: okAnswerSchema(answerBodySchemas.run_code),
+  declare_tools: okAnswerSchema(answerBodySchemas.declare_tools),
   read_output: okAnswerSchema(answerBodySchemas.read_output),
   options: okAnswerSchema(answerBodySchemas.options),
   cancel: okAnswerSchema(answerBodySchemas.cancel),
@@ -284,6 +328,8 @@ const answerSchemas = {
   list_tools: z.discriminatedUnion("ok", [okAnswerSchemas.list_tools, errorAnswerSchema]),
   call_tool: z.discriminatedUnion("ok", [okAnswerSchemas.call_tool, errorAnswerSchema]),
   get_schema: z.discriminatedUnion("ok", [okAnswerSchemas.get_schema, errorAnswerSchema]),
+  run_code: z.discriminatedUnion("ok", [okAnswerSchemas.run_code, errorAnswerSchema]),
+  declare_tools: z.discriminatedUnion("ok", [okAnswerSchemas.declare_tools, errorAnswerSchema]),
   read_output: z.discriminatedUnion("ok", [okAnswerSchemas.read_output, errorAnswerSchema]),
   options: z.discriminatedUnion("ok", [okAnswerSchemas.options, errorAnswerSchema]),
   cancel: z.discriminatedUnion("ok", [okAnswerSchemas.cancel, errorAnswerSchema]),

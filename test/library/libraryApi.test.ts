@@ -28,7 +28,7 @@ const TYPES = [
   "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "BusCallOptions", "BusClientOptions", "BusDiscovery",
   "BusErrorCode", "BusListOptions", "CacheEntry", "CallToolResult", "CatalogTool", "CodeCall", "CodeLimits", "CodeRunError", "CodeRunResult", "ConsoleLine",
   "ClearReport", "ClientRelay", "CompactReport", "Config", "ConfigFile", "ConfigWatcherOptions", "DaemonCallOptions",
-  "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonStats", "DaemonTool",
+  "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonRunOptions", "DaemonStats", "DaemonTool",
   "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
   "LockInfo", "LogLevel", "Logger", "LoggerOptions", "McpFrontend", "McpFrontendOptions", "Mode", "RawTool",
   "ResourceRequestOptions", "ResourceSubscription", "RunCodeAnswer", "RunCodeOptions", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
