@@ -16,14 +16,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { CLI_BIN, tsxCommand } from "./benchConfig.js";
+import { startServe, writeFixtureConfig } from "./conformanceServe.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
-import { killGroup, spawnGroup } from "./mcpTarget.js";
 
 const run = promisify(execFile);
 
-const FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "conformanceServer.ts");
 const CONFORMANCE_CLI = path.join(REPO_ROOT, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
 const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
 const SUITE_VERSION = "0.1.13";
@@ -83,40 +81,6 @@ interface ModeResult {
 
 function reasonFor(mode: string, id: string): string {
   return KNOWN_REASONS[`${mode}:${id}`] ?? KNOWN_REASONS[`*:${id}`] ?? "unexplained";
-}
-
-/** Starts `abridge serve --http 127.0.0.1:0` and resolves with its URL and a stop function. */
-async function startServe(config: string, cacheDir: string, mode: string): Promise<{ url: string; stop: () => Promise<void>; stderr: () => string }> {
-  const { command, args } = tsxCommand(CLI_BIN, ["serve", "--config", config, "--cache-dir", cacheDir, "--no-watch", "--mode", mode, "--http", "127.0.0.1:0"]);
-  const child = spawnGroup(command, args, REPO_ROOT);
-  let text = "";
-  child.stderr?.setEncoding("utf8");
-  child.stderr?.on("data", (chunk: string) => {
-    // Bounded: a long run must not keep every log line.
-    text = (text + chunk).slice(-20_000);
-  });
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`abridge serve printed no URL within 120 s:\n${text.slice(-2000)}`)), 120_000);
-      const onData = (): void => {
-        const match = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(text);
-        if (match?.[1]) {
-          clearTimeout(timer);
-          child.stderr?.off("data", onData);
-          resolve(match[1]);
-        }
-      };
-      child.stderr?.on("data", onData);
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`abridge serve exited (${code}) before listening:\n${text.slice(-2000)}`));
-      });
-    });
-    return { url, stop: () => killGroup(child), stderr: () => text };
-  } catch (err) {
-    await killGroup(child);
-    throw err;
-  }
 }
 
 /** The scenario name of a result directory `server-<scenario>-<ISO timestamp with dashes>`. */
@@ -236,21 +200,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const work = await mkdtemp(path.join(os.tmpdir(), "abridge-conformance-"));
   try {
-    const { command, args } = tsxCommand(FIXTURE);
-    const config = path.join(work, "abridge.toml");
-    await writeFile(
-      config,
-      [
-        'log_level = "error"',
-        "",
-        "[servers.conformance]",
-        `command = ${JSON.stringify(command)}`,
-        `args = ${JSON.stringify(args)}`,
-        "prefix = false",
-        "connect_timeout_ms = 120000",
-        "",
-      ].join("\n"),
-    );
+    const config = await writeFixtureConfig(work);
     const results: ModeResult[] = [];
     for (const mode of modes) {
       process.stdout.write(`conformance: ${mode} mode...\n`);

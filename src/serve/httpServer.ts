@@ -22,6 +22,9 @@ import {
   sendJsonError,
 } from "./httpWire.js";
 import { createMcpFrontend, type McpFrontend } from "./mcpFrontend.js";
+import { StatelessHttp } from "./httpStateless.js";
+import { createStatelessFrontend } from "./statelessFrontend.js";
+import { isStatelessRequest } from "./statelessWire.js";
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
@@ -162,6 +165,15 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     preAuthMs: options.preAuthMs ?? PRE_AUTH_DEADLINE_MS,
     fds: FdBudget.forThisProcess(),
   });
+  // Clients of the stateless revision (2026-07-28) share one front end: nothing is kept per client.
+  const stateless = createStatelessFrontend(bridge, {
+    ...(options.mode ? { mode: options.mode } : {}),
+    logger,
+    client: "http",
+    privateLists: options.token !== undefined,
+    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+  });
+  const statelessHttp = new StatelessHttp(stateless, { logger });
   /** Of sessions already closed: what {@link HttpFrontend.stats} sums over every session. */
   const pushbackOfClosed = { droppedNotifications: 0, stalledStreams: 0 };
 
@@ -240,6 +252,14 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       return;
     }
     const list = messages as JSONRPCMessage[];
+    // A request of the stateless revision carries no session; one that does is the handshake era's.
+    if (sessionId === undefined) {
+      const versionHeader = req.headers["mcp-protocol-version"];
+      if (list.some((m) => isStatelessRequest(m, Array.isArray(versionHeader) ? versionHeader[0] : versionHeader))) {
+        statelessHttp.handlePost(req, res, list, Array.isArray(body));
+        return;
+      }
+    }
     const initializing = list.some((m) => "method" in m && m.method === "initialize" && "id" in m);
     const existing = sessionId !== undefined ? sessions.get(sessionId) : undefined;
     if (sessionId !== undefined && existing === undefined) {
@@ -407,7 +427,9 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     close(graceMs = 0) {
       closing ??= (async () => {
         clearInterval(sweep);
-        if (graceMs > 0) await Promise.allSettled([...sessions.values()].map((s) => s.frontend.drain(graceMs)));
+        if (graceMs > 0) await Promise.allSettled([stateless.drain(graceMs), ...[...sessions.values()].map((s) => s.frontend.drain(graceMs))]);
+        statelessHttp.close();
+        stateless.dispose();
         await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         server.closeAllConnections();

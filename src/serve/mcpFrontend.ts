@@ -80,12 +80,13 @@ export interface McpFrontend {
 
 const CURSOR_PREFIX = "abridge:";
 
-function encodeCursor(snapshot: number, offset: number): string {
+/** A tools/list cursor: the list snapshot it pages through and the offset of the next page. */
+export function encodeCursor(snapshot: number, offset: number): string {
   return Buffer.from(`${CURSOR_PREFIX}${snapshot}:${offset}`).toString("base64url");
 }
 
 /** `abridge:<snapshot>:<offset>`, or the older `abridge:<offset>` (no snapshot: the current list). */
-function decodeCursor(cursor: string | undefined): { snapshot?: number; offset: number } {
+export function decodeCursor(cursor: string | undefined): { snapshot?: number; offset: number } {
   if (cursor === undefined) return { offset: 0 };
   const text = Buffer.from(cursor, "base64url").toString("utf8");
   const parts = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length).split(":").map(Number) : [];
@@ -176,7 +177,7 @@ function handle<S extends RequestSchema>(
  * Counts the requests a front end is answering, so that stopping can let them finish: a client
  * whose call was under way when abridge got SIGTERM gets its answer, not a dropped connection.
  */
-class RequestGate {
+export class RequestGate {
   private active = 0;
   private draining = false;
   private readonly idle = new Set<() => void>();
@@ -227,14 +228,28 @@ function answerUnreadableMessage(server: Server, error: Error, logger: Logger): 
 }
 
 /** Severity rank of a log level (`debug` lowest). */
-function severity(level: unknown): number {
+export function severity(level: unknown): number {
   return LoggingLevelSchema.options.indexOf(level as LoggingLevel);
 }
 
 
 /** MCP requires `inputSchema.type === "object"`; some servers omit it (gitlab's), which makes SDK clients reject the whole list. */
-function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool: T): T {
+export function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool: T): T {
   return tool.inputSchema.type === "object" ? tool : { ...tool, inputSchema: { type: "object", ...tool.inputSchema } };
+}
+
+/** The instructions a client is given (at initialize, or in server/discover): what abridge is in front of, and how to use the mode. */
+export function instructionsFor(bridge: Bridge, mode: Mode): string {
+  return [
+    `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
+    mode === "compact" ? "Descriptions are summaries; call get_schema for a tool's full schema and documentation." : "",
+    mode === "lazy" ? "Find tools with search_tools, read their schema with get_schema, run them with call_tool." : "",
+    mode === "auto"
+      ? "The list fits a token budget; if search_tools is listed, more tools exist: find them with search_tools, read their schema with get_schema, run them with call_tool."
+      : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
 }
 
 /**
@@ -259,16 +274,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const pageSize = options.pageSize ?? 500;
   const clientId = `${options.client ?? "client"}:${randomUUID()}`;
 
-  const instructions = [
-    `abridge ${VERSION} in front of ${bridge.config.servers.filter((s) => s.enabled).length} MCP server(s), ${mode} mode.`,
-    mode === "compact" ? "Descriptions are summaries; call get_schema for a tool's full schema and documentation." : "",
-    mode === "lazy" ? "Find tools with search_tools, read their schema with get_schema, run them with call_tool." : "",
-    mode === "auto"
-      ? "The list fits a token budget; if search_tools is listed, more tools exist: find them with search_tools, read their schema with get_schema, run them with call_tool."
-      : "",
-  ]
-    .filter(Boolean)
-    .join(" ");
+  const instructions = instructionsFor(bridge, mode);
 
   const gate = new RequestGate();
   const on = <S extends RequestSchema>(schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown): void =>

@@ -5,6 +5,8 @@ import { silentLogger, type Logger } from "../log/logger.js";
 import { FastToolCalls } from "./fastToolCalls.js";
 import { createMcpFrontend } from "./mcpFrontend.js";
 import { StdioServerTransport } from "./stdioServerTransport.js";
+import { createStatelessFrontend } from "./statelessFrontend.js";
+import { StatelessStdio } from "./stdioStateless.js";
 
 /** How long calls in flight may finish after SIGTERM, as the daemon allows. */
 const DEFAULT_GRACE_MS = 10_000;
@@ -51,7 +53,15 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
     ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
   });
   const fast = options.fastToolCalls === false ? undefined : new FastToolCalls(frontend, frontend.server, (message) => transport.send(message), logger);
-  if (fast) transport.intercept = (message) => fast.take(message);
+  // Requests of the stateless revision (2026-07-28) are answered beside the handshake-era server.
+  const stateless = createStatelessFrontend(bridge, {
+    ...(options.mode ? { mode: options.mode } : {}),
+    logger,
+    client: "stdio",
+    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+  });
+  const statelessStdio = new StatelessStdio(stateless, (message) => transport.send(message), logger);
+  transport.intercept = (message) => statelessStdio.take(message) || (fast?.take(message) ?? false);
   let finish!: (reason: string) => void;
   const done = new Promise<string>((resolve) => (finish = resolve));
   // The SDK's stdio transport does not notice the end of stdin; a client that goes away closes
@@ -69,13 +79,15 @@ export async function serveStdio(bridge: Bridge, options: ServeStdioOptions): Pr
   if (reason === "signal") {
     // SIGTERM is "stop", not "drop": answer what was asked before it, refuse what comes after.
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
-    await frontend.drain(graceMs);
+    await Promise.all([frontend.drain(graceMs), stateless.drain(graceMs)]);
     await flushed(options.stdout, graceMs);
   }
   options.stdin.off("end", onEnd);
   options.stdin.off("close", onEnd);
   options.signal?.removeEventListener("abort", onAbort);
   frontend.dispose();
+  statelessStdio.close();
+  stateless.dispose();
   await frontend.server.close().catch(() => undefined);
   // As the SDK server does for the requests it runs: what is still under way ends with the connection.
   fast?.abortAll();

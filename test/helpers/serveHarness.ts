@@ -75,9 +75,9 @@ export interface HttpServeProcess {
   stop(): Promise<void>;
 }
 
-/** Runs `abridge serve --http 127.0.0.1:0` and waits for the URL it prints. */
-export async function serveOverHttp(config: string, args: string[] = [], env: Record<string, string> = {}): Promise<HttpServeProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--http", "127.0.0.1:0", ...args], {
+/** Runs `abridge serve --http 127.0.0.1:0` (of `bin`: another checkout's CLI, to compare) and waits for the URL it prints. */
+export async function serveOverHttp(config: string, args: string[] = [], env: Record<string, string> = {}, bin = BIN): Promise<HttpServeProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", bin, "serve", "--config", config, "--http", "127.0.0.1:0", ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
