@@ -34,6 +34,11 @@ export interface RuntimeFigures {
     directUsPerCall: number;
     /** What a program adds to a call: program minus direct, per repeat, median. */
     addedUsPerCall: number;
+    /**
+     * The same in CPU time of this process (all its threads, `process.cpuUsage`): what the program
+     * adds per call in work, which a loaded machine's waits for a time slice do not inflate.
+     */
+    addedCpuUsPerCall: number;
   };
   memory: RssFigures;
 }
@@ -89,31 +94,46 @@ async function coldStart(bridge: Bridge, runs: number): Promise<RuntimeFigures["
  * all three; the figure is the median over the repeats of what the program adds per call.
  */
 async function toolCall(bridge: Bridge, calls: number, repeats: number): Promise<RuntimeFigures["toolCall"]> {
-  const program = async (code: string): Promise<number> => {
+  const cpuUs = (since: NodeJS.CpuUsage): number => {
+    const used = process.cpuUsage(since);
+    return used.user + used.system;
+  };
+  const program = async (code: string): Promise<{ ms: number; cpuUs: number }> => {
+    const cpu = process.cpuUsage();
     const { result } = await bridge.runCode(code, { limits: { max_calls: calls + 1 } });
     if (!result.ok) throw new Error(`program failed: ${JSON.stringify(result.error)}`);
-    return result.durationMs;
+    return { ms: result.durationMs, cpuUs: cpuUs(cpu) };
   };
-  const direct = async (): Promise<number> => {
+  const direct = async (): Promise<{ ms: number; cpuUs: number }> => {
+    const cpu = process.cpuUsage();
     const t = performance.now();
     for (let i = 0; i < calls; i++) {
       const result = await bridge.callTool("echo_echo", { text: String(i) }, { mode: "compact" });
       if (result.isError === true) throw new Error(`echo_echo failed: ${JSON.stringify(result.content)}`);
     }
-    return performance.now() - t;
+    return { ms: performance.now() - t, cpuUs: cpuUs(cpu) };
   };
   const programUs: number[] = [];
   const directUs: number[] = [];
   const addedUs: number[] = [];
+  const addedCpuUs: number[] = [];
   for (let r = 0; r < repeats; r++) {
     const none = await program(`let n = 0; for (let i = 0; i < ${calls}; i++) n += String(i).length; return n;`);
     const withCalls = await program(`let n = 0; for (let i = 0; i < ${calls}; i++) n += String(await echo.echo({ text: String(i) })).length; return n;`);
     const plain = await direct();
-    programUs.push(((withCalls - none) * 1000) / calls);
-    directUs.push((plain * 1000) / calls);
-    addedUs.push(((withCalls - none - plain) * 1000) / calls);
+    programUs.push(((withCalls.ms - none.ms) * 1000) / calls);
+    directUs.push((plain.ms * 1000) / calls);
+    addedUs.push(((withCalls.ms - none.ms - plain.ms) * 1000) / calls);
+    addedCpuUs.push((withCalls.cpuUs - none.cpuUs - plain.cpuUs) / calls);
   }
-  return { calls, repeats, programUsPerCall: median(programUs), directUsPerCall: median(directUs), addedUsPerCall: median(addedUs) };
+  return {
+    calls,
+    repeats,
+    programUsPerCall: median(programUs),
+    directUsPerCall: median(directUs),
+    addedUsPerCall: median(addedUs),
+    addedCpuUsPerCall: median(addedCpuUs),
+  };
 }
 
 /** Runs rssChild.ts in a fresh node process (`primed`: one run before the batches) and reads its one JSON line. */
