@@ -36,13 +36,14 @@ export interface SessionTokens {
 }
 
 /** One step of a session as counted: what the model wrote in a turn and what it read back. */
-interface TurnCount {
+export interface TurnCount {
   written: number;
   read: number;
   calls: number;
 }
 
-function totals(listOnce: number, turns: readonly TurnCount[], answer: number): SessionTokens {
+/** A session's count from the list's tokens, its turns with calls, and the answer's tokens (turn model above). */
+export function sessionTokens(listOnce: number, turns: readonly TurnCount[], answer: number): SessionTokens {
   const callText = turns.reduce((s, t) => s + t.written, 0);
   const results = turns.reduce((s, t) => s + t.read, 0);
   const n = turns.length + 1;
@@ -92,7 +93,7 @@ export async function classicSession(task: CodeModeTask, ctx: TaskContext): Prom
     },
     ctx,
   );
-  return { answer, count: totals(listOnce, turns, countTokens(JSON.stringify(answer))) };
+  return { answer, count: sessionTokens(listOnce, turns, countTokens(JSON.stringify(answer))) };
 }
 
 /** True when `declarations` declare `method` inside `namespace server`. */
@@ -145,7 +146,7 @@ export async function codeSession(task: CodeModeTask, ctx: TaskContext): Promise
   const value = JSON.parse(result.returnJson) as unknown;
   return {
     answer: value,
-    count: totals(listOnce, turns, countTokens(JSON.stringify(value))),
+    count: sessionTokens(listOnce, turns, countTokens(JSON.stringify(value))),
     detail: { searches, programCalls: result.calls.length, runMs: result.durationMs },
   };
 }
