@@ -3,7 +3,7 @@ import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import type { StatelessFrontend } from "./statelessFrontend.js";
-import { isStatelessRequest } from "./statelessWire.js";
+import { isStatelessRequest, META_PROTOCOL_VERSION, requestMeta } from "./statelessWire.js";
 
 type RequestId = string | number;
 
@@ -19,6 +19,8 @@ type RequestId = string | number;
 export class StatelessStdio {
   private readonly inFlight = new Map<RequestId, AbortController>();
   private readonly listening = new Map<RequestId, () => void>();
+  /** The client sent initialize: it speaks the handshake era on this connection. */
+  private handshake = false;
   private readonly logger: Logger;
 
   constructor(
@@ -34,7 +36,11 @@ export class StatelessStdio {
     if (!isObject(message) || message.jsonrpc !== "2.0" || typeof message.method !== "string") return false;
     const id = message.id;
     if (message.method === "notifications/cancelled") return this.cancel(message);
-    if (!isStatelessRequest(message)) return false;
+    // Once a client began the handshake, a line without the revision's _meta is that session's,
+    // whatever its method: an older client asking for server/discover gets what it got before.
+    const versioned = requestMeta(message)?.[META_PROTOCOL_VERSION] !== undefined;
+    if (message.method === "initialize" && !versioned) this.handshake = true;
+    if (!isStatelessRequest(message) || (this.handshake && !versioned)) return false;
     // A notification of a stateless client: nothing is kept that it could act on.
     if (typeof id !== "string" && typeof id !== "number") return true;
     const request = { id, method: message.method, params: isObject(message.params) ? message.params : undefined };
