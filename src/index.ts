@@ -47,5 +47,5 @@ export type { EnsureDaemonOptions, DaemonHandle } from "./client/ensureDaemon.js
 export type { DaemonDiscovery, DaemonStats, DaemonTool, DaemonToolSchema } from "./wire/protocol.js";
 export type { LockInfo } from "./wire/lockfile.js";
 export { BusCallError, BusClient } from "./client/busClient.js";
-export type { BusCallOptions, BusClientOptions, BusDiscovery, BusListOptions } from "./client/busClient.js";
+export type { BusCallOptions, BusClientOptions, BusDiscovery, BusListOptions, BusRunOptions } from "./client/busClient.js";
 export type { BusErrorCode } from "./wire/busProtocol.js";

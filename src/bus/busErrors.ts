@@ -18,6 +18,11 @@ const BUS_CODES: Partial<Record<ErrorCode, BusErrorCode>> = {
   [ErrorCode.UPSTREAM_ERROR]: "upstream_error",
   // The upstream's queue is full: another worker, or a later try, may be served.
   [ErrorCode.UPSTREAM_BUSY]: "busy",
+  // How a program ended (a run over the bus): its own failure, its time, or a limit it passed.
+  [ErrorCode.CODE_ERROR]: "code_error",
+  [ErrorCode.CODE_TIMEOUT]: "timeout",
+  [ErrorCode.CODE_MEMORY]: "too_large",
+  [ErrorCode.CODE_LIMIT]: "too_large",
 };
 
 /**

@@ -23,15 +23,20 @@ import {
   refreshRequestSchema,
   refreshSubject,
   resultSubject,
+  runRequestSchema,
+  runSubject,
   type BusError,
   type BusId,
   type DiscoveryMessage,
   type InvokeRequest,
   type InvokeResult,
   type RefreshError,
+  type RunRequest,
+  type RunResultMessage,
 } from "../wire/busProtocol.js";
 import { busError, busErrorOf } from "./busErrors.js";
 import { CallQueue } from "./callQueue.js";
+import { answerRun, runTimeoutMs } from "./runRequest.js";
 
 /** Options of {@link BusWorker}. */
 export interface BusWorkerOptions {
@@ -64,11 +69,11 @@ const MAX_REFRESH_WAITERS = 1_000;
 /** How long an unsubscribe or a flush may wait for a NATS server that is away, at shutdown. */
 const SHUTDOWN_IO_MS = 2_000;
 
-/** A call taken from the bus, running or waiting for a slot. */
+/** A call (or a program to run) taken from the bus, running or waiting for a slot. */
 interface CallJob {
   msg: Msg;
-  request: InvokeRequest;
-  /** When its answer is due (performance.now): arrival plus the worker's call timeout. */
+  request: InvokeRequest | RunRequest;
+  /** When its answer is due (performance.now): arrival plus the worker's call timeout (a run's own timeout). */
   deadline: number;
   arrived: number;
 }
@@ -182,6 +187,7 @@ export class BusWorker {
       subscribe(refreshSubject(this.agent), (msg) => this.onRefresh(msg, true)),
       subscribe(BUS_SUBJECTS.invoke, (msg) => this.onInvoke(msg, false), group),
       subscribe(BUS_SUBJECTS.refresh, (msg) => this.onRefresh(msg, false)),
+      subscribe(runSubject(this.agent), (msg) => this.onRun(msg), group),
     );
     // The server has the subscriptions once this returns (a requester that saw the list can
     // call), and has refused those its permissions do not allow.
@@ -298,14 +304,29 @@ export class BusWorker {
     const request = this.read(msg, invokeRequestSchema, ownSubject);
     if (request === undefined) return;
     const arrived = performance.now();
-    const job: CallJob = { msg, request, arrived, deadline: arrived + this.options.callTimeoutMs };
-    const key = requesterOf(msg);
+    this.admit({ msg, request, arrived, deadline: arrived + this.options.callTimeoutMs });
+  }
+
+  /** Starts a job, queues it, or answers `busy` (it, or a waiting job of a requester that holds more of the queue). */
+  private admit(job: CallJob): void {
+    const key = requesterOf(job.msg);
     const admission = this.calls.offer(key, job);
     if (admission.start) this.startCall(key, job);
     if (admission.refused !== undefined) {
       this.busyLog.warn({ running: this.calls.running, waiting: this.calls.waiting });
       this.answer(admission.refused, { ok: false, error: this.busyError() });
     }
+  }
+
+  /**
+   * A program to run arrived (`tool.run.mcp.<agent>`): queued with the calls, in the same slots,
+   * and due within its own `timeout_ms` from now (see runRequest.ts).
+   */
+  private onRun(msg: Msg): void {
+    const request = this.read(msg, runRequestSchema, true);
+    if (request === undefined) return;
+    const arrived = performance.now();
+    this.admit({ msg, request, arrived, deadline: arrived + runTimeoutMs(this.bridge, request) });
   }
 
   /** The answer to a call refused at the limits (the same every time: made once). */
@@ -345,11 +366,16 @@ export class BusWorker {
   }
 
   private async runCall(job: CallJob): Promise<void> {
-    const answer = await this.call(job.request, job.deadline - job.arrived, job.deadline - performance.now());
+    const { request } = job;
+    const answer: InvokeResult | RunResultMessage =
+      "code" in request
+        ? await answerRun({ bridge: this.bridge, agent: this.agent, worker: this.id, stopping: this.stopping.signal }, request, job.deadline - performance.now())
+        : await this.call(request, job.deadline - job.arrived, job.deadline - performance.now());
     const subject = replyOf(job.msg) ?? resultSubject(this.agent);
     if (!this.send(subject, answer, "result")) {
       // Too large for the NATS server, or the connection is closed: say so if it can be said.
-      const error = busError("too_large", `the result of ${job.request.tool} does not fit in a NATS message (max_payload ${this.nc.info?.max_payload ?? "unknown"} bytes); lower the server's max_output_bytes`);
+      const what = "code" in request ? "the program's answer" : `the result of ${request.tool}`;
+      const error = busError("too_large", `${what} does not fit in a NATS message (max_payload ${this.nc.info?.max_payload ?? "unknown"} bytes); lower the server's max_output_bytes`);
       this.answer(job, { ok: false, error });
     }
   }
@@ -357,7 +383,8 @@ export class BusWorker {
   /** Sends an answer to a call: to its reply subject, else on `tool.result.<agent>`. */
   private answer(job: CallJob, outcome: { ok: false; error: BusError }): void {
     const subject = replyOf(job.msg) ?? resultSubject(this.agent);
-    this.send(subject, { id: job.request.id, agent: this.agent, worker: this.id, tool: job.request.tool, ...outcome }, "error answer");
+    const tool = "tool" in job.request ? { tool: job.request.tool } : {};
+    this.send(subject, { id: job.request.id, agent: this.agent, worker: this.id, ...tool, ...outcome }, "error answer");
   }
 
   /**

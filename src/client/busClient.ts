@@ -3,6 +3,7 @@ import { headers, NoRespondersError, PermissionViolationError, RequestError, Tim
 import { silentLogger, type Logger } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
+import type { RunCodeAnswer, RunCodeOptions } from "../core/bridge.js";
 import {
   agentNameProblem,
   BUS_SUBJECTS,
@@ -16,6 +17,8 @@ import {
   readJson,
   refreshErrorSchema,
   refreshSubject,
+  runResultMessageSchema,
+  runSubject,
   type BusErrorCode,
   type BusId,
   type DiscoveryMessage,
@@ -75,6 +78,12 @@ export interface BusCallOptions {
   signal?: AbortSignal;
   /** The request id (default a random UUID). */
   id?: BusId;
+}
+
+/** Options of one {@link BusClient.runCode}. */
+export interface BusRunOptions extends BusCallOptions {
+  /** Limits of this run, each over the worker's config `[code]` value. */
+  limits?: RunCodeOptions["limits"];
 }
 
 /** Options of {@link BusClient.listTools}. */
@@ -163,6 +172,36 @@ export class BusClient {
     if (!answer.ok) throw workerError(answer.error, answer.worker);
     if (answer.id !== id) throw malformedAnswer(`the answer is to request ${JSON.stringify(answer.id)}, not ${JSON.stringify(id)}`);
     return answer.result as CallToolResult;
+  }
+
+  /**
+   * Runs a program against `agent`'s tools (code mode's `run_code` on a worker): the body of an
+   * async function with one global per server. Resolves like `Bridge.runCode`, with what the run
+   * produced and the answer a model reads; a program that ran and failed has `result.ok` false
+   * (the worker's answer gave its bus code too), it is not thrown. The requester waits the
+   * client's timeout, or 5 s longer than the run's own `timeout_ms` when that is longer.
+   *
+   * @throws BusCallError when the run did not happen or no answer came: `bad_request` (limits out
+   * of bounds), `busy`, `shutting_down`, `unavailable`, `timeout`, `refused`, as {@link callTool}.
+   */
+  async runCode(agent: string, code: string, options: BusRunOptions = {}): Promise<RunCodeAnswer> {
+    checkAgent(agent);
+    const id = options.id ?? randomUUID();
+    const body = { id, agent, code, ...(options.limits !== undefined ? { limits: options.limits as JsonObject } : {}) };
+    const runMs = options.limits?.timeout_ms;
+    const timeoutMs = options.timeoutMs ?? (runMs !== undefined ? Math.max(this.timeoutMs, runMs + 5_000) : this.timeoutMs);
+    const msg = await this.request(runSubject(agent), agent, body, timeoutMs, options.signal);
+    const checked = checkMessage(runResultMessageSchema, this.answerBody(msg), "answer");
+    if (!checked.ok) throw malformedAnswer(checked.problem);
+    const answer = checked.value;
+    if (answer.id !== id) throw malformedAnswer(`the answer is to request ${JSON.stringify(answer.id)}, not ${JSON.stringify(id)}`);
+    if (answer.run === undefined || answer.answer === undefined) {
+      if (!answer.ok) throw workerError(answer.error, answer.worker);
+      throw malformedAnswer("the answer has no run");
+    }
+    // Sound as far as the wire goes: checked against the protocol's schema; an error code a newer
+    // worker has and this client lacks is passed on as the worker wrote it.
+    return { result: answer.run as unknown as RunCodeAnswer["result"], answer: answer.answer as CallToolResult };
   }
 
   private async request(subject: string, agent: string, body: JsonObject, timeoutMs = this.timeoutMs, signal?: AbortSignal): Promise<Msg> {

@@ -15,9 +15,9 @@ import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { acquireLock, lockFilePath, newToken, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
 import { bindListener, closeServer, hasUnixSockets, publishSocket, removeSocket, socketPathProblem, SOCKET_FILE_NAME, type ListenTarget, type SocketFile, type WaitingRoom } from "./daemonListener.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
-import { daemonTools, declarationRequest, wireRun } from "./daemonTools.js";
+import { daemonTools, declarationRequest } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
-import { formatAddress, MAX_LINE_BYTES, type BridgeRequest, type DaemonStats } from "../wire/protocol.js";
+import { formatAddress, MAX_LINE_BYTES, wireRun, type BridgeRequest, type DaemonStats } from "../wire/protocol.js";
 
 /** Default heartbeat of the lockfile. */
 export const DEFAULT_HEARTBEAT_MS = 5_000;

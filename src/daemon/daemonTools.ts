@@ -2,7 +2,7 @@ import { compactDescription } from "../core/toolViews.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
-import type { DaemonRunResult, DaemonTool } from "../wire/protocol.js";
+import type { DaemonTool } from "../wire/protocol.js";
 
 /**
  * The `list_tools` answer: every catalog tool in `mode`'s rendering, with the server, the
@@ -50,13 +50,3 @@ export function declarationRequest(request: { query?: string | undefined; names?
   return { query: request.query as string, ...(request.limit !== undefined ? { limit: request.limit } : {}) };
 }
 
-/** A run's result as the wire's open objects take it: plain copies of its parts (interfaces have no index signature). */
-export function wireRun(result: Awaited<ReturnType<Bridge["runCode"]>>["result"]): DaemonRunResult {
-  const { error, console: lines, calls, ...rest } = result;
-  return {
-    ...rest,
-    console: lines.map((line) => ({ ...line })),
-    calls: calls.map((call) => ({ ...call })),
-    ...(error !== undefined ? { error: { ...error } } : {}),
-  };
-}

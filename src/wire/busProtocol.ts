@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MODES } from "../config/schema.js";
-import { toolResultSchema, describeIssues } from "./protocol.js";
+import { codeLimitsSchema, describeIssues, runResultSchema, toolResultSchema } from "./protocol.js";
 
 /**
  * The message-bus protocol (README "Bus worker (NATS)"): JSON messages on NATS subjects, shared by
@@ -34,6 +34,11 @@ export function refreshSubject(agent: string): string {
 /** Where the workers of `agent` publish their tool list. */
 export function metaSubject(agent: string): string {
   return `tool.meta.mcp.${agent}`;
+}
+
+/** Where programs for `agent` go (`run_code` over the bus): only its workers listen, in their queue group. */
+export function runSubject(agent: string): string {
+  return `tool.run.mcp.${agent}`;
 }
 
 /** Where the results of calls that came without a reply subject are published. */
@@ -96,6 +101,17 @@ export const invokeRequestSchema = z.strictObject({
 });
 export type InvokeRequest = z.infer<typeof invokeRequestSchema>;
 
+/** A program to run against the agent's tools (code mode's `run_code`). Strict, like a call. */
+export const runRequestSchema = z.strictObject({
+  id: busIdSchema,
+  agent: agentSchema,
+  /** The body of an async function: one global per server, a method per tool. */
+  code: z.string(),
+  /** Limits of this run, each over the worker's config `[code]` value. */
+  limits: codeLimitsSchema.optional(),
+});
+export type RunRequest = z.infer<typeof runRequestSchema>;
+
 /** A refresh request; an empty body means every agent, re-listing. */
 export const refreshRequestSchema = z.strictObject({
   /** Only this agent's workers answer; the others ignore the request. */
@@ -131,6 +147,8 @@ export const BUS_ERROR_CODES = [
   "too_large",
   /** The upstream failed the request (a JSON-RPC error, not a tool error result). */
   "upstream_error",
+  /** A program failed: an uncaught exception or a syntax error (the answer's `run` says where). */
+  "code_error",
   /** Anything else; the message says what. */
   "internal",
 ] as const;
@@ -160,6 +178,17 @@ export const invokeResultSchema = z.discriminatedUnion("ok", [
   z.object({ ...resultCommon, ok: z.literal(false), error: busErrorSchema }),
 ]);
 export type InvokeResult = z.infer<typeof invokeResultSchema>;
+
+/**
+ * The answer to a program: `ok` when it ran and succeeded. A program that ran and failed is
+ * `ok: false` with the bus code of its failure beside `run` (the runtime's result) and `answer`
+ * (the text a model reads); a run that did not happen (malformed, busy, stopping) has `error` only.
+ */
+export const runResultMessageSchema = z.discriminatedUnion("ok", [
+  z.object({ ...resultCommon, ok: z.literal(true), run: runResultSchema, answer: toolResultSchema }),
+  z.object({ ...resultCommon, ok: z.literal(false), error: busErrorSchema, run: runResultSchema.optional(), answer: toolResultSchema.optional() }),
+]);
+export type RunResultMessage = z.infer<typeof runResultMessageSchema>;
 
 /** One tool of a published list, as `tools/list` shows it in the worker's mode. */
 export const busToolSchema = z.looseObject({

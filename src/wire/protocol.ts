@@ -24,7 +24,7 @@ const common = {
 const name = z.string().min(1).max(1000);
 const limit = (max: number) => z.number().int().positive().max(max).optional();
 /** A run's limits, each over the config's `[code]` value (the bounds of src/code/codeLimits.ts). */
-const codeLimitsSchema = z.strictObject({
+export const codeLimitsSchema = z.strictObject({
   timeout_ms: limit(86_400_000),
   memory_mb: limit(1024),
   max_calls: limit(1_000_000),
@@ -184,6 +184,29 @@ export const runResultSchema = z.looseObject({
 
 /** What a `run_code` run produced. */
 export type DaemonRunResult = z.infer<typeof runResultSchema>;
+
+/** A run's result as the runtime makes it (`CodeRunResult`), described here so the wire needs no runtime code. */
+interface RunResultLike {
+  console: readonly { level: string; text: string }[];
+  calls: readonly { tool: string; ok: boolean; code?: string; ms: number }[];
+  error?: { code: string; message: string } | undefined;
+  runId: string;
+  ok: boolean;
+  consoleDropped: number;
+  returnJson?: string;
+  durationMs: number;
+}
+
+/** A run's result as the wire's open objects take it: plain copies of its parts (interfaces have no index signature). */
+export function wireRun(result: RunResultLike): DaemonRunResult {
+  const { error, console: lines, calls, ...rest } = result;
+  return {
+    ...rest,
+    console: lines.map((line) => ({ ...line })),
+    calls: calls.map((call) => ({ ...call })),
+    ...(error !== undefined ? { error: { ...error } } : {}),
+  };
+}
 
 /** What `get_schema` answers: the tool's full, original schema and description. */
 export const toolSchemaSchema = z.object({

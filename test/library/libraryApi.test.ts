@@ -26,7 +26,7 @@ const VALUES = [
 ];
 const TYPES = [
   "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "BusCallOptions", "BusClientOptions", "BusDiscovery",
-  "BusErrorCode", "BusListOptions", "CacheEntry", "CallToolResult", "CatalogTool", "CodeCall", "CodeLimits", "CodeRunError", "CodeRunResult", "ConsoleLine",
+  "BusErrorCode", "BusListOptions", "BusRunOptions", "CacheEntry", "CallToolResult", "CatalogTool", "CodeCall", "CodeLimits", "CodeRunError", "CodeRunResult", "ConsoleLine",
   "ClearReport", "ClientRelay", "CompactReport", "Config", "ConfigFile", "ConfigWatcherOptions", "DaemonCallOptions",
   "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonRunOptions", "DaemonStats", "DaemonTool",
   "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
