@@ -1,0 +1,126 @@
+/**
+ * Code mode served: `abridge serve` (a child process) with `mode = "code"` in the config or
+ * `--mode code`, over stdio and streamable HTTP, driven by the SDK client. The list holds exactly
+ * search_tools and run_code; a client's notifications/cancelled ends its run and aborts the run's
+ * call at the upstream; runs of two clients at once each get their own console and return value.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { serveOverHttp, serveOverStdio, type HttpServeProcess, type ServeSession } from "../helpers/serveHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+
+type Text = { type: string; text: string };
+
+function text(result: Record<string, unknown>): string {
+  return (result.content as Text[]).map((c) => c.text).join("\n");
+}
+
+/** The audit records of the run whose program called `tool`, once one with `outcome` is there. */
+async function auditOf(file: string, outcome: string): Promise<Record<string, unknown>> {
+  let found: Record<string, unknown> | undefined;
+  await waitFor(
+    async () => {
+      const lines = (await readFile(file, "utf8").catch(() => "")).trim().split("\n").filter(Boolean);
+      found = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.outcome === outcome && typeof r.run === "string");
+      return found !== undefined;
+    },
+    { what: `an audit record of a run's call with outcome ${outcome}` },
+  );
+  return found!;
+}
+
+/** What every front end must do in code mode, given a way to get clients of one abridge. */
+async function checkCodeMode(clients: () => Promise<Client>, stderr: { untilStderr: ServeSession["untilStderr"] }, audit: string): Promise<void> {
+  const client = await clients();
+  const { tools } = await client.listTools();
+  expect(tools.map((t) => t.name)).toEqual(["search_tools", "run_code"]);
+
+  const declared = text(await client.callTool({ name: "search_tools", arguments: { query: "add two numbers" } }));
+  expect(declared).toContain("declare namespace echo {");
+  expect(declared).toContain("function add(args: { a: number; b: number }): Promise<{ sum: number }>;");
+  const byName = text(await client.callTool({ name: "search_tools", arguments: { names: ["slow.sleep"] } }));
+  expect(byName).toContain("declare namespace slow {");
+
+  const ran = await client.callTool({ name: "run_code", arguments: { code: 'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nreturn r;' } });
+  expect(ran.isError).toBeUndefined();
+  expect(text(ran)).toMatch(/^\[log\] sum 5\n\{"sum":5\}\n\(1 call, \d+ ms\)$/);
+
+  // Cancelled by the client: the run ends, its call at the upstream is aborted (the slow fixture
+  // says so on stderr, which serve passes on), and the call is audited as cancelled with the run.
+  const controller = new AbortController();
+  const cancelled = client.callTool({ name: "run_code", arguments: { code: "await slow.sleep({ ms: 60000 }); return 1;" } }, undefined, { signal: controller.signal }).catch((err: unknown) => err);
+  await stderr.untilStderr(/sleeping \d+/, "the program's call at the slow fixture");
+  controller.abort("stop");
+  expect(await cancelled).toBeInstanceOf(Error);
+  await stderr.untilStderr(/cancelled \d+/, "the slow fixture to see its call cancelled");
+  const record = await auditOf(audit, "cancelled");
+  expect(record).toMatchObject({ server: "slow", tool: "sleep", errorCode: "CANCELLED" });
+
+  // Two clients' runs at once: each gets its own console and return value.
+  const other = await clients();
+  const [a, b] = await Promise.all([
+    client.callTool({ name: "run_code", arguments: { code: 'console.log("mine: a"); await slow.sleep({ ms: 300 }); return "a";' } }),
+    other.callTool({ name: "run_code", arguments: { code: 'console.log("mine: b"); await echo.echo({ text: "x" }); return "b";' } }),
+  ]);
+  expect(text(a)).toMatch(/^\[log\] mine: a\n"a"\n\(1 call, \d+ ms\)$/);
+  expect(text(b)).toMatch(/^\[log\] mine: b\n"b"\n\(1 call, \d+ ms\)$/);
+}
+
+describe("code mode served", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let marker: string;
+  let audit: string;
+  let config: (mode?: string) => Promise<string>;
+  let sessions: ServeSession[];
+  let http: HttpServeProcess | undefined;
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    marker = `code-serve-${path.basename(dir)}`;
+    audit = path.join(dir, "audit.jsonl");
+    sessions = [];
+    config = (mode) =>
+      writeConfig(
+        dir,
+        [
+          ...(mode !== undefined ? [`mode = "${mode}"`] : []),
+          `cache_dir = "cache"`,
+          `audit_log = "audit.jsonl"`,
+          fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker]),
+          fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
+        ].join("\n"),
+      );
+  });
+  afterEach(async () => {
+    for (const session of sessions) await session.close();
+    await http?.stop();
+    http = undefined;
+    expect(await waitForNoMarkedPids(marker)).toEqual([]);
+    await cleanup();
+  });
+
+  it("over stdio, with mode = \"code\" in the config", async () => {
+    const file = await config("code");
+    let first: ServeSession | undefined;
+    await checkCodeMode(
+      async () => {
+        const session = await serveOverStdio(file, [], { ABRIDGE_LOG_LEVEL: "debug" });
+        sessions.push(session);
+        first ??= session;
+        return session.client;
+      },
+      { untilStderr: (t, w, ms) => first!.untilStderr(t, w, ms) },
+      audit,
+    );
+  });
+
+  it("over HTTP, with --mode code over a compact config: two sessions of one abridge", async () => {
+    const file = await config();
+    http = await serveOverHttp(file, ["--mode", "code"], { ABRIDGE_LOG_LEVEL: "debug" });
+    const served = http;
+    await checkCodeMode(() => served.connect(), served, audit);
+  });
+});
