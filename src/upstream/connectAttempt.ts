@@ -127,16 +127,21 @@ async function handshake(client: UpstreamClient, transport: Transport, options: 
   }
   await client.attach(transport);
   const stdio = transport instanceof ChildStdioTransport;
-  let verdict: ProbeVerdict;
-  try {
-    const result = await client.discover({ signal, timeout: Math.min(PROBE_TIMEOUT_MS, timeoutMs) });
-    verdict = classifyProbe(server, { result }, stdio);
-  } catch (err) {
-    if (signal.aborted) throw err;
-    verdict = classifyProbe(server, { error: err, closed: client.transport === undefined }, stdio);
-    // A process that quit is reported as such (its exit code) when no fallback is allowed.
-    if (verdict.era === "legacy" && verdict.closed && protocol !== "auto") throw err;
+  let verdict: ProbeVerdict | undefined;
+  // A refusal that names 2026-07-28 as supported is answered by asking once more, as the
+  // revision asks of a client; a second such refusal counts as no stateless server.
+  for (let attempt = 0; verdict === undefined || (verdict.era === "retry" && attempt < 2); attempt++) {
+    try {
+      const result = await client.discover({ signal, timeout: Math.min(PROBE_TIMEOUT_MS, timeoutMs) });
+      verdict = classifyProbe(server, { result }, stdio);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      verdict = classifyProbe(server, { error: err, closed: client.transport === undefined }, stdio);
+      // A process that quit is reported as such (its exit code) when no fallback is allowed.
+      if (verdict.era === "legacy" && verdict.closed && protocol !== "auto") throw err;
+    }
   }
+  if (verdict.era === "retry") verdict = { era: "legacy", reason: verdict.reason, closed: false };
   if (verdict.era === "stateless") {
     client.useStateless(verdict.discover);
     options.logger.debug("upstream speaks the stateless revision", { supported: verdict.discover.supportedVersions });

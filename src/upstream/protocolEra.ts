@@ -67,7 +67,9 @@ export function readDiscoverResult(result: unknown): DiscoverResult | undefined 
 export type ProbeVerdict =
   | { era: "stateless"; discover: DiscoverResult }
   /** `closed`: the server ended the connection on the probe (a stdio process that quit): a new one is needed. */
-  | { era: "legacy"; reason: string; closed: boolean };
+  | { era: "legacy"; reason: string; closed: boolean }
+  /** -32022 listing 2026-07-28 itself: the server wants the request again in that revision (asked once more). */
+  | { era: "retry"; reason: string };
 
 /**
  * Classifies how a server answered `server/discover`, after the spec's guidance for clients of
@@ -104,6 +106,7 @@ export function classifyProbe(server: string, outcome: { result: unknown } | { e
       const supported = isObject(err.data) && Array.isArray(err.data.supported) ? err.data.supported.filter((v): v is string => typeof v === "string") : [];
       const stateless = supported.filter((v) => v >= STATELESS_REVISION);
       if (stateless.length > 0 && !stateless.includes(STATELESS_REVISION)) throw unsupportedRevisions(server, stateless);
+      if (stateless.includes(STATELESS_REVISION)) return { era: "retry", reason: `server/discover refused with -32022 though the server lists ${STATELESS_REVISION}: ${err.message}` };
     }
     return { era: "legacy", reason: `server/discover failed with ${err.code}: ${err.message}`, closed: false };
   }

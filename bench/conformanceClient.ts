@@ -1,0 +1,170 @@
+/**
+ * The official MCP conformance suite's client scenarios (`conformance client`, the 0.2 alpha
+ * installed as `conformance-next`) with abridge as the client: each scenario starts a server and
+ * runs this file with `--client <url>`, which opens a Bridge with one upstream at that URL
+ * (`protocol = "auto"`, as a user's config would have it) and does what the scenario asks through
+ * it. The scenarios that apply to an upstream client:
+ *
+ * - `initialize` (a server of the handshake; abridge probes with server/discover first, gets no
+ *   discover result and initializes),
+ * - `tools_call` at 2025-11-25 and at 2026-07-28 (list, then call add_numbers),
+ * - `request-metadata` (2026-07-28: the `_meta` envelope and the MCP-Protocol-Version header on
+ *   every request, and asking again when the first request is refused with -32022),
+ * - `sep-2322-client-request-state` (2026-07-28: `input_required` answered and the request sent
+ *   again with the server's requestState, unchanged, or none when it gave none),
+ * - `http-standard-headers` (2026-07-28: Mcp-Method and Mcp-Name on the POSTs).
+ *
+ * Prints each scenario's checks and one line `conformance client: N passed, N failed` (checks),
+ * and writes bench/results/conformance-client.json and .md. Node 20 lacks `fs.globSync`, which the
+ * suite imports: it runs under bench/conformanceNext/fsGlob.mjs. Exits non-zero only when the suite
+ * could not run at all.
+ *
+ *   npx tsx bench/conformanceClient.ts [--scenarios tools_call@2026-07-28,...]
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { tsxCommand } from "./benchConfig.js";
+import { REPO_ROOT } from "./corpus.js";
+import { markdownTable } from "./markdownTable.js";
+
+const run = promisify(execFile);
+
+const SUITE = path.join(REPO_ROOT, "node_modules", "conformance-next", "dist", "index.js");
+const GLOB_SHIM = path.join(REPO_ROOT, "bench", "conformanceNext", "fsGlob.mjs");
+const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+/** Scenario and the revision its server speaks. */
+const DEFAULT_SCENARIOS = [
+  "initialize@2025-11-25",
+  "tools_call@2025-11-25",
+  "tools_call@2026-07-28",
+  "request-metadata@2026-07-28",
+  "sep-2322-client-request-state@2026-07-28",
+  "http-standard-headers@2026-07-28",
+];
+
+/** One check of a scenario as the suite writes it in checks.json. */
+interface Check {
+  id: string;
+  status: string;
+  description?: string;
+  errorMessage?: string;
+}
+
+/** One scenario's outcome. */
+interface ScenarioResult {
+  scenario: string;
+  specVersion: string;
+  passed: number;
+  failed: number;
+  warnings: number;
+  problems: string[];
+}
+
+if (process.argv.includes("--client")) await actAsClient();
+else await runSuite();
+
+/**
+ * The client the suite runs: a Bridge over one upstream at the URL the suite gives (last
+ * argument), doing what $MCP_CONFORMANCE_SCENARIO asks.
+ */
+async function actAsClient(): Promise<void> {
+  const url = process.argv.at(-1) ?? "";
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
+  const { Bridge, parseConfigText } = await import("../src/index.js");
+  const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-conformance-client-"));
+  const config = parseConfigText(
+    ['mode = "full"', 'log_level = "error"', "", "[servers.conformance]", `url = ${JSON.stringify(url)}`, 'protocol = "auto"', "prefix = false", ""].join("\n"),
+    { file: path.join(dir, "abridge.toml"), env: {} },
+  );
+  const bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {} });
+  // The client behind the calls: what a user's client would answer to elicitation and sampling.
+  const relay = {
+    client: "conformance-client",
+    request: async (method: string) =>
+      method === "elicitation/create" ? { action: "accept", content: { confirmed: true } } : { role: "assistant", content: { type: "text", text: "ok" }, model: "conformance" },
+    notify: () => undefined,
+  };
+  try {
+    await bridge.start();
+    const status = bridge.status("conformance");
+    if (status?.state !== "ready") throw new Error(`the upstream did not start: ${JSON.stringify(status?.error)}`);
+    const tools = bridge.tools("conformance").map((t) => t.name);
+    if (scenario === "tools_call") await bridge.callServerTool("conformance", "add_numbers", { a: 5, b: 3 });
+    if (scenario === "sep-2322-client-request-state") {
+      for (const tool of tools) await bridge.callServerTool("conformance", tool, {}, { relay }).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
+    }
+    if (scenario === "http-standard-headers" || scenario === "request-metadata") {
+      for (const tool of tools) await bridge.callServerTool("conformance", tool, {}).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
+    }
+  } finally {
+    await bridge.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs every scenario with this file as the client and reports. */
+async function runSuite(): Promise<void> {
+  if (!existsSync(SUITE)) throw new Error(`the conformance suite is not installed at ${SUITE} (npm ci)`);
+  const flag = process.argv.indexOf("--scenarios");
+  const scenarios = flag === -1 ? DEFAULT_SCENARIOS : (process.argv[flag + 1] ?? "").split(",").filter(Boolean);
+  const { command, args } = tsxCommand(THIS_FILE, ["--client"]);
+  const clientCommand = [command, ...args].join(" ");
+  const results: ScenarioResult[] = [];
+  for (const entry of scenarios) {
+    const [scenario = "", specVersion = "2025-11-25"] = entry.split("@");
+    const out = await mkdtemp(path.join(os.tmpdir(), "abridge-conformance-out-"));
+    try {
+      await run(
+        process.execPath,
+        ["--import", GLOB_SHIM, SUITE, "client", "--command", clientCommand, "--scenario", scenario, "--spec-version", specVersion, "--timeout", "120000", "-o", out],
+        { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 },
+      ).catch((err: unknown) => err);
+      const checks = await readChecks(out);
+      if (checks === undefined) throw new Error(`the suite wrote no checks for ${entry}`);
+      const failing = checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING");
+      results.push({
+        scenario,
+        specVersion,
+        passed: checks.filter((c) => c.status === "SUCCESS").length,
+        failed: checks.filter((c) => c.status === "FAILURE").length,
+        warnings: checks.filter((c) => c.status === "WARNING").length,
+        problems: failing.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ""}`),
+      });
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  }
+  const rows = results.map((r) => [`${r.scenario}`, r.specVersion, r.passed, r.failed, r.warnings]);
+  const table = markdownTable(["scenario", "server revision", "checks passed", "failed", "warnings"], rows);
+  const problems = results.flatMap((r) => r.problems.map((p) => `- ${r.scenario}@${r.specVersion}: ${p}`));
+  console.log(table);
+  if (problems.length > 0) console.log(`\n${problems.join("\n")}`);
+  const passed = results.reduce((n, r) => n + r.passed, 0);
+  const failed = results.reduce((n, r) => n + r.failed, 0);
+  const report = { startedAt: new Date().toISOString(), suite: "conformance-next (0.2.0-alpha.12)", results };
+  await writeFile(path.join(RESULTS_DIR, "conformance-client.json"), `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(
+    path.join(RESULTS_DIR, "conformance-client.md"),
+    `# Conformance: abridge as an upstream client\n\n${table}\n${problems.length > 0 ? `\n${problems.join("\n")}\n` : ""}`,
+  );
+  console.log(`conformance client: ${passed} passed, ${failed} failed`);
+}
+
+/** Every check in the checks.json files under `dir` (one folder per scenario run). */
+async function readChecks(dir: string): Promise<Check[] | undefined> {
+  const found: Check[] = [];
+  let any = false;
+  for (const entry of await readdir(dir, { recursive: true })) {
+    if (path.basename(entry) !== "checks.json") continue;
+    any = true;
+    found.push(...(JSON.parse(await readFile(path.join(dir, entry), "utf8")) as Check[]));
+  }
+  return any ? found : undefined;
+}
