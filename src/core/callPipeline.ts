@@ -79,6 +79,16 @@ export function assertArgumentsDepth(tool: string, args: JsonObject | undefined)
 }
 
 /**
+ * What a program's call reads of a result: a program gets `structuredContent` when there is one
+ * (see `toolResultValue`), so the text beside it is left out; otherwise a server that sends its
+ * answer twice (text and structured) would meet the output limit at half the size a direct call does.
+ */
+function programView(result: CallToolResult): CallToolResult {
+  if (result.structuredContent === undefined || result.structuredContent === null || result.isError === true) return result;
+  return { ...result, content: [] };
+}
+
+/**
  * The way of every tool call, one step after the other: arguments nested too deep are refused
  * before anything walks them; meta-tools are answered here; any other name is resolved (a name
  * the policy hides gets the refusal naming its rule), arguments are validated in the modes where
@@ -247,7 +257,7 @@ export class CallPipeline {
       });
       // Shaped before the guard's output limit, so the limit counts (and a spill keeps) what is sent;
       // not for a program's call, which reads the result as a value, not as text for the model.
-      const shaped = options.run === undefined ? shapeCallResult(this.parts.config(), server, tool, result) : result;
+      const shaped = options.run === undefined ? shapeCallResult(this.parts.config(), server, tool, result) : programView(result);
       const finished = await guard.finish(server, shaped, options.signal);
       await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
       return finished;
