@@ -36,7 +36,7 @@ export async function writeFixtureConfig(dir: string): Promise<string> {
 }
 
 /** Starts `abridge serve --http 127.0.0.1:0` and resolves with its URL and a stop function. */
-export async function startServe(config: string, cacheDir: string, mode: string): Promise<{ url: string; stop: () => Promise<void>; stderr: () => string }> {
+export async function startServe(config: string, cacheDir: string, mode: string): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void>; stderr: () => string }> {
   const { command, args } = tsxCommand(CLI_BIN, ["serve", "--config", config, "--cache-dir", cacheDir, "--no-watch", "--mode", mode, "--http", "127.0.0.1:0"]);
   const child = spawnGroup(command, args, REPO_ROOT);
   let text = "";
@@ -62,7 +62,7 @@ export async function startServe(config: string, cacheDir: string, mode: string)
         reject(new Error(`abridge serve exited (${code}) before listening:\n${text.slice(-2000)}`));
       });
     });
-    return { url, stop: () => killGroup(child), stderr: () => text };
+    return { url, pid: child.pid, stop: () => killGroup(child), stderr: () => text };
   } catch (err) {
     await killGroup(child);
     throw err;

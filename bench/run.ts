@@ -30,6 +30,7 @@ import { runStdioServe, stdioServeMarkdown, type StdioServeResult } from "./stdi
 import { resultShapingMarkdown, runResultShaping, type ResultShapingResult } from "./resultShaping.js";
 import { CODE_MODE_TARGETS, codeModeMarkdown, runCodeMode, writeCodeModeResults, type CodeModeResult } from "./codeMode.js";
 import { daemonCallsMarkdown, runDaemonCalls, type DaemonCallsResult } from "./daemonCalls.js";
+import { httpErasMarkdown, runHttpEras, type HttpErasResult } from "./httpEras.js";
 import { jsonRpcMarkdown, runJsonRpc, type JsonRpcResult } from "./jsonRpc.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
@@ -42,7 +43,7 @@ import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping", "codeMode"] as const;
+const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "httpEras", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping", "codeMode"] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** Names `--only` takes for several benchmarks at once. */
@@ -76,6 +77,8 @@ interface Results {
   /** Calls through the bridge to a JSON-RPC backend on a unix socket, beside the socket alone. */
   stdioServe?: StdioServeResult;
   daemonCalls?: DaemonCallsResult;
+  /** HTTP calls/s and p50 at c=64, a session of the handshake era against stateless 2026-07-28 calls (also in httpEras.json). */
+  httpEras?: HttpErasResult;
   jsonRpc?: JsonRpcResult;
   /** Calls over NATS to 1, 2 and 4 bus workers. */
   bus?: BusResult;
@@ -280,6 +283,7 @@ function checkTargets(r: Results): TargetCheck[] {
   add("daemon >= 30,000 calls/s at c=64", c64("daemon"), (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`, row("daemon")?.notAvailable);
   const daemonRaw = r.daemonCalls?.rows.find((x) => x.upstream === "raw");
   add("daemon >= 30,000 calls/s at c=64 (raw echo upstream)", daemonRaw?.callsPerSecondC64, (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`);
+  add("HTTP: stateless (2026-07-28) calls/s >= a session's at c=64 (no session lookup)", r.httpEras?.statelessSpeedup, (v) => v >= 1, (v) => `${v.toFixed(2)}x`);
   add("peak RSS of serve with the corpus catalogs <= 100 MiB", r.startup?.memory.servePeakRssMiB, (v) => v <= 100, (v) => `${Math.round(v)} MiB`, r.startup?.memory.notAvailable);
   const big = r.cache?.load.find((l) => l.entries === 100_000);
   add("100k-entry cache loads in <= 150 ms", big?.loadMsMedian, (v) => v <= 150, (v) => `${v.toFixed(0)} ms`);
@@ -477,6 +481,14 @@ async function main(): Promise<number> {
   await step("stdioServe", async () => {
     results.stdioServe = await runStdioServe();
     print(stdioServeMarkdown(results.stdioServe));
+  });
+  await step("httpEras", async () => {
+    results.httpEras = await runHttpEras();
+    print(httpErasMarkdown(results.httpEras));
+    const dir = path.join(REPO_ROOT, "bench", "results");
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "httpEras.json"), `${JSON.stringify({ date: results.startedAt, ...results.httpEras }, null, 2)}\n`);
+    await writeFile(path.join(dir, "httpEras.md"), `${httpErasMarkdown(results.httpEras)}\n`);
   });
   await step("daemonCalls", async () => {
     results.daemonCalls = await runDaemonCalls();
