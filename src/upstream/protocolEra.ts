@@ -1,3 +1,4 @@
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { isObject } from "../model/json.js";
@@ -73,11 +74,13 @@ export type ProbeVerdict =
 
 /**
  * Classifies how a server answered `server/discover`, after the spec's guidance for clients of
- * both revisions: a result listing {@link STATELESS_REVISION} is a stateless server; a JSON-RPC
- * error (method not found, "not initialized", an unsupported revision without a stateless one in
- * `data.supported`), a result that is no discover result, a closed stdio connection or a silent
- * one is a server of the older revisions. `closed`: the client's transport was gone when the error came. Anything else (the network, a 5xx) is not an answer:
- * thrown, so the start fails and is retried as any start.
+ * both revisions: a result listing {@link STATELESS_REVISION} is a stateless server; -32022 naming
+ * it among the supported revisions asks for the probe again; a JSON-RPC error (method not found,
+ * "not initialized", an unsupported revision without a stateless one in `data.supported`), a
+ * result that is no discover result, a closed or silent stdio connection, or over HTTP a 4xx other
+ * than 401 and 403, is a server of the older revisions. Anything else (the network, a 5xx, 401,
+ * 403) is not an answer: thrown, so the start fails and is retried as any start. `closed`: the
+ * client's transport was gone when the error came.
  *
  * @throws AbridgeError UPSTREAM_PROTOCOL when the server speaks stateless revisions, none of them ours.
  */
@@ -109,6 +112,12 @@ export function classifyProbe(server: string, outcome: { result: unknown } | { e
       if (stateless.includes(STATELESS_REVISION)) return { era: "retry", reason: `server/discover refused with -32022 though the server lists ${STATELESS_REVISION}: ${err.message}` };
     }
     return { era: "legacy", reason: `server/discover failed with ${err.code}: ${err.message}`, closed: false };
+  }
+  // An HTTP server of the older revisions may refuse a POST before initialize with a bare 4xx
+  // (no JSON-RPC body): not an answer of a stateless server. 401 and 403 are the server's
+  // answer to who asks, whatever the revision, and a 5xx is no answer at all: both thrown.
+  if (err instanceof StreamableHTTPError && typeof err.code === "number" && err.code >= 400 && err.code < 500 && err.code !== 401 && err.code !== 403) {
+    return { era: "legacy", reason: `server/discover was refused with HTTP ${err.code}`, closed: false };
   }
   throw err;
 }

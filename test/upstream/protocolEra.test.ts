@@ -1,4 +1,5 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
 import { classifyProbe, readDiscoverResult, UNSUPPORTED_PROTOCOL_VERSION } from "../../src/upstream/protocolEra.js";
 
@@ -35,6 +36,13 @@ describe("classifyProbe: how a server answered server/discover", () => {
     expect(classifyProbe("s", silent, true)).toMatchObject({ era: "legacy", closed: false });
     expect(() => classifyProbe("s", silent, false)).toThrow("timed out");
     expect(() => classifyProbe("s", { error: new TypeError("fetch failed"), closed: false }, false)).toThrow("fetch failed");
+  });
+
+  it("over HTTP a bare 4xx is a server of the older revisions; 401, 403 and 5xx fail the start", () => {
+    const http = (status: number): { error: unknown; closed: boolean } => ({ error: new StreamableHTTPError(status, "Error POSTing to endpoint"), closed: false });
+    expect(classifyProbe("s", http(404), false)).toMatchObject({ era: "legacy", reason: "server/discover was refused with HTTP 404" });
+    expect(classifyProbe("s", http(405), false)).toMatchObject({ era: "legacy" });
+    for (const status of [401, 403, 502]) expect(() => classifyProbe("s", http(status), false)).toThrow("Error POSTing");
   });
 
   it("-32022 listing 2026-07-28 asks for the request again", () => {
