@@ -197,7 +197,7 @@ export class BusWorker {
       throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the NATS server does not let this worker subscribe to ${own.map((r) => r.subject).join(" and ")}: allow the agent's subjects in its permissions (${own[0]!.error.message})`);
     }
     if (refused.length > 0) {
-      this.logger.info("the NATS server does not let this worker subscribe to the shared subjects; serving the agent's own", {
+      this.logger.info("the NATS server does not let this worker subscribe to some subjects (the shared ones, or the agent's run subject); serving the others", {
         refused: refused.map((r) => r.subject).join(", "),
         serving: `${invokeSubject(this.agent)}, ${refreshSubject(this.agent)}`,
       });

@@ -383,6 +383,34 @@ const runners: Runner[] = [
     },
   },
   {
+    blocks: ["code-run-shell"],
+    timeoutMs: 180_000,
+    async run(ws, [block]) {
+      await ws.exampleConfig();
+      const proc = ws.bash(block!.text);
+      const exit = await proc.finished("abridge run -e", 150_000);
+      expect(exit.code, proc.describe()).toBe(0);
+      // The answer the block shows in its comments, the time aside.
+      const shown = block!.text.split("\n").filter((l) => l.startsWith("# ")).map((l) => l.slice(2));
+      expect(proc.stdout.trimEnd().split("\n").map((l) => l.replace(/\d+ ms\)$/, "N ms)"))).toEqual(shown.map((l) => l.replace(/\d+ ms\)$/, "N ms)")));
+    },
+  },
+  {
+    blocks: ["library-run-code"],
+    timeoutMs: 180_000,
+    async run(ws, [block]) {
+      let script = importFromCheckout(block!.text);
+      script = substitute(script, '"/path/to/abridge"', JSON.stringify(REPO));
+      script = substitute(script, '"/tmp/abridge-example/summaries.jsonl"', JSON.stringify(path.join(ws.dir, "summaries.jsonl")));
+      const host = await ws.typescript("library-run-host.mts", script);
+      const exit = await host.finished("the library's runCode example", 150_000);
+      expect(exit.code, host.describe()).toBe(0);
+      expect(host.stdout).toContain("declare namespace everything {");
+      expect(host.stdout).toContain('true {"r":"Echo: hi"} 1');
+      expect(host.stdout).toContain("CODE_TIMEOUT");
+    },
+  },
+  {
     blocks: ["library"],
     timeoutMs: 180_000,
     async run(ws, [block]) {
