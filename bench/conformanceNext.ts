@@ -204,7 +204,7 @@ function markdown(results: RunResult[]): string {
   const lines = [
     `# Conformance: \`abridge serve\` (streamable HTTP) with ${SUITE}, frozen requirement sets`,
     "",
-    "Upstream: test/fixtures/conformanceServer.ts (`prefix = false`), a server of the handshake era. Scenarios run one at a time at the set's wire version; `not_scored` ones run for visibility.",
+    "Upstream: test/fixtures/conformanceServer.ts (`prefix = false`), a server of the handshake era. Scenarios run one at a time at the set's wire version; the sets' `not_scored` ones (extensions, pending) only with `--not-scored`, for visibility.",
     "",
     markdownTable(
       ["Requirements", "Mode", "Scored scenarios passed>", "Not scored passed>", "Checks passed>", "Checks failed>"],
