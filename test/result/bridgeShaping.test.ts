@@ -1,4 +1,6 @@
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseConfigText } from "../../src/config/parseConfigText.js";
 import type { CallToolResult } from "../../src/model/types.js";
 import { SHAPED_META_KEY } from "../../src/result/shapeResult.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
@@ -31,6 +33,18 @@ describe("result shaping on the bridge's call pipeline", () => {
     const lean = await bridge.callTool("l_echo", { text: pretty });
     expect(textOf(lean)).toBe(`{"rows":{"@columns":["id","name","kind"],"@rows":[${rows.map((r) => `[${r.id},"${r.name}","${r.kind}"]`).join(",")}]}}`);
     expect((lean.content?.[1] as { text: string }).text).toBe(`[abridge: result_format "lean": ${rows.length} null or empty fields left out]`);
+  });
+
+  it("a reload that changes only result_format takes effect on the next call, without reconnecting the server", async () => {
+    const toml = fixtureToml("e", "echoServer.ts");
+    const { bridge, dir, pids } = await startBridge(toml);
+    expect(textOf(await bridge.callTool("e_echo", { text: pretty }))).toBe(compact);
+    const before = pids();
+    const edited = parseConfigText(fixtureToml("e", "echoServer.ts", [], [`result_format = "as-is"`]), { file: path.join(dir, "abridge.toml"), env: {} });
+    const applied = await bridge.applyConfig(edited);
+    expect(applied).toMatchObject({ changed: [], updated: ["e"] });
+    expect(textOf(await bridge.callTool("e_echo", { text: pretty }))).toBe(pretty);
+    expect(pids()).toEqual(before);
   });
 
   it("a program's calls in code mode read the upstream's values, not the table form", async () => {
