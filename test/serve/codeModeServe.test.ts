@@ -18,7 +18,13 @@ function text(result: Record<string, unknown>): string {
   return (result.content as Text[]).map((c) => c.text).join("\n");
 }
 
-/** The audit records of the run whose program called `tool`, once one with `outcome` is there. */
+/** Every audit record so far. */
+async function auditLines(file: string): Promise<Record<string, unknown>[]> {
+  const lines = (await readFile(file, "utf8").catch(() => "")).trim().split("\n").filter(Boolean);
+  return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** The first audit record of a run's call with `outcome`, once there is one. */
 async function auditOf(file: string, outcome: string): Promise<Record<string, unknown>> {
   let found: Record<string, unknown> | undefined;
   await waitFor(
@@ -51,13 +57,20 @@ async function checkCodeMode(clients: () => Promise<Client>, stderr: { untilStde
   // Cancelled by the client: the run ends, its call at the upstream is aborted (the slow fixture
   // says so on stderr, which serve passes on), and the call is audited as cancelled with the run.
   const controller = new AbortController();
-  const cancelled = client.callTool({ name: "run_code", arguments: { code: "await slow.sleep({ ms: 60000 }); return 1;" } }, undefined, { signal: controller.signal }).catch((err: unknown) => err);
+  // Were the run to go on past the cancel, it would call echo.add once its sleep failed.
+  const code = "try { await slow.sleep({ ms: 60000 }); } catch {}\nawait echo.add({ a: 1, b: 1 });\nreturn 1;";
+  const cancelled = client.callTool({ name: "run_code", arguments: { code } }, undefined, { signal: controller.signal }).catch((err: unknown) => err);
   await stderr.untilStderr(/sleeping \d+/, "the program's call at the slow fixture");
   controller.abort("stop");
   expect(await cancelled).toBeInstanceOf(Error);
   await stderr.untilStderr(/cancelled \d+/, "the slow fixture to see its call cancelled");
   const record = await auditOf(audit, "cancelled");
   expect(record).toMatchObject({ server: "slow", tool: "sleep", errorCode: "CANCELLED" });
+  // A run after it, audited after it: the cancelled run made no call past its sleep.
+  await client.callTool({ name: "run_code", arguments: { code: 'await echo.echo({ text: "barrier" }); return 0;' } });
+  // (No run called echo_echo before this one.)
+  await waitFor(async () => (await auditLines(audit)).some((r) => r.tool === "echo" && typeof r.run === "string"), { what: "the later run's call in the audit log" });
+  expect((await auditLines(audit)).filter((r) => r.run === record.run).map((r) => r.tool)).toEqual(["sleep"]);
 
   // Two clients' runs at once: each gets its own console and return value.
   const other = await clients();
