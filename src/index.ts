@@ -28,6 +28,8 @@ export type { CacheEntry, CatalogTool, SchemaResult } from "./core/toolViews.js"
 export { clearSummaryCache, compactSummaryCache, stateDir, summaryCacheFile, verifySummaryCache } from "./core/cacheAdmin.js";
 export type { ClearReport, CompactReport, LocationOptions, VerifyReport } from "./core/cacheAdmin.js";
 export { countTokens } from "./tokens/countTokens.js";
+export { decodeResult, decodeShapedText, shapeJsonText, shapeResult } from "./result/index.js";
+export type { ResultFormat, StructuredMode } from "./result/index.js";
 
 // What `BridgeOptions.summarizer` takes: the two built-in summarizers, or an own `Summarizer`.
 export { ExtractiveSummarizer } from "./summarize/extractiveSummarizer.js";

@@ -19,7 +19,7 @@ function runtimeClosure(entry: string): Set<string> {
 /** The library's API: every value and every type `src/index.ts` exports. */
 const VALUES = [
   "AbridgeError", "Bridge", "BusCallError", "BusClient", "ConfigWatcher", "DaemonClient", "ErrorCode", "ExtractiveSummarizer", "MODES", "OpenAiSummarizer",
-  "SecretSet", "VERSION", "clearSummaryCache", "compactSummaryCache", "configFileSchema", "countTokens", "createLogger",
+  "SecretSet", "VERSION", "clearSummaryCache", "compactSummaryCache", "configFileSchema", "countTokens", "createLogger", "decodeResult", "decodeShapedText", "shapeJsonText", "shapeResult",
   "createMcpFrontend", "ensureDaemon", "findConfigPath", "isAbridgeError", "isMcpPath", "loadConfig", "parseConfigText",
   "parseToolUri", "pingDaemon", "serveStdio", "silentLogger", "startHttpServer", "stateDir", "summaryCacheFile",
   "tokenReport", "toolUri", "verifySummaryCache",
@@ -31,7 +31,7 @@ const TYPES = [
   "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonRunOptions", "DaemonStats", "DaemonTool",
   "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
   "LockInfo", "LogLevel", "Logger", "LoggerOptions", "McpFrontend", "McpFrontendOptions", "Mode", "RawTool",
-  "ResourceRequestOptions", "ResourceSubscription", "RunCodeAnswer", "RunCodeOptions", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
+  "ResourceRequestOptions", "ResourceSubscription", "ResultFormat", "StructuredMode", "RunCodeAnswer", "RunCodeOptions", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
   "Summarizer", "SummaryConfig", "ToolSummary", "UpstreamNotification", "VerifyReport",
 ];
 
