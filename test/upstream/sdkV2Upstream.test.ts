@@ -20,7 +20,8 @@ describe("a v2 SDK server over stdio", () => {
       const added = await pool.callTool("v2", "add", { a: 1, b: 2 });
       expect(added.content).toEqual([{ type: "text", text: "3" }]);
       // The SDK stamps its name into every stateless result's _meta: the mark of the revision spoken.
-      expect(added._meta?.[SERVER_INFO] !== undefined).toBe(protocol !== "legacy");
+      const meta = (added._meta ?? {}) as Record<string, unknown>;
+      expect(meta[SERVER_INFO] !== undefined).toBe(protocol !== "legacy");
       // Stateless: input_required answered by the relay; older revisions: the SDK's own elicitation request.
       expect((await pool.callTool("v2", "confirm", {}, { relay })).content).toEqual([{ type: "text", text: "confirmed" }]);
     });
