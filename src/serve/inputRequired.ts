@@ -44,6 +44,8 @@ export class StatelessCall {
   private inputReady = false;
   private wake: (() => void) | undefined;
   private burst = false;
+  /** A request of the client is waiting on this call's next step (it is not parked). */
+  private listening = false;
   private numbered = 0;
   private settled = false;
 
@@ -62,6 +64,13 @@ export class StatelessCall {
 
   /** The relay's request of the upstream: waits for the client's answer in a later request. */
   request(method: string, params: JsonObject, signal: AbortSignal): Promise<JsonObject> {
+    // Parked (its round handed out, its client not back yet), the call is waiting on answers, not
+    // asking: a request now is most likely another call's, routed here because an older
+    // upstream's requests name no call. Refused, as an ambiguous one is, rather than held for a
+    // client that may never come back.
+    if (!this.listening && !this.burst) {
+      return Promise.reject(new McpError(-32600, `abridge: ${method} arrived while the call it was routed to waits for its client's answers; it cannot be tied to a call, so it is refused`));
+    }
     const { key, forwarded } = this.keyOf(method, params);
     const early = this.early[key];
     if (isObject(early)) {
@@ -106,6 +115,15 @@ export class StatelessCall {
    * complete (listed as they stand when taken, so an answer given meanwhile is not asked again).
    */
   async next(signal: AbortSignal): Promise<CallStep> {
+    this.listening = true;
+    try {
+      return await this.nextStep(signal);
+    } finally {
+      this.listening = false;
+    }
+  }
+
+  private async nextStep(signal: AbortSignal): Promise<CallStep> {
     for (;;) {
       if (this.terminal !== undefined) return this.terminal;
       if (this.inputReady && this.waiting.size > 0) {

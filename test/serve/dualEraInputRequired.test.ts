@@ -14,9 +14,11 @@ const never = new AbortController().signal;
 describe("StatelessCall: an upstream's requests to the client as input_required rounds", () => {
   it("sends requests made at once in one round, keyed as the upstream named them, and resumes with the answers", async () => {
     const { call, finish } = pendingCall();
+    // As the front end does: its request waits on the call's next step, then the upstream asks.
+    const next = call.next(never);
     const elicited = call.request("elicitation/create", { message: "name?", _meta: { "abridge/inputKey": "user_name", other: 1 } }, never);
     const sampled = call.request("sampling/createMessage", { messages: [], maxTokens: 5 }, never);
-    const step = await call.next(never);
+    const step = await next;
     expect(step).toEqual({
       input: {
         // abridge's key is taken out of the meta the client sees; other meta stays.
@@ -28,26 +30,31 @@ describe("StatelessCall: an upstream's requests to the client as input_required 
     expect(call.answer({ user_name: { action: "accept", content: { name: "Ada" } }, unknown: { x: 1 } })).toBe(1);
     expect(await elicited).toEqual({ action: "accept", content: { name: "Ada" } });
     expect(call.pending()).toEqual({ "sampling-1": { method: "sampling/createMessage", params: { messages: [], maxTokens: 5 } } });
+    // Parked meanwhile: a request now cannot be this call's, and is refused.
+    await expect(call.request("roots/list", {}, never)).rejects.toThrow("waits for its client's answers");
     expect(call.answer({ "sampling-1": { role: "assistant", content: { type: "text", text: "hi" } } })).toBe(0);
     await sampled;
+    const last = call.next(never);
     finish({ content: [] });
-    expect(await call.next(never)).toEqual({ done: { content: [] } });
+    expect(await last).toEqual({ done: { content: [] } });
   });
 
   it("answers a request at once from answers that came with the first request, each once", async () => {
     const { call } = pendingCall();
     call.preanswer({ user_name: { action: "accept", content: { name: "early" } } });
+    const next = call.next(never);
     expect(await call.request("elicitation/create", { _meta: { "abridge/inputKey": "user_name" } }, never)).toEqual({ action: "accept", content: { name: "early" } });
     // The same key asked again is a new question.
     void call.request("elicitation/create", { _meta: { "abridge/inputKey": "user_name" } }, never);
-    expect(await call.next(never)).toMatchObject({ input: { user_name: { method: "elicitation/create" } } });
+    expect(await next).toMatchObject({ input: { user_name: { method: "elicitation/create" } } });
   });
 
   it("tells two requests with the same key apart, and refuses waiting requests when aborted", async () => {
     const { call } = pendingCall();
+    const next = call.next(never);
     const first = call.request("roots/list", { _meta: { "abridge/inputKey": "k" } }, never);
     const second = call.request("roots/list", { _meta: { "abridge/inputKey": "k" } }, never);
-    const step = await call.next(never);
+    const step = await next;
     expect(Object.keys((step as { input: object }).input).sort()).toEqual(["k", "k-1"]);
     const reason = new Error("gone");
     call.abort(reason);
