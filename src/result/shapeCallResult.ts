@@ -3,14 +3,19 @@
  * (`result_format_tools`, then the server's `result_format`, then the top level), and its
  * `structured` setting, applied to an upstream's result before the output limit counts it.
  */
-import type { Config } from "../config/schema.js";
 import type { CallToolResult } from "../model/types.js";
-import { DEFAULT_RESULT_FORMAT, resultFormatFor } from "./resultFormat.js";
+import { DEFAULT_RESULT_FORMAT, resultFormatFor, type ResultFormat, type ResultShapeConfig } from "./resultFormat.js";
 import { shapeResult } from "./shapeResult.js";
 
-/** `result` of `tool` of `server` shaped as `config` says; unchanged for a server it does not list. */
-export function shapeCallResult(config: Config, server: string, tool: string, result: CallToolResult): CallToolResult {
+/** The parts of the loaded config that shaping reads (the config's own type lives above this layer). */
+export interface ShapingConfig {
+  result_format?: ResultFormat;
+  servers: readonly (ResultShapeConfig & { name: string })[];
+}
+
+/** `result` of `tool` of `server` shaped as `config` says; a server it does not list gets the top-level format. */
+export function shapeCallResult(config: ShapingConfig, server: string, tool: string, result: CallToolResult): CallToolResult {
   const entry = config.servers.find((s) => s.name === server);
   if (entry === undefined) return shapeResult(result, config.result_format ?? DEFAULT_RESULT_FORMAT);
-  return shapeResult(result, resultFormatFor(entry, tool), { structured: entry.structured });
+  return shapeResult(result, resultFormatFor(entry, tool), entry.structured !== undefined ? { structured: entry.structured } : {});
 }

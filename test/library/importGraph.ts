@@ -8,6 +8,7 @@ import path from "node:path";
 /** The layers of `src/`, bottom up: a module may import its own folder and the rows below it only. */
 export const LAYERS: readonly (readonly string[])[] = [
   ["model", "log", "util", "tokens"],
+  ["result"],
   ["config", "code"],
   ["wire"],
   ["cache"],
