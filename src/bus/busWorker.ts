@@ -369,7 +369,7 @@ export class BusWorker {
     const { request } = job;
     const answer: InvokeResult | RunResultMessage =
       "code" in request
-        ? await answerRun({ bridge: this.bridge, agent: this.agent, worker: this.id, stopping: this.stopping.signal }, request, job.deadline - performance.now())
+        ? await answerRun({ bridge: this.bridge, agent: this.agent, worker: this.id, stopping: this.stopping.signal, maxRunBytes: (this.nc.info?.max_payload ?? 1_048_576) / 2 }, request, job.deadline - performance.now())
         : await this.call(request, job.deadline - job.arrived, job.deadline - performance.now());
     const subject = replyOf(job.msg) ?? resultSubject(this.agent);
     if (!this.send(subject, answer, "result")) {

@@ -19,6 +19,8 @@ export interface RunContext {
   worker: string;
   /** Aborted when a shutdown's grace is over: a run still going is ended and answered `shutting_down`. */
   stopping: AbortSignal;
+  /** Most bytes of the run's JSON in the answer (half the NATS server's max_payload): past it its console and return value are left out. */
+  maxRunBytes: number;
 }
 
 /** How long a run may take from its arrival: its own `timeout_ms`, else the config's `[code]` one. */
@@ -45,7 +47,7 @@ export async function answerRun(context: RunContext, request: RunRequest, leftMs
   try {
     const limits = { ...request.limits, timeout_ms: Math.max(1, Math.floor(leftMs)) };
     const { result, answer } = await context.bridge.runCode(request.code, { limits, signal: context.stopping, client: "bus" });
-    const run = wireRun(result);
+    const run = wireRun(result, context.maxRunBytes);
     if (result.ok) return { ...common, ok: true, run, answer };
     const error = context.stopping.aborted ? busError("shutting_down", "the worker stopped before the program finished", true) : runFailure(result.error ?? { code: ErrorCode.INTERNAL, message: "the run failed" });
     return { ...common, ok: false, error, run, answer };

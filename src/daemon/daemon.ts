@@ -338,7 +338,8 @@ export class Daemon implements SessionHost {
       case "run_code": {
         // A program's failure (an exception, its timeout, a limit, a cancel) is in `run`, not an error answer.
         const { result, answer } = await this.bridge.runCode(request.code, { signal, client: "daemon", ...(request.limits ? { limits: request.limits } : {}) });
-        return { body: { run: wireRun(result), answer } };
+        // Half a line at most: the answer text beside it holds the same output, cut at max_output_bytes.
+        return { body: { run: wireRun(result, MAX_LINE_BYTES / 2), answer } };
       }
       case "declare_tools":
         return { body: { declarations: await this.bridge.declareTools(declarationRequest(request), signal) } };

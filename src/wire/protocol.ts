@@ -180,6 +180,8 @@ export const runResultSchema = z.looseObject({
   error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
   calls: z.array(z.looseObject({ tool: z.string(), ok: z.boolean(), code: z.string().optional(), ms: z.number() })),
   durationMs: z.number(),
+  /** Set when the console lines and the return value were left out to keep the answer within its line or message. */
+  cut: z.boolean().optional(),
 });
 
 /** What a `run_code` run produced. */
@@ -197,15 +199,24 @@ interface RunResultLike {
   durationMs: number;
 }
 
-/** A run's result as the wire's open objects take it: plain copies of its parts (interfaces have no index signature). */
-export function wireRun(result: RunResultLike): DaemonRunResult {
+/**
+ * A run's result as the wire's open objects take it: plain copies of its parts (interfaces have no
+ * index signature). Past `maxBytes` of JSON, its console lines and return value are left out
+ * (`cut: true`, the lines counted in `consoleDropped`): a program may print megabytes, and the
+ * answer must still fit in a line or a message. The answer text beside it holds them, cut at
+ * `max_output_bytes`.
+ */
+export function wireRun(result: RunResultLike, maxBytes = Number.POSITIVE_INFINITY): DaemonRunResult {
   const { error, console: lines, calls, ...rest } = result;
-  return {
+  const run = {
     ...rest,
     console: lines.map((line) => ({ ...line })),
     calls: calls.map((call) => ({ ...call })),
     ...(error !== undefined ? { error: { ...error } } : {}),
   };
+  if (!Number.isFinite(maxBytes) || Buffer.byteLength(JSON.stringify(run)) <= maxBytes) return run;
+  const { returnJson: _left, ...kept } = run;
+  return { ...kept, console: [], consoleDropped: run.consoleDropped + lines.length, cut: true };
 }
 
 /** What `get_schema` answers: the tool's full, original schema and description. */

@@ -67,6 +67,17 @@ describe("abridge bus: programs through BusClient.runCode", () => {
     expect(viaClient.answer.isError).toBe(true);
   });
 
+  it("leaves out the console and return value of a run that would not fit in a NATS message; the answer text keeps their head", async () => {
+    // 2 MB of console against the server's 1 MiB max_payload.
+    const { result, answer } = await client.runCode("alpha", 'for (let i = 0; i < 2000; i++) console.log("x".repeat(1000)); return "done";');
+    expect(result).toMatchObject({ ok: true, console: [], consoleDropped: 2000, cut: true });
+    expect(result.returnJson).toBeUndefined();
+    const shown = text(answer);
+    expect(shown.startsWith(`[log] ${"x".repeat(1000)}\n`)).toBe(true);
+    // Cut at max_output_bytes (200,000 by default), the cut said at its end.
+    expect(shown.slice(-200)).toMatch(/\[abridge: output cut: \d+ of \d+ bytes left out \(limit \d+\)\.\]$/);
+  });
+
   it("refuses a malformed run request with bad_request: limits out of bounds, a misspelt member, no code", async () => {
     const bounds = await client.runCode("alpha", "return 1", { limits: { memory_mb: 5000 } }).catch((err: unknown) => err);
     expect(bounds).toBeInstanceOf(BusCallError);

@@ -94,6 +94,23 @@ describe("the daemon's run_code op", () => {
     }
   });
 
+  it("leaves out the console and return value of a run past half a line; the answer text keeps their head", async () => {
+    const setup = await testSetup();
+    await startDaemon(setup);
+    const c = client(setup.stateDir);
+    try {
+      // 9 MB of console against the 16 MiB line.
+      const { result, answer } = await c.runCode('for (let i = 0; i < 9000; i++) console.log("y".repeat(1000)); return 1;');
+      expect(result).toMatchObject({ ok: true, console: [], consoleDropped: 9000, cut: true });
+      expect(result.returnJson).toBeUndefined();
+      expect((answer.content as { text: string }[])[0]?.text.startsWith(`[log] ${"y".repeat(1000)}\n`)).toBe(true);
+      // The connection carries on.
+      expect((await c.runCode("return 3")).result.returnJson).toBe("3");
+    } finally {
+      c.close();
+    }
+  });
+
   it("refuses limits out of bounds and a request without code as bad requests", async () => {
     const setup = await testSetup();
     const daemon = await startDaemon(setup);
