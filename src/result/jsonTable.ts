@@ -49,12 +49,10 @@ function columnsOf(items: readonly unknown[]): string[] | undefined {
   for (let i = 1; i < items.length; i++) {
     const item = items[i];
     if (!isObject(item)) return undefined;
-    let count = 0;
-    for (const key in item) {
-      if (!Object.hasOwn(item, key) || !Object.hasOwn(first, key)) return undefined;
-      count += 1;
-    }
-    if (count !== columns.length) return undefined;
+    const keys = Object.keys(item);
+    if (keys.length !== columns.length) return undefined;
+    // Same count and every key one of the first's (keys are unique): the same set, in any order.
+    for (let k = 0; k < keys.length; k++) if (keys[k] !== columns[k] && !Object.hasOwn(first, keys[k]!)) return undefined;
   }
   let keyChars = 0;
   for (const key of columns) keyChars += key.length + 3; // "key":
@@ -82,11 +80,9 @@ export function tableValue(value: unknown, stats: TableStats): unknown {
   }
   if (isObject(value)) {
     const out: Record<string, unknown> = {};
-    for (const key in value) {
-      if (!Object.hasOwn(value, key)) continue;
-      stats.members += 1;
-      put(out, RESERVED.test(key) ? `@${key}` : key, tableValue(value[key], stats));
-    }
+    const keys = Object.keys(value);
+    stats.members += keys.length;
+    for (const key of keys) put(out, key.charCodeAt(0) === 64 && RESERVED.test(key) ? `@${key}` : key, tableValue(value[key], stats));
     return out;
   }
   return value;

@@ -11,8 +11,9 @@ import { leanValue } from "./leanValue.js";
 import type { ResultFormat } from "./resultFormat.js";
 
 /**
- * Largest text shaped (UTF-16 code units, 4 Mi). Parsing costs about 10 ms per MB; a text larger
- * than this is far past any `max_output_bytes` worth having and is cut or spilled as it is.
+ * Largest text shaped (UTF-16 code units, 4 Mi): shaping takes some 40-100 ms per MB of pretty JSON
+ * (parse, scan, tables, write) on one core, and a text larger than this is far past any
+ * `max_output_bytes` worth having; it is cut or spilled as it is.
  */
 export const SHAPE_MAX_TEXT_CHARS = 4 * 1024 * 1024;
 
@@ -36,10 +37,14 @@ function firstSignificant(text: string): number {
   return -1;
 }
 
-/** {@link shapeJsonText} with what it did. */
-export function shapeJsonTextDetailed(text: string, format: ResultFormat): ShapedText {
+/**
+ * {@link shapeJsonText} with what it did. `maxChars` (at most {@link SHAPE_MAX_TEXT_CHARS}) bounds
+ * the texts shaped: the call pipeline passes four times the server's `max_output_bytes`, past which
+ * even a compact form would be cut, so a large result costs no parse.
+ */
+export function shapeJsonTextDetailed(text: string, format: ResultFormat, maxChars = SHAPE_MAX_TEXT_CHARS): ShapedText {
   const unchanged: ShapedText = { text, changed: false, tables: 0, dropped: 0 };
-  if (format === "as-is" || text.length > SHAPE_MAX_TEXT_CHARS) return unchanged;
+  if (format === "as-is" || text.length > Math.min(maxChars, SHAPE_MAX_TEXT_CHARS)) return unchanged;
   const first = firstSignificant(text);
   // Only objects and arrays: a bare string or number has nothing to shape.
   if (first !== 123 && first !== 91) return unchanged;

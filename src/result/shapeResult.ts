@@ -8,7 +8,7 @@
 import { isObject } from "../model/json.js";
 import type { CallToolResult } from "../model/types.js";
 import type { ResultFormat, StructuredMode } from "./resultFormat.js";
-import { decodeShapedText, shapeJsonTextDetailed } from "./shapeJsonText.js";
+import { decodeShapedText, SHAPE_MAX_TEXT_CHARS, shapeJsonTextDetailed } from "./shapeJsonText.js";
 
 /**
  * `_meta` key of a shaped result: the format and the indices of the content blocks rewritten, so
@@ -28,6 +28,8 @@ export interface ShapedMeta {
 export interface ShapeResultOptions {
   /** `text-only`: drop `structuredContent` when a text block only repeats it. Default `both`. */
   structured?: StructuredMode;
+  /** Texts longer than this (UTF-16 code units) are passed on unshaped; default and cap {@link SHAPE_MAX_TEXT_CHARS}. */
+  maxTextChars?: number;
 }
 
 /**
@@ -61,14 +63,14 @@ function textOf(block: unknown): string | undefined {
  */
 export function shapeResult(result: CallToolResult, format: ResultFormat, options: ShapeResultOptions = {}): CallToolResult {
   try {
-    return shapeUnsafe(result, format, options.structured ?? "both");
+    return shapeUnsafe(result, format, options.structured ?? "both", options.maxTextChars ?? SHAPE_MAX_TEXT_CHARS);
   } catch {
     // A getter that throws, a proxy, a frozen oddity: the result goes on as it came.
     return result;
   }
 }
 
-function shapeUnsafe(result: CallToolResult, format: ResultFormat, structured: StructuredMode): CallToolResult {
+function shapeUnsafe(result: CallToolResult, format: ResultFormat, structured: StructuredMode, maxTextChars: number): CallToolResult {
   if (!isObject(result)) return result;
   const content = Array.isArray(result.content) ? result.content : undefined;
   const dropStructured =
@@ -89,7 +91,7 @@ function shapeUnsafe(result: CallToolResult, format: ResultFormat, structured: S
       const block = content[i];
       const text = textOf(block);
       if (text === undefined) continue;
-      const shaped = shapeJsonTextDetailed(text, format);
+      const shaped = shapeJsonTextDetailed(text, format, maxTextChars);
       if (!shaped.changed) continue;
       blocks ??= content.slice();
       blocks[i] = { ...(block as object), text: shaped.text };

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { loadRecordedResults } from "../../bench/recordedResults.js";
 import type { CallToolResult } from "../../src/model/types.js";
+import { shapeCallResult } from "../../src/result/shapeCallResult.js";
 import { decodeResult, repeatsStructured, shapeResult, SHAPED_META_KEY, STRUCTURED_META_KEY } from "../../src/result/shapeResult.js";
 
 const pretty = (value: unknown): string => JSON.stringify(value, null, 2);
@@ -89,6 +90,16 @@ describe("shapeResult", () => {
     const hostile = { get content(): unknown[] { throw new Error("boom"); } } as unknown as CallToolResult;
     expect(shapeResult(hostile, "compact")).toBe(hostile);
     expect(shapeResult(null as unknown as CallToolResult, "compact")).toBe(null);
+  });
+
+  it("maxTextChars bounds the texts shaped; the call pipeline's is four times the server's max_output_bytes", () => {
+    const text = pretty(rows);
+    const result: CallToolResult = { content: [{ type: "text", text }] };
+    expect(shapeResult(result, "compact", { maxTextChars: text.length - 1 })).toBe(result);
+    expect(shapeResult(result, "compact", { maxTextChars: text.length })).not.toBe(result);
+    const config = (max: number) => ({ servers: [{ name: "s", result_format: "compact" as const, max_output_bytes: max }] });
+    expect(shapeCallResult(config(Math.floor((text.length - 1) / 4)), "s", "t", result)).toBe(result);
+    expect(shapeCallResult(config(Math.ceil(text.length / 4)), "s", "t", result)).not.toBe(result);
   });
 
   it("a 100 MB text is passed on unchanged", () => {
