@@ -17,6 +17,15 @@ function headerOf(req: IncomingMessage, name: string): string | undefined {
   return first?.trim();
 }
 
+/**
+ * An `Mcp-Name` value as the client meant it: a name that is not plain ASCII travels base64
+ * encoded as `=?base64?...?=` (SEP-2243); anything else is taken as it is.
+ */
+export function decodedName(value: string | undefined): string | undefined {
+  const encoded = value === undefined ? undefined : /^=\?base64\?([A-Za-z0-9+/=_-]*)\?=$/i.exec(value);
+  return encoded ? Buffer.from(encoded[1]!, "base64").toString("utf8") : value;
+}
+
 function sendJson(res: ServerResponse, status: number, message: JsonObject): void {
   if (res.headersSent) {
     if (!res.writableEnded) res.end();
@@ -34,11 +43,12 @@ function errorMessage(id: string | number | null, error: StatelessError): JsonOb
  * answered on its own. The headers are checked as the revision asks before anything runs:
  * `MCP-Protocol-Version` present and equal to the version in `_meta` (else -32020, HTTP 400), and
  * `Mcp-Method` and (for tools/call, prompts/get, resources/read) `Mcp-Name` present and equal to
- * the body's method and tool, prompt or URI, whitespace around them aside (else -32020). Errors carry the request's id and the HTTP status the revision gives their code (400,
- * 404 for an unknown or removed method). The answer is JSON unless something must reach the
- * client first (progress, a log line it asked for): then the response becomes an SSE stream with
- * the answer last. `subscriptions/listen` is an SSE stream that stays open until the client
- * closes it. No session is looked up, made or kept.
+ * the body's method and tool, prompt or URI, whitespace around them aside and a base64
+ * `=?base64?...?=` name decoded (else -32020). Errors carry the request's id and the HTTP
+ * status the revision gives their code (400, 404 for an unknown or removed method). The answer
+ * is JSON unless something must reach the client first (progress, a log line it asked for):
+ * then the response becomes an SSE stream with the answer last. `subscriptions/listen` is an
+ * SSE stream that stays open until the client closes it. No session is looked up, made or kept.
  */
 export class StatelessHttp {
   private readonly logger: Logger;
@@ -108,7 +118,7 @@ export class StatelessHttp {
       };
     }
     const expected = mcpNameOf(request.method, request.params);
-    const name = headerOf(req, "mcp-name");
+    const name = decodedName(headerOf(req, "mcp-name"));
     if (expected !== undefined && name !== expected) {
       return {
         code: RPC_HEADER_MISMATCH,

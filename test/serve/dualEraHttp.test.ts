@@ -56,6 +56,10 @@ describe("abridge serve --http speaks both eras", () => {
 
     const called = await statelessRequest(serve.url, "tools/call", { name: "echo_echo", arguments: { text: "stateless" } });
     expect(called.body.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "stateless" }] });
+    // A name may travel base64 encoded in Mcp-Name (as one that is not plain ASCII must).
+    const encoded = `=?base64?${Buffer.from("echo_echo").toString("base64")}?=`;
+    const viaBase64 = await statelessRequest(serve.url, "tools/call", { name: "echo_echo", arguments: { text: "b64" } }, { headers: { "mcp-name": encoded } });
+    expect(viaBase64.body.result).toMatchObject({ content: [{ type: "text", text: "b64" }] });
     // The session client is unaffected by the stateless traffic beside it.
     expect(await legacy.callTool({ name: "echo_echo", arguments: { text: "session" } })).toMatchObject({ content: [{ type: "text", text: "session" }] });
     expect(serve.stderr()).not.toMatch(/error/i);
