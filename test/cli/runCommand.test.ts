@@ -1,8 +1,9 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CodeRunResult } from "../../src/index.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
 
 describe("abridge run", () => {
   let dir: string;
@@ -48,6 +49,22 @@ describe("abridge run", () => {
     const limited = await runAbridge(["run", "-e", "for (let i = 0; i < 3; i++) await echo.echo({ text: 'x' }); return 1;", "--max-calls", "2", "--config", config], { cwd: dir });
     expect(limited.code).toBe(1);
     expect(limited.stderr).toContain("[CODE_LIMIT]");
+  });
+
+  it("ends the run on Ctrl-C (exit 130) and leaves no upstream behind", async () => {
+    const withSlow = await writeConfig(
+      dir,
+      [`cache_dir = "cache"`, `audit_log = "audit.jsonl"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker]), fixtureServerToml("slow", "slowServer.ts", ["--marker", marker])].join("\n"),
+    );
+    const controller = new AbortController();
+    const run = runAbridge(["run", "-e", 'await echo.echo({ text: "first" }); await slow.sleep({ ms: 60000 }); return "never";', "--config", withSlow], { cwd: dir, signal: controller.signal });
+    // Interrupt once the program's first call is done (only the audit file tells: polled).
+    await waitFor(async () => (await readFile(path.join(dir, "audit.jsonl"), "utf8").catch(() => "")).includes('"tool":"echo"'), { what: "the program's first call in the audit log" });
+    controller.abort(new Error("SIGINT"));
+    const interrupted = await run;
+    expect(interrupted.code).toBe(130);
+    expect(interrupted.stdout).toContain("[CANCELLED]");
+    expect(interrupted.stdout).not.toContain("never");
   });
 
   it("is a usage error (exit 2) with both or neither of FILE and -e, an unreadable file named, or a bad limit", async () => {
