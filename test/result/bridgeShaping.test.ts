@@ -67,4 +67,23 @@ describe("result shaping on the bridge's call pipeline", () => {
     const cut = await bridge.callTool("a_echo", { text: pretty });
     expect((cut.content?.at(-1) as { text: string }).text).toMatch(/^\[abridge: output cut/);
   });
+
+  it("a spilled result keeps the shaped text: read_output pages through what the model saw the head of", async () => {
+    const limit = 400;
+    expect(Buffer.byteLength(compact)).toBeGreaterThan(limit);
+    expect(Buffer.byteLength(pretty)).toBeLessThanOrEqual(limit * 4);
+    const { bridge } = await startBridge(fixtureToml("s", "echoServer.ts", [], [`max_output_bytes = ${limit}`, "spill = true"]));
+    const cut = await bridge.callTool("s_echo", { text: pretty });
+    const marker = (cut.content?.at(-1) as { text: string }).text;
+    let next = JSON.parse(/read_output with (\{.*?\})/.exec(marker)![1]!) as { handle: string; offset: number };
+    let text = "";
+    for (let page = 0; page < 20; page++) {
+      const blocks = (await bridge.callTool("read_output", next)).content as { text: string }[];
+      text += blocks[0]!.text;
+      const more = /read_output with (\{.*?\})/.exec(blocks[1]!.text);
+      if (!more) break;
+      next = JSON.parse(more[1]!) as typeof next;
+    }
+    expect(text).toBe(compact);
+  });
 });
