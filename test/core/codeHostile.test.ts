@@ -21,15 +21,18 @@ function text(result: CallToolResult): string {
 describe("hostile programs through the Bridge", () => {
   it("a program that keeps calling after its timeout: no call past the deadline reaches the upstream", async () => {
     const { bridge } = await startBridge(`mode = "code"\n${fixtureToml("ann", "annotatedServer.ts")}`);
+    // A first run starts the program threads, so the loop's time is spent calling.
+    expect((await bridge.runCode("return await ann.count({});")).result.returnJson).toBe("1");
     // Calls in a loop that swallows every error, so only the deadline can stop it.
     const run = await bridge.runCode("for (;;) { try { await ann.count({}); } catch (e) {} }", { limits: { timeout_ms: 2_000 } });
     expect(run.result.error?.code).toBe(ErrorCode.CODE_TIMEOUT);
     const made = run.result.calls.length;
     expect(made).toBeGreaterThan(0);
-    // The fixture counts every call it received: the program's (at most those the run recorded)
-    // and this one. A second direct call is the barrier: nothing of the run arrived in between.
+    // The fixture counts every call it received: the first run's, the loop's (at most those the
+    // run recorded) and this one. A second direct call is the barrier: nothing of the loop
+    // arrived in between.
     const seen = Number(text(await bridge.callTool("ann_count", {})));
-    expect(seen).toBeLessThanOrEqual(made + 1);
+    expect(seen).toBeLessThanOrEqual(1 + made + 1);
     expect(Number(text(await bridge.callTool("ann_count", {})))).toBe(seen + 1);
   });
 
