@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { messageOf } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -167,7 +168,7 @@ export class StatelessHttp {
         },
       })
       .then(finish, (err: unknown) => {
-        this.logger.error("stateless request failed", { method: request.method, error: String(err) });
+        this.logger.error("stateless request failed", { method: request.method, error: messageOf(err) });
         finish({ error: { code: -32603, message: "internal error" } });
       });
   }

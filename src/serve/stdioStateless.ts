@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { messageOf } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
 import { silentLogger, type Logger } from "../log/logger.js";
@@ -94,6 +95,6 @@ export class StatelessStdio {
   }
 
   private write(message: JsonObject): void {
-    this.send(message as unknown as JSONRPCMessage).catch((err: unknown) => this.logger.debug("stateless answer not delivered", { error: String(err) }));
+    this.send(message as unknown as JSONRPCMessage).catch((err: unknown) => this.logger.debug("stateless answer not delivered", { error: messageOf(err) }));
   }
 }
