@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import type { CodeLimits } from "../../code/codeLimits.js";
+import type { RunCodeOptions } from "../../core/bridge.js";
 import { messageOf } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import type { CallToolResult } from "../../model/types.js";
@@ -51,11 +51,11 @@ export const runCommand: CommandSpec = {
   },
   details:
     "The program is the body of an async function: one global per server with a method per tool, tools.call(name, args), console.\n" +
-    "`abridge search` or code mode's search_tools shows the tools' declarations. Exit 0 when the run succeeded; 1 when the\n" +
+    "Code mode's search_tools (serve --mode code) answers the tools' declarations. Exit 0 when the run succeeded; 1 when the\n" +
     "program failed (CODE_ERROR, CODE_TIMEOUT, CODE_MEMORY, CODE_LIMIT; the code is on stderr); 2 for a bad command line or an\n" +
     "unreadable program file.",
   async run(ctx) {
-    const limits: CodeLimits = {};
+    const limits: NonNullable<RunCodeOptions["limits"]> = {};
     const timeout = positiveIntOption(ctx.values, "timeout-ms");
     const memory = positiveIntOption(ctx.values, "memory-mb");
     const maxCalls = positiveIntOption(ctx.values, "max-calls");
