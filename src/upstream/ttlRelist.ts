@@ -35,6 +35,11 @@ export class TtlRelist {
     this.timer.unref();
   }
 
+  /** True while a re-list is planned. */
+  get scheduled(): boolean {
+    return this.timer !== undefined;
+  }
+
   /** No more re-lists (the connection closed or is restarting). */
   stop(): void {
     if (this.timer) clearTimeout(this.timer);

@@ -100,6 +100,21 @@ describe.each(["stdio", "http"] as const)("input_required of a stateless upstrea
   });
 });
 
+describe("the stateless HTTP headers", () => {
+  it("a tool name that is not plain ASCII goes in Mcp-Name as base64, and the server finds it the same", async () => {
+    const running = await startStatelessHttp();
+    closers.push(() => running.close());
+    const p = makePool({ servers: [serverConfig({ name: "s", transport: "http", url: running.url })] });
+    await p.start();
+    await p.callTool("s", "add_tool", { name: "grüße" });
+    await p.refresh();
+    expect(textOf(await p.callTool("s", "grüße", {}))).toBe("grüße ran");
+    const sent = running.seenHeaders.at(-1)!;
+    expect(sent["mcp-name"]).toBe(`=?base64?${Buffer.from("grüße").toString("base64")}?=`);
+    expect(sent["mcp-session-id"]).toBeUndefined();
+  });
+});
+
 describe("ttlMs of a stateless upstream's tool list", () => {
   it("is when the list is read again: a tool the server added appears without any notification", async () => {
     const p = makePool({ servers: [fixtureServer("s", "statelessServer.ts", ["--ttl-ms", "200"])] });
