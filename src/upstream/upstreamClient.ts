@@ -19,7 +19,7 @@ import { z } from "zod";
 import { isObject } from "../model/json.js";
 import type { JsonObject, UpstreamNotification } from "../model/types.js";
 import type { CallForwarder } from "./callForwarder.js";
-import { META_PROTOCOL_VERSION, requestEnvelope } from "./protocolEra.js";
+import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, requestEnvelope } from "./protocolEra.js";
 import type { DiscoverResult, ProtocolEra } from "./protocolEra.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { VERSION } from "../model/version.js";
@@ -81,6 +81,9 @@ export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamCli
   client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
   return client;
 }
+
+/** The `_meta` keys of the stateless request envelope. */
+const ENVELOPE_KEYS: readonly string[] = [META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES];
 
 /** Any result object, kept as sent. */
 const looseResult = z.looseObject({});
@@ -150,12 +153,18 @@ export class UpstreamClient extends Client {
     this.era = "legacy";
   }
 
-  /** `params` with the stateless envelope in its `_meta` when this client speaks 2026-07-28; else as given. */
+  /**
+   * `params` as this client sends them: over 2026-07-28 with abridge's own envelope in `_meta`
+   * (abridge is the client here: an envelope that came with the caller's params, from a stateless
+   * client in front, names that client and is replaced); over the older revisions without any
+   * envelope key, which would make the request look stateless to a server of both revisions.
+   */
   withEnvelope(params: JsonObject): JsonObject {
-    if (this.era !== "stateless") return params;
-    const meta = isObject(params._meta) ? params._meta : {};
-    if (meta[META_PROTOCOL_VERSION] !== undefined) return params;
-    return { ...params, _meta: { ...meta, ...this.envelope } };
+    const meta = isObject(params._meta) ? params._meta : undefined;
+    if (this.era === "stateless") return { ...params, _meta: { ...meta, ...this.envelope } };
+    if (meta === undefined || !ENVELOPE_KEYS.some((key) => key in meta)) return params;
+    const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
+    return { ...params, _meta: kept };
   }
 
   override getServerCapabilities(): ServerCapabilities | undefined {
