@@ -17,7 +17,12 @@ function serveStdio(config: string): { child: ChildProcess; exited: Promise<unkn
 }
 
 /** Reads answer lines of `child` by id. */
-function answers(child: ChildProcess): { send(message: object): void; answer(id: number): Promise<Record<string, unknown>>; lines: string[] } {
+function answers(child: ChildProcess): {
+  send(message: object): void;
+  answer(id: number): Promise<Record<string, unknown>>;
+  until(condition: () => boolean, what: string): Promise<void>;
+  lines: string[];
+} {
   const lines: string[] = [];
   let buffer = "";
   const arrived = new Watch();
@@ -35,6 +40,7 @@ function answers(child: ChildProcess): { send(message: object): void; answer(id:
   return {
     lines,
     send: (message) => child.stdin!.write(`${JSON.stringify(message)}\n`),
+    until: (condition, what) => arrived.until(condition, { what }),
     async answer(id) {
       await arrived.until(() => parsed().some((m) => m.id === id), { what: `the answer to request ${id}` });
       return parsed().find((m) => m.id === id)!;
@@ -100,5 +106,35 @@ describe("abridge serve over stdio speaks both eras", () => {
     expect((await client.answer(6)).error).toMatchObject({ code: -32602 });
     // Every line was an answer to a request: nothing unasked went out.
     expect(client.lines).toHaveLength(6);
+  });
+
+  it("carries list changes on subscriptions/listen until the client cancels it", async () => {
+    const conformance = await writeConfig(dir, [`cache_dir = "cache2"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    running = serveStdio(conformance);
+    const client = answers(running.child);
+    const frames = (subscription: string): Record<string, unknown>[] =>
+      client.lines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((m) => m.id === undefined && (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.["io.modelcontextprotocol/subscriptionId"] === subscription);
+    const changed = (subscription: string): number => frames(subscription).filter((f) => f.method === "notifications/tools/list_changed").length;
+    client.send({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: statelessMeta() } });
+    await client.answer(1);
+    client.send({ jsonrpc: "2.0", id: "one", method: "subscriptions/listen", params: { notifications: { toolsListChanged: true }, _meta: statelessMeta() } });
+    client.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "test_trigger_tool_change", arguments: {}, _meta: statelessMeta() } });
+    await client.until(() => changed("one") === 1, "tools/list_changed on the listen stream");
+    expect(frames("one")[0]).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/subscriptions/acknowledged",
+      params: { notifications: { toolsListChanged: true }, _meta: { "io.modelcontextprotocol/subscriptionId": "one" } },
+    });
+
+    // Cancelled, the stream carries nothing more. A second stream opened now is the barrier: the
+    // change that reaches it is the one the first would have carried.
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "one" } });
+    client.send({ jsonrpc: "2.0", id: "two", method: "subscriptions/listen", params: { notifications: { toolsListChanged: true }, _meta: statelessMeta() } });
+    await client.until(() => frames("two").length === 1, "the second stream's acknowledgement");
+    client.send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "test_trigger_tool_change", arguments: {}, _meta: statelessMeta() } });
+    await client.until(() => changed("two") === 1, "tools/list_changed on the second stream");
+    expect(changed("one")).toBe(1);
   });
 });
