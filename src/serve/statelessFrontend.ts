@@ -125,7 +125,7 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
   const relayClient = `${options.client ?? "client"}:stateless`;
   const hints: CacheHintOptions = { bridge, mode, privateLists: options.privateLists === true };
   /** Recent tools/list snapshots, so that a client paging through one gets the list it started. */
-  const snapshots = new Map<number, readonly ListedTool[]>();
+  const snapshots = new Map<number, { digest: string; tools: readonly ListedTool[] }>();
   let snapshotCount = 0;
 
   const graceFor = (signal: AbortSignal): Promise<boolean> => bridge.waitReady(bridge.config.startup_grace_ms, signal);
@@ -135,13 +135,22 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     const cursor = typeof params?.cursor === "string" ? params.cursor : undefined;
     const { snapshot, offset } = decodeCursor(cursor);
     let id = snapshot;
-    let tools = id !== undefined ? snapshots.get(id) : undefined;
+    let tools = id !== undefined ? snapshots.get(id)?.tools : undefined;
     if (cursor === undefined || tools === undefined || id === undefined) {
-      id = ++snapshotCount;
-      tools = bridge.list(mode);
-      snapshots.set(id, tools);
-      // A few lists are kept: enough for clients paging at once, not one per client ever seen.
-      if (snapshots.size > 8) snapshots.delete(snapshots.keys().next().value as number);
+      // Clients share a snapshot while the list does not change: a first page makes a new one
+      // only when the list's digest moved on.
+      const digest = bridge.listDigest(mode);
+      const latest = snapshotCount > 0 ? snapshots.get(snapshotCount) : undefined;
+      if (latest !== undefined && latest.digest === digest) {
+        id = snapshotCount;
+        tools = latest.tools;
+      } else {
+        id = ++snapshotCount;
+        tools = bridge.list(mode);
+        snapshots.set(id, { digest, tools });
+        // A few lists are kept: enough for clients still paging through an older one.
+        if (snapshots.size > 8) snapshots.delete(snapshots.keys().next().value as number);
+      }
     }
     const page = tools.slice(offset, offset + pageSize).map(withObjectType);
     return {

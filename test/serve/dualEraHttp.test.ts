@@ -109,6 +109,35 @@ describe("abridge serve --http speaks both eras", () => {
     expect(serve.stderr()).not.toContain("HTTP session opened");
   });
 
+  it("pages the tool list for a 2026-07-28 client as for a session, every page with its hints", async () => {
+    serve = await serveOverHttp(config, ["--page-size", "2"]);
+    const legacy = await serve.connect();
+    const legacyNames: string[] = [];
+    let legacyCursor: string | undefined;
+    do {
+      const page = await legacy.listTools(legacyCursor === undefined ? {} : { cursor: legacyCursor });
+      legacyNames.push(...page.tools.map((t) => t.name));
+      legacyCursor = page.nextCursor;
+    } while (legacyCursor !== undefined);
+    expect(legacyNames.length).toBeGreaterThan(2);
+    const names: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await statelessRequest(serve.url, "tools/list", cursor === undefined ? {} : { cursor });
+      const result = page.body.result!;
+      expect(result).toMatchObject({ resultType: "complete", cacheScope: "public" });
+      names.push(...(result.tools as { name: string }[]).map((t) => t.name));
+      cursor = result.nextCursor as string | undefined;
+      pages += 1;
+    } while (cursor !== undefined);
+    expect(names).toEqual(legacyNames);
+    expect(pages).toBe(Math.ceil(legacyNames.length / 2));
+    const bad = await statelessRequest(serve.url, "tools/list", { cursor: "not-a-cursor" });
+    expect(bad.body.error).toMatchObject({ code: -32602 });
+    expect(bad.body.error?.message).toContain("invalid cursor");
+  });
+
   it("marks lists private when a bearer token guards them", async () => {
     serve = await serveOverHttp(config, [], { ABRIDGE_TOKEN: "s3cret-token" });
     const auth = { authorization: "Bearer s3cret-token" };
