@@ -12,7 +12,9 @@
  *   every request, and asking again when the first request is refused with -32022),
  * - `sep-2322-client-request-state` (2026-07-28: `input_required` answered and the request sent
  *   again with the server's requestState, unchanged, or none when it gave none),
- * - `http-standard-headers` (2026-07-28: Mcp-Method and Mcp-Name on the POSTs).
+ * - `http-standard-headers` (2026-07-28: Mcp-Method and Mcp-Name on the POSTs),
+ * - `http-custom-headers` and `http-invalid-tool-headers` (2026-07-28: the `Mcp-Param-*` headers
+ *   a tool's `x-mcp-header` declarations ask for, and a tool whose declarations are invalid left out).
  *
  * Prints each scenario's checks and one line `conformance client: N passed, N failed` (checks),
  * and writes bench/results/conformance-client.json and .md. Node 20 lacks `fs.globSync`, which the
@@ -47,6 +49,8 @@ const DEFAULT_SCENARIOS = [
   "request-metadata@2026-07-28",
   "sep-2322-client-request-state@2026-07-28",
   "http-standard-headers@2026-07-28",
+  "http-custom-headers@2026-07-28",
+  "http-invalid-tool-headers@2026-07-28",
 ];
 
 /** One check of a scenario as the suite writes it in checks.json. */
@@ -100,13 +104,27 @@ async function actAsClient(): Promise<void> {
     if (scenario === "sep-2322-client-request-state") {
       for (const tool of tools) await bridge.callServerTool("conformance", tool, {}, { relay }).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
     }
-    if (scenario === "http-standard-headers" || scenario === "request-metadata") {
+    if (scenario === "http-standard-headers" || scenario === "request-metadata" || scenario === "http-invalid-tool-headers") {
       for (const tool of tools) await bridge.callServerTool("conformance", tool, {}).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
+    }
+    // The calls a scenario names in its context (tool and arguments), made as a model would.
+    for (const call of contextCalls()) {
+      await bridge.callServerTool("conformance", call.name, call.arguments).catch((err: unknown) => console.error(`${call.name}: ${String(err)}`));
     }
   } finally {
     await bridge.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `toolCalls` of $MCP_CONFORMANCE_CONTEXT: what the scenario wants called. */
+function contextCalls(): { name: string; arguments: Record<string, unknown> }[] {
+  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
+  if (raw === undefined) return [];
+  const context = JSON.parse(raw) as { toolCalls?: { name?: unknown; arguments?: unknown }[] };
+  return (context.toolCalls ?? []).flatMap((c) =>
+    typeof c.name === "string" ? [{ name: c.name, arguments: typeof c.arguments === "object" && c.arguments !== null ? (c.arguments as Record<string, unknown>) : {} }] : [],
+  );
 }
 
 /** Runs every scenario with this file as the client and reports. */

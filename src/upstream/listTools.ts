@@ -7,6 +7,7 @@ import { collectPages } from "./collectPages.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
 import { UpstreamClient, withEnvelope } from "./upstreamClient.js";
+import { scanHeaderDeclarations } from "./paramHeaders.js";
 
 /**
  * Every page of a server's `tools/list`, cleaned for every later walk: a tool nested too deep is
@@ -32,6 +33,7 @@ export async function listTools(client: Client, logger: Logger, timeoutMs: numbe
     signal,
   );
   const byName = new Map<string, RawTool>();
+  if (client instanceof UpstreamClient) client.headerDeclarations = new Map();
   // A tool nested too deep would overflow the stack of every later walk (normalizing, hashing,
   // rendering, validating): quarantined here, first, with a reason; its siblings are served.
   const sane = items.filter((item) => {
@@ -50,6 +52,7 @@ export async function listTools(client: Client, logger: Logger, timeoutMs: numbe
       continue;
     }
     const tool = item as RawTool;
+    if (!headersValid(client, tool, logger)) continue;
     if (byName.has(tool.name)) {
       logger.warn("skipping a duplicate tool", { tool: tool.name });
       continue;
@@ -57,4 +60,21 @@ export async function listTools(client: Client, logger: Logger, timeoutMs: numbe
     byName.set(tool.name, tool);
   }
   return [...byName.values()].sort((a, b) => compareStrings(a.name, b.name));
+}
+
+/**
+ * Over 2026-07-28, a tool whose `x-mcp-header` declarations break the revision's rules is not to
+ * be used (skipped, with a warning naming the fault); the declarations of the others are kept on
+ * the client for the `Mcp-Param-*` headers of their calls. Over the older revisions the extension
+ * means nothing and every tool passes.
+ */
+function headersValid(client: Client, tool: RawTool, logger: Logger): boolean {
+  if (!(client instanceof UpstreamClient) || client.era !== "stateless") return true;
+  const scan = scanHeaderDeclarations(tool.inputSchema);
+  if ("invalid" in scan) {
+    logger.warn("skipping a tool with an invalid x-mcp-header", { tool: tool.name, reason: scan.invalid });
+    return false;
+  }
+  if (scan.declarations.length > 0) client.headerDeclarations.set(tool.name, scan.declarations);
+  return true;
 }

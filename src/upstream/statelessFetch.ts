@@ -1,4 +1,6 @@
 import { isObject } from "../model/json.js";
+import type { JsonObject } from "../model/types.js";
+import { encodeHeaderValue } from "./paramHeaders.js";
 import { META_PROTOCOL_VERSION } from "./protocolEra.js";
 
 /** Most bytes of an HTTP error answer read to find a JSON-RPC error in it. */
@@ -13,6 +15,8 @@ interface StatelessRequest {
   method: string;
   version: string;
   name: string | undefined;
+  /** A tools/call's arguments. */
+  args: JsonObject;
 }
 
 /**
@@ -23,7 +27,8 @@ interface StatelessRequest {
  *
  * - the headers `MCP-Protocol-Version` (the revision in the request's `_meta`), `Mcp-Method` and,
  *   for `tools/call`, `prompts/get` and `resources/read`, `Mcp-Name`, encoded as the revision says
- *   (a value that is not plain printable ASCII goes as `=?base64?...?=`);
+ *   (a value that is not plain printable ASCII goes as `=?base64?...?=`), and for a tools/call the
+ *   `Mcp-Param-*` headers its tool declares (`paramHeaders`, see paramHeaders.ts);
  * - an answer with a 4xx status whose body is a JSON-RPC error is handed on as that error (status
  *   200, the request's id when the body has none): the SDK's transport would otherwise throw
  *   "Error POSTing to endpoint" and lose the error's code, which is what tells a server of the
@@ -35,7 +40,7 @@ interface StatelessRequest {
  * reaches the client as such. Any other answer of the older revisions is left alone: a 404 there
  * means an expired session, which the transport must see as the HTTP error it is.
  */
-export function statelessFetch(base: typeof fetch): typeof fetch {
+export function statelessFetch(base: typeof fetch, paramHeaders?: (tool: string, args: JsonObject) => Record<string, string>): typeof fetch {
   return async (input, init) => {
     const request = statelessRequestOf(init);
     if (request === undefined) {
@@ -48,7 +53,10 @@ export function statelessFetch(base: typeof fetch): typeof fetch {
     const headers = new Headers(init?.headers);
     headers.set("MCP-Protocol-Version", request.version);
     headers.set("Mcp-Method", request.method);
-    if (request.name !== undefined) headers.set("Mcp-Name", headerValue(request.name));
+    if (request.name !== undefined) headers.set("Mcp-Name", encodeHeaderValue(request.name));
+    if (request.method === "tools/call" && request.name !== undefined && paramHeaders !== undefined) {
+      for (const [header, value] of Object.entries(paramHeaders(request.name, request.args))) headers.set(header, value);
+    }
     const response = await base(input, { ...init, headers });
     if (response.status < 400 || response.status >= 500 || response.body === null) return response;
     return (await errorAsAnswer(response, request.id)) ?? response;
@@ -71,7 +79,7 @@ function statelessRequestOf(init: RequestInit | undefined): StatelessRequest | u
   if (typeof version !== "string") return undefined;
   const field = Object.hasOwn(NAME_FIELD, message.method) ? NAME_FIELD[message.method] : undefined;
   const name = field !== undefined && typeof params[field] === "string" ? params[field] : undefined;
-  return { id: message.id, method: message.method, version, name };
+  return { id: message.id, method: message.method, version, name, args: isObject(params.arguments) ? params.arguments : {} };
 }
 
 /** The id of the `initialize` request a POST carries, if it carries one. */
@@ -84,12 +92,6 @@ function initializeIdOf(init: RequestInit | undefined): string | number | undefi
   } catch {
     return undefined;
   }
-}
-
-/** A header value as the revision encodes it: plain printable ASCII as it is, anything else as base64 of its UTF-8. */
-function headerValue(value: string): string {
-  const plain = value.length > 0 && value === value.trim() && /^[\x20-\x7e\t]*$/.test(value) && !(value.startsWith("=?base64?") && value.endsWith("?="));
-  return plain ? value : `=?base64?${Buffer.from(value, "utf8").toString("base64")}?=`;
 }
 
 /**

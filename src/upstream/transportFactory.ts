@@ -5,6 +5,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ServerConfig } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
+import type { JsonObject } from "../model/types.js";
 import { boundedFetch } from "./boundedFetch.js";
 import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES } from "./childStdioTransport.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
@@ -29,6 +30,8 @@ export interface TransportContext {
    * default: the config the transport is made with.
    */
   liveConfig?: () => ServerConfig;
+  /** The `Mcp-Param-*` headers of a stateless tools/call (see paramHeaders.ts); default none. */
+  paramHeaders?: (tool: string, args: JsonObject) => Record<string, string>;
 }
 
 /**
@@ -102,5 +105,5 @@ export function createTransport(config: ServerConfig, context: TransportContext)
   }
   // The stateless revision's headers and error answers (see statelessFetch.ts); the older
   // revisions' messages pass through untouched.
-  return new StreamableHTTPClientTransport(url, { requestInit, fetch: statelessFetch(bounded) });
+  return new StreamableHTTPClientTransport(url, { requestInit, fetch: statelessFetch(bounded, context.paramHeaders) });
 }

@@ -21,6 +21,7 @@ import type { JsonObject, UpstreamNotification } from "../model/types.js";
 import type { CallForwarder } from "./callForwarder.js";
 import { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, requestEnvelope } from "./protocolEra.js";
 import type { DiscoverResult, ProtocolEra } from "./protocolEra.js";
+import type { HeaderDeclaration } from "./paramHeaders.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { VERSION } from "../model/version.js";
 
@@ -100,6 +101,8 @@ export class UpstreamClient extends Client {
   era: ProtocolEra | undefined;
   /** The `ttlMs` of the last `tools/list` page of a stateless server (a hint of when to list again). */
   lastListTtlMs: number | undefined;
+  /** The `x-mcp-header` declarations of the last listed tools, by tool (stateless only; see paramHeaders.ts). */
+  headerDeclarations = new Map<string, HeaderDeclaration[]>();
   private readonly info: ClientInfo;
   private readonly envelope: JsonObject;
   private known: { capabilities?: ServerCapabilities; serverInfo?: Implementation; instructions?: string } | undefined;

@@ -23,6 +23,8 @@ import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo, UpstreamClient } from "./upstreamClient.js";
 import type { ProtocolEra } from "./protocolEra.js";
 import { TtlRelist } from "./ttlRelist.js";
+import { paramHeaders } from "./paramHeaders.js";
+import type { HeaderDeclaration } from "./paramHeaders.js";
 import { notReadyError, startError } from "./upstreamErrors.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
@@ -94,6 +96,8 @@ export class UpstreamConnection extends UpstreamBase {
   private era: ProtocolEra | undefined;
   /** The stdio server quit on the `server/discover` probe once: `auto` goes straight to `initialize`. */
   private skipProbe = false;
+  /** The `x-mcp-header` declarations of the listed tools (stateless over HTTP; see paramHeaders.ts). */
+  private headerDeclarations = new Map<string, HeaderDeclaration[]>();
   /** Re-lists a stateless server when the `ttlMs` of its tool list runs out (see ttlRelist.ts). */
   private readonly ttlRelist: TtlRelist;
   /** Bumped for every connection attempt; callbacks of an older attempt are ignored. */
@@ -126,6 +130,10 @@ export class UpstreamConnection extends UpstreamBase {
       sandboxHide: options.sandboxHide ?? [],
       watchdog: options.watchdog,
       liveConfig: () => this.config,
+      paramHeaders: (tool, args) => {
+        const declarations = this.headerDeclarations.get(tool);
+        return declarations === undefined ? {} : paramHeaders(declarations, args);
+      },
     };
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
     this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());
@@ -261,6 +269,7 @@ export class UpstreamConnection extends UpstreamBase {
       this.capabilities = client.getServerCapabilities() as JsonObject | undefined;
       this.instructions = client.getInstructions();
       this.era = client.era;
+      this.headerDeclarations = client.headerDeclarations;
       this.error = undefined;
       this.readySinceMs = Date.now();
       this.startedAt = new Date(this.readySinceMs).toISOString();
@@ -341,6 +350,7 @@ export class UpstreamConnection extends UpstreamBase {
     try {
       const tools = await listTools(client, this.logger, this.config.timeout_ms, this.lifetime.signal);
       if (client !== this.client) return;
+      this.headerDeclarations = client.headerDeclarations;
       this.ttlRelist.listed(client.lastListTtlMs);
       const changed = this.replaceTools(tools);
       this.logger.info("upstream tools re-listed", { tools: this.toolList.length, changed });
