@@ -8,6 +8,10 @@
  * as a JSON copy. Tool calls come here: this side counts them (`max_calls`), holds the ones past
  * `max_concurrent_calls`, calls the host with a signal that aborts when the run ends, and refuses
  * calls once the run's time is up.
+ *
+ * A program that computes holds its thread, and the runs the thread has begun beside it, until its
+ * deadline. A run posted to a thread that a long slice holds before the thread begins it does not
+ * wait there: it is withdrawn and posted to another thread (see `watchPlacement`).
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../log/logger.js";
@@ -17,7 +21,7 @@ import { boundedJson } from "./boundedJson.js";
 import { MAX_PROGRAM_BYTES, resolveCodeLimits, type CodeLimits, type ResolvedCodeLimits } from "./codeLimits.js";
 import { codeNames, type CodeServerName } from "./globalNames.js";
 import { positionText } from "./transpile.js";
-import { defaultCodePool, nextRunSeq, type CodeWorkerPool, type WorkerLease } from "./workerPool.js";
+import { defaultCodePool, LONG_SLICE_MS, nextRunSeq, type CodeWorkerPool, type WorkerLease } from "./workerPool.js";
 import type { CallRequest, ConsoleLine, Settlement, WorkerOutcome } from "./workerProtocol.js";
 
 export type { ConsoleLine } from "./workerProtocol.js";
@@ -91,6 +95,11 @@ export interface CodeRunResult {
 /** After its deadline, a run's worker gets this long to stop before its thread is ended. */
 const STOP_GRACE_MS = 2_000;
 
+/** A posted run's `claim` word while its thread has not begun it (see RunMessage in workerProtocol.ts). */
+const CLAIM_WAITING = 0;
+/** The run was taken off that thread: the thread drops it. */
+const CLAIM_WITHDRAWN = -1;
+
 /**
  * Runs `code` against `host`'s tools within `limits`. Never throws for what the program does:
  * every failure is in the result's `error`. Throws only for what the caller got wrong
@@ -129,6 +138,10 @@ class ProgramRun {
   /** Set once the run must stop: its deadline passed, or it was cancelled. */
   private stopReason: "timeout" | "cancelled" | undefined;
   private lease: WorkerLease | undefined;
+  /** The `claim` word of the run as last posted (see RunMessage in workerProtocol.ts). */
+  private claim: Int32Array | undefined;
+  /** The next look at whether the run, posted and not begun, waits on a held thread. */
+  private placementTimer: NodeJS.Timeout | undefined;
   private settlements: Settlement[] = [];
   private ended = false;
   private readonly logger: Logger;
@@ -171,21 +184,84 @@ class ProgramRun {
       this.lease.release();
       this.end({ kind: "interrupted" }, [], 0);
     } else {
-      this.lease.post({
-        type: "run",
-        seq: this.seq,
-        code: this.code,
-        spec: this.spec,
-        deadline: this.deadline,
-        stop: this.stopWord.buffer as SharedArrayBuffer,
-        memoryBytes: this.limits.memory_mb * 1024 * 1024,
-        maxValueBytes: this.limits.maxValueBytes,
-        maxConsoleBytes: this.limits.maxConsoleBytes,
-      });
+      this.post(this.lease);
     }
     const result = await this.done;
     signal?.removeEventListener("abort", onAbort);
     return result;
+  }
+
+  /** Sends the run to its thread with a new `claim` word, and watches until the thread begins it. */
+  private post(lease: WorkerLease): void {
+    const claim = new Int32Array(new SharedArrayBuffer(4));
+    this.claim = claim;
+    lease.post({
+      type: "run",
+      seq: this.seq,
+      code: this.code,
+      spec: this.spec,
+      deadline: this.deadline,
+      stop: this.stopWord.buffer as SharedArrayBuffer,
+      claim: claim.buffer as SharedArrayBuffer,
+      memoryBytes: this.limits.memory_mb * 1024 * 1024,
+      maxValueBytes: this.limits.maxValueBytes,
+      maxConsoleBytes: this.limits.maxConsoleBytes,
+    });
+    this.watchPlacement(lease, claim);
+  }
+
+  /**
+   * Until the thread begins the run, looks whether a long slice holds that thread (a program
+   * beside this one computing) while another thread could take the run; then moves it. The pool
+   * places a run only on a thread not held at that moment, but a program may start to compute on
+   * it right after, and a run behind it would wait for that program's deadline.
+   *
+   * Why a timer here: the held thread reads no message, so the worker cannot say it is held, and
+   * the pool is not asked again once a run has its room. The thread's shared `busy` word can be
+   * read from here at any time without the worker; it tells when the slice running there began,
+   * so the next look is when that slice would become long (at most {@link LONG_SLICE_MS} away).
+   * A thread that begins the run at once, the usual case, costs one timer. The looks end when the
+   * thread begins the run (its `claim` word), the run moves, or it ends.
+   */
+  private watchPlacement(lease: WorkerLease, claim: Int32Array): void {
+    const look = (): void => {
+      this.placementTimer = undefined;
+      if (this.ended || this.stopReason !== undefined || this.lease !== lease || Atomics.load(claim, 0) !== CLAIM_WAITING) return;
+      if (lease.movable()) {
+        void this.move(lease, claim);
+        return;
+      }
+      const since = lease.busySince();
+      const untilLong = since === 0 ? LONG_SLICE_MS : since + LONG_SLICE_MS + 1 - Date.now();
+      this.placementTimer = setTimeout(look, untilLong > 0 ? untilLong : LONG_SLICE_MS);
+    };
+    look();
+  }
+
+  /**
+   * Takes the run off a held thread that has not begun it, and posts it where the pool finds room.
+   * The `claim` word decides: once withdrawn, the thread drops the run if it ever gets to it; if
+   * the thread began it first, it stays. The deadline is the run's own, time spent waiting
+   * included.
+   */
+  private async move(lease: WorkerLease, claim: Int32Array): Promise<void> {
+    if (Atomics.compareExchange(claim, 0, CLAIM_WAITING, CLAIM_WITHDRAWN) !== CLAIM_WAITING) return;
+    this.logger.debug("program moved off a thread held by another program", { runId: this.runId });
+    this.lease = undefined;
+    let next: WorkerLease;
+    try {
+      next = await lease.move(this.waitAbort.signal);
+    } catch (err) {
+      this.end(this.stopReason === undefined ? { kind: "engine", message: messageOf(err) } : { kind: "interrupted" }, [], 0);
+      return;
+    }
+    this.lease = next;
+    if (this.stopReason !== undefined || this.ended) {
+      next.release();
+      this.end({ kind: "interrupted" }, [], 0);
+      return;
+    }
+    this.post(next);
   }
 
   private stop(reason: "timeout" | "cancelled"): void {
@@ -195,6 +271,12 @@ class ProgramRun {
     for (const start of this.queued.splice(0)) start();
     if (this.lease === undefined) {
       this.waitAbort.abort(this.stopError());
+      return;
+    }
+    if (this.claim !== undefined && Atomics.compareExchange(this.claim, 0, CLAIM_WAITING, CLAIM_WITHDRAWN) === CLAIM_WAITING) {
+      // Its thread has not begun it (it may be held by a program beside it): nothing there to stop.
+      this.lease.release();
+      this.end({ kind: "interrupted" }, [], 0);
       return;
     }
     Atomics.store(this.stopWord, 0, 1);
@@ -309,6 +391,7 @@ class ProgramRun {
     if (this.ended) return;
     this.ended = true;
     for (const timer of this.timers) clearTimeout(timer);
+    if (this.placementTimer !== undefined) clearTimeout(this.placementTimer);
     if (!this.callsAbort.signal.aborted) this.callsAbort.abort(new AbridgeError(ErrorCode.CANCELLED, "the program ended before the call was answered"));
     for (const start of this.queued.splice(0)) start();
     const described = this.describe(outcome);

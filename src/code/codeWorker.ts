@@ -2,8 +2,10 @@
  * A program worker: a thread that runs programs in QuickJS (WebAssembly), several at once, each in
  * an engine instance of its own (its own linear memory, capped at the run's `memory_mb`) and a
  * fresh runtime and context, so runs share nothing but the thread. A program that loops holds this
- * thread (and the runs beside it) until its deadline, never the process's event loop; the pool puts
- * new runs on other threads meanwhile (it sees the thread busy through the shared `busy` word).
+ * thread (and the runs begun beside it) until its deadline, never the process's event loop; the
+ * main thread sees the thread busy through the shared `busy` word, puts new runs on other threads
+ * meanwhile, and moves those it posted here that this thread has not begun (see `claim` in
+ * workerProtocol.ts: a withdrawn run is dropped here, never begun).
  *
  * The engine's interrupt handler stops a run at its deadline, or at once when the main thread sets
  * the run's stop word. Tool calls leave as messages, batched per slice of execution; their answers
@@ -444,9 +446,32 @@ function settled(run: Run): void {
   giveBack(run.engine, run.broken);
 }
 
-/** Starts a run on an engine sized for its heap. */
+/** A run's `claim` word while this thread has not begun it (see RunMessage in workerProtocol.ts). */
+const CLAIM_WAITING = 0;
+/** This thread began the run: it stays here. */
+const CLAIM_BEGUN = 1;
+/** The main thread took the run elsewhere: this thread drops it. */
+const CLAIM_WITHDRAWN = -1;
+
+/**
+ * Takes a run for this thread: true when it was still waiting (it is now begun here), false when
+ * the main thread withdrew it. Nothing of a run is posted before this, so a withdrawn run leaves
+ * no trace.
+ */
+function claim(message: RunMessage): boolean {
+  return Atomics.compareExchange(new Int32Array(message.claim), 0, CLAIM_WAITING, CLAIM_BEGUN) === CLAIM_WAITING;
+}
+
+/** Starts a run on an engine sized for its heap, unless it was withdrawn. */
 async function start(message: RunMessage): Promise<void> {
+  // A withdrawn run costs no engine; the claim itself is taken once the engine is ready, right
+  // before the run's first slice, so a run stays movable while this thread waits for anything.
+  if (Atomics.load(new Int32Array(message.claim), 0) === CLAIM_WITHDRAWN) return;
   const engine = await takeEngine(message.memoryBytes);
+  if (!claim(message)) {
+    giveBack(engine, false);
+    return;
+  }
   let run: Run;
   try {
     run = new Run(message, engine);
@@ -471,6 +496,8 @@ async function start(message: RunMessage): Promise<void> {
 function handle(message: ToWorker): void {
   if (message.type === "run") {
     start(message).catch((err: unknown) => {
+      // Failing to make an engine is reported only for a run this thread can still claim.
+      if (Atomics.load(new Int32Array(message.claim), 0) !== CLAIM_BEGUN && !claim(message)) return;
       const text = err instanceof Error ? err.message : String(err);
       post({ type: "done", seq: message.seq, outcome: { kind: "engine", message: text }, console: [], consoleDropped: 0 });
     });

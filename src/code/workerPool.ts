@@ -4,9 +4,10 @@
  * memory of an engine instance, so runs share threads: a run goes to the thread with the fewest
  * runs among those not in a long slice of execution (a program looping holds its thread until its
  * deadline); when every thread is full or held that way, another is started, up to `maxThreads`;
- * past that, runs wait. `idleThreads` stay started with no run, so a run seldom waits for a
- * thread to start; the others end after `idleTimeoutMs`. A thread with no run does not keep the
- * process alive.
+ * past that, runs wait. A run placed on a thread that a long slice then holds before the thread
+ * begins it can be moved (`WorkerLease.move`): it goes first in line for another thread.
+ * `idleThreads` stay started with no run, so a run seldom waits for a thread to start; the others
+ * end after `idleTimeoutMs`. A thread with no run does not keep the process alive.
  *
  * The engine's WebAssembly is compiled once per process and shared by every thread.
  */
@@ -98,6 +99,23 @@ function engineAssets(): Promise<EngineAssets> {
 export interface WorkerLease {
   /** Sends a message to the run's thread. */
   post(message: ToWorker): void;
+  /**
+   * When the slice of execution running on the thread now began (epoch ms), 0 between slices.
+   * Read from the thread's shared `busy` word: it is current even while the thread computes and
+   * answers no message.
+   */
+  busySince(): number;
+  /**
+   * True when the thread is held in a long slice and the run would find room elsewhere now: on
+   * another thread with room that is not held, on one starting, or on one the pool may still start.
+   */
+  movable(): boolean;
+  /**
+   * Gives up this room and resolves with room on another thread, the run first in line; the
+   * thread left counts as held until the run has new room. As {@link CodeWorkerPool.acquire}
+   * otherwise. The caller makes sure the thread left never begins the run (its `claim` word).
+   */
+  move(signal?: AbortSignal): Promise<WorkerLease>;
   /** Ends the thread (a run that did not stop in time): every run on it ends. */
   kill(): void;
   /** The run is over: its thread takes another. */
@@ -136,6 +154,8 @@ class PoolThread {
 interface Waiter {
   seq: number;
   handlers: LeaseHandlers;
+  /** The thread a moved run left: held, for this run, whatever its `busy` word says. */
+  avoid?: PoolThread;
   resolve(lease: WorkerLease): void;
   reject(err: unknown): void;
 }
@@ -197,6 +217,11 @@ export class CodeWorkerPool {
 
   /** Room for run `seq` on a thread, as soon as there is some; rejects when `signal` aborts first or the pool is closed. */
   acquire(seq: number, handlers: LeaseHandlers, signal?: AbortSignal): Promise<WorkerLease> {
+    return this.wait(seq, handlers, signal, undefined);
+  }
+
+  /** {@link acquire}, or for a moved run (`avoid` set): first in line, and never back on `avoid` while another thread can take it. */
+  private wait(seq: number, handlers: LeaseHandlers, signal: AbortSignal | undefined, avoid: PoolThread | undefined): Promise<WorkerLease> {
     if (this.closed) return Promise.reject(new AbridgeError(ErrorCode.INTERNAL, "the program runtime is closed"));
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<WorkerLease>((resolve, reject) => {
@@ -208,6 +233,7 @@ export class CodeWorkerPool {
       const waiter: Waiter = {
         seq,
         handlers,
+        ...(avoid !== undefined ? { avoid } : {}),
         resolve: (lease) => {
           signal?.removeEventListener("abort", onAbort);
           resolve(lease);
@@ -217,7 +243,8 @@ export class CodeWorkerPool {
           reject(err);
         },
       };
-      this.waiters.push(waiter);
+      if (avoid !== undefined) this.waiters.unshift(waiter);
+      else this.waiters.push(waiter);
       signal?.addEventListener("abort", onAbort, { once: true });
       this.dispatch();
     });
@@ -225,9 +252,10 @@ export class CodeWorkerPool {
 
   /**
    * The thread for the next run: the one with the fewest runs among those with room and not held
-   * in a long slice; a held one only when no thread is starting and none can be started.
+   * in a long slice (`avoid` counts as held); a held one only when no thread is starting and none
+   * can be started.
    */
-  private pick(): PoolThread | undefined {
+  private pick(avoid?: PoolThread): PoolThread | undefined {
     const now = Date.now();
     let best: PoolThread | undefined;
     let bestHeld: PoolThread | undefined;
@@ -235,7 +263,7 @@ export class CodeWorkerPool {
     for (const t of this.threads) {
       if (t.state === "starting") starting++;
       if (t.state !== "ready" || t.runs.size >= this.runsPerThread) continue;
-      if (t.held(now)) {
+      if (t === avoid || t.held(now)) {
         if (bestHeld === undefined || t.runs.size < bestHeld.runs.size) bestHeld = t;
       } else if (best === undefined || t.runs.size < best.runs.size) {
         best = t;
@@ -245,36 +273,73 @@ export class CodeWorkerPool {
     return starting === 0 && this.threads.size >= this.maxThreads ? bestHeld : undefined;
   }
 
-  /** Gives waiting runs room where there is some, and starts threads for the rest. */
+  /**
+   * Gives waiting runs room where there is some, in order, and starts threads for the rest. A
+   * moved run that finds none (it may not go back to the thread it left) lets those behind it try.
+   */
   private dispatch(): void {
-    while (this.waiters.length > 0) {
-      const thread = this.pick();
-      if (thread === undefined) break;
-      const waiter = this.waiters.shift()!;
+    for (let i = 0; i < this.waiters.length; ) {
+      const waiter = this.waiters[i]!;
+      const thread = this.pick(waiter.avoid);
+      if (thread === undefined) {
+        if (waiter.avoid === undefined) break;
+        i++;
+        continue;
+      }
+      this.waiters.splice(i, 1);
       waiter.resolve(this.assign(thread, waiter.seq, waiter.handlers));
     }
     this.grow();
   }
 
+  /** True when `from` is held and a run would find room on another thread now (see {@link WorkerLease.movable}). */
+  private movable(from: PoolThread): boolean {
+    if (this.closed || from.state !== "ready") return false;
+    const now = Date.now();
+    if (!from.held(now)) return false;
+    if (this.threads.size < this.maxThreads) return true;
+    for (const t of this.threads) {
+      if (t === from) continue;
+      if (t.state === "starting") return true;
+      if (t.state === "ready" && !t.held(now) && t.runs.size < this.runsPerThread) return true;
+    }
+    return false;
+  }
+
   private assign(thread: PoolThread, seq: number, handlers: LeaseHandlers): WorkerLease {
     if (thread.idleTimer !== undefined) clearTimeout(thread.idleTimer);
     thread.idleTimer = undefined;
-    thread.runs.set(seq, handlers);
+    // An entry of its own per lease: a run moved away and later back to this thread (same seq) is
+    // not touched by what its earlier lease does.
+    const entry: LeaseHandlers = { onMessage: (m) => handlers.onMessage(m), onExit: (reason) => handlers.onExit(reason) };
+    const mine = (): boolean => thread.runs.get(seq) === entry;
+    thread.runs.set(seq, entry);
     thread.thread!.ref();
+    /** Takes the run off this thread; true when it was on it. */
+    const leave = (): boolean => {
+      if (!mine()) return false;
+      thread.runs.delete(seq);
+      if (thread.state === "ready" && thread.runs.size === 0) this.idle(thread);
+      return true;
+    };
     return {
       post: (message) => {
-        if (thread.state === "ready" && thread.runs.has(seq)) thread.thread!.postMessage(message);
+        if (thread.state === "ready" && mine()) thread.thread!.postMessage(message);
+      },
+      busySince: () => Number(Atomics.load(thread.busy, 0)),
+      movable: () => mine() && this.movable(thread),
+      move: (signal) => {
+        leave();
+        return this.wait(seq, handlers, signal, thread);
       },
       kill: () => {
-        if (thread.state === "gone") return;
+        if (thread.state === "gone" || !mine()) return;
         this.logger.warn("program thread ended: a run did not stop in time", { runs: thread.runs.size });
         this.gone(thread, "the program's thread was ended: a program beside this one did not stop in time");
         void thread.thread!.terminate();
       },
       release: () => {
-        if (!thread.runs.delete(seq) || thread.state !== "ready") return;
-        if (thread.runs.size === 0) this.idle(thread);
-        this.dispatch();
+        if (leave() && thread.state === "ready") this.dispatch();
       },
     };
   }

@@ -45,6 +45,14 @@ export interface RunMessage {
   deadline: number;
   /** One Int32, 0 until the run must stop at once (read by the engine's interrupt handler). */
   stop: SharedArrayBuffer;
+  /**
+   * One Int32 deciding who has this message's run, changed only by compare-and-exchange: 0 while
+   * the thread has not begun it, 1 once the worker began it (it stays on this thread), -1 once the
+   * main thread withdrew it (the worker drops the message when it gets to it; the run goes on
+   * elsewhere). Shared memory, because the thread this matters for is held by a program that
+   * computes and reads no message: both sides decide at once, and exactly one of them wins.
+   */
+  claim: SharedArrayBuffer;
   memoryBytes: number;
   maxValueBytes: number;
   maxConsoleBytes: number;
