@@ -1,18 +1,6 @@
 /** The text a model reads after its program ran: console output, then the return value or the error, then a footer. */
 import type { CodeRunResult } from "./codeRuntime.js";
 
-/** Options of {@link codeAnswerText}. */
-export interface CodeAnswerOptions {
-  /** The bridge's `max_output_bytes`: past it (UTF-8 bytes) the body goes to `cut`. */
-  maxBytes?: number;
-  /**
-   * Cuts the body to at most `maxBytes` (the bridge's own cut, which may spill the rest). The
-   * footer is kept whole after it, so the model always sees how many calls were made and how long
-   * it took. Without `cut` the whole text is returned for the caller to cut.
-   */
-  cut?: (body: string, maxBytes: number) => string;
-}
-
 /** `[log] text`: the line's level, then its text. */
 function consoleText(result: CodeRunResult): string[] {
   return result.console.map((line) => `[${line.level}] ${line.text}`);
@@ -26,20 +14,21 @@ export function codeAnswerFooter(result: CodeRunResult): string {
   return `(${parts.join(", ")})`;
 }
 
-/**
- * The answer to a run: every console line in order, tagged with its level; then the return
- * value's JSON, or the error (`error: <message> [CODE]`); then the footer. Within `maxBytes` when
- * a `cut` is given.
- */
-export function codeAnswerText(result: CodeRunResult, options: CodeAnswerOptions = {}): string {
+/** The answer without its footer: the console lines in order, then the return value's JSON or the error. */
+export function codeAnswerBody(result: CodeRunResult): string {
   const lines = consoleText(result);
   if (result.error !== undefined) lines.push(`error: ${result.error.message} [${result.error.code}]`);
   else if (result.returnJson !== undefined) lines.push(result.returnJson);
-  const body = lines.join("\n");
+  return lines.join("\n");
+}
+
+/**
+ * The answer to a run: {@link codeAnswerBody}, then {@link codeAnswerFooter} on a line of its own
+ * (the footer alone when the run printed and returned nothing). A front end that bounds the answer
+ * cuts the body and keeps the footer whole (see `CallGuard.limitText`).
+ */
+export function codeAnswerText(result: CodeRunResult): string {
+  const body = codeAnswerBody(result);
   const footer = codeAnswerFooter(result);
-  const text = body === "" ? footer : `${body}\n${footer}`;
-  const { maxBytes, cut } = options;
-  if (maxBytes === undefined || cut === undefined || Buffer.byteLength(text) <= maxBytes) return text;
-  const room = Math.max(0, maxBytes - Buffer.byteLength(footer) - 1);
-  return `${cut(body, room)}\n${footer}`;
+  return body === "" ? footer : `${body}\n${footer}`;
 }

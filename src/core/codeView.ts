@@ -16,7 +16,7 @@ import type { DeclarationRequest } from "../catalog/metaTools.js";
 import { isMetaTool } from "../catalog/metaTools.js";
 import type { ToolCatalog } from "../catalog/toolCatalog.js";
 import type { CatalogTool } from "../catalog/types.js";
-import { codeAnswerText } from "../code/answerText.js";
+import { codeAnswerBody, codeAnswerFooter } from "../code/answerText.js";
 import type { CodeLimits } from "../code/codeLimits.js";
 import { runProgram, type CodeHost, type CodeRunResult } from "../code/codeRuntime.js";
 import type { CodeServerName } from "../code/globalNames.js";
@@ -147,7 +147,9 @@ export class CodeView {
       logger: this.parts.logger,
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
     });
-    const text = await guard.limitText(codeAnswerText(result), options.signal);
+    // The footer (calls made, time taken) stays whole however long the output: the model always
+    // learns what the run did, even when the rest was cut.
+    const text = await guard.limitText(codeAnswerBody(result), options.signal, codeAnswerFooter(result));
     const answer: CallToolResult = { content: [{ type: "text", text }], ...(result.ok ? {} : { isError: true }) };
     return { result, answer };
   }

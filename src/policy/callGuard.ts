@@ -172,13 +172,15 @@ export class CallGuard {
    * abridge's own answer text (a program's output) within the top-level `max_output_bytes`: past
    * it, the head that fits and a marker saying how much was left out; with the top-level
    * `spill = true` the whole text is kept first and the marker gives the `read_output` handle and
-   * offset to read on from.
+   * offset to read on from. A `footer` is kept whole after the cut (a run's calls and time), and
+   * is not part of what is spilled.
    */
-  async limitText(text: string, signal?: AbortSignal): Promise<string> {
+  async limitText(text: string, signal?: AbortSignal, footer = ""): Promise<string> {
     const config = this.configOf();
     const maxBytes = config.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const tail = footer === "" ? "" : `\n${footer}`;
     const total = utf8Bytes(text);
-    if (total <= maxBytes) return text;
+    if (total + utf8Bytes(tail) <= maxBytes) return `${text}${tail}`;
     let handle: string | undefined;
     if (config.spill === true) {
       try {
@@ -188,10 +190,10 @@ export class CallGuard {
       }
     }
     // The marker's own bytes come off the room first; 200 bytes hold it with any handle and figures.
-    const head = utf8Head(text, Math.max(0, maxBytes - 200));
+    const head = utf8Head(text, Math.max(0, maxBytes - 200 - utf8Bytes(tail)));
     const kept = utf8Bytes(head);
     const rest = handle === undefined ? "" : ` The whole output is kept: call read_output with {"handle":"${handle}","offset":${kept}} to read on.`;
-    return `${head}\n[abridge: output cut: ${total - kept} of ${total} bytes left out (limit ${maxBytes}).${rest}]`;
+    return `${head}\n[abridge: output cut: ${total - kept} of ${total} bytes left out (limit ${maxBytes}).${rest}]${tail}`;
   }
 
   /**

@@ -62,12 +62,12 @@ describe("value errors are followed by the command's usage line", () => {
   const cases: { argv: string[]; message: string; usage: string }[] = [
     {
       argv: ["serve", "--mode", "bogus"],
-      message: 'abridge: --mode: expected one of full, summary, compact, lazy, auto, got "bogus" [USAGE]',
+      message: 'abridge: --mode: expected one of full, summary, compact, lazy, auto, code, got "bogus" [USAGE]',
       usage: "Usage: abridge serve [options]",
     },
     {
       argv: ["tools", "--mode", "bogus"],
-      message: 'abridge: --mode: expected one of full, summary, compact, lazy, auto, got "bogus" [USAGE]',
+      message: 'abridge: --mode: expected one of full, summary, compact, lazy, auto, code, got "bogus" [USAGE]',
       usage: "Usage: abridge tools [options]",
     },
     {

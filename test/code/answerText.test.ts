@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { codeAnswerText } from "../../src/code/answerText.js";
+import { codeAnswerBody, codeAnswerFooter, codeAnswerText } from "../../src/code/answerText.js";
 import type { CodeRunResult } from "../../src/code/codeRuntime.js";
 
 function result(extra: Partial<CodeRunResult>): CodeRunResult {
@@ -29,21 +29,10 @@ describe("the answer text", () => {
     expect(codeAnswerText(result({}))).toBe("(0 calls, 12 ms)");
   });
 
-  it("cuts the body with the caller's cut and keeps the footer whole within the bound", () => {
+  it("is the body and the footer: the footer alone when there is no output", () => {
     const full = result({ console: [{ level: "log", text: "x".repeat(500) }], returnJson: '"done"', calls: [{ tool: "t", ok: true, ms: 1 }, { tool: "t", ok: false, code: "TOOL_REFUSED", ms: 1 }] });
-    expect(codeAnswerText(full)).toHaveLength("[log] ".length + 500 + 1 + '"done"'.length + 1 + "(2 calls, 12 ms)".length);
-    const seen: number[] = [];
-    const text = codeAnswerText(full, {
-      maxBytes: 100,
-      cut: (body, max) => {
-        seen.push(max);
-        return `${body.slice(0, max - 10)}[cut here]`;
-      },
-    });
-    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(100);
-    expect(text.endsWith("\n(2 calls, 12 ms)")).toBe(true);
-    expect(seen).toEqual([100 - "(2 calls, 12 ms)".length - 1]);
-    // Within the bound, the cut is not called.
-    expect(codeAnswerText(result({ returnJson: "1" }), { maxBytes: 100, cut: () => "never" })).toBe("1\n(0 calls, 12 ms)");
+    expect(codeAnswerText(full)).toBe(`${codeAnswerBody(full)}\n${codeAnswerFooter(full)}`);
+    expect(codeAnswerFooter(full)).toBe("(2 calls, 12 ms)");
+    expect(codeAnswerBody(result({}))).toBe("");
   });
 });

@@ -101,7 +101,7 @@ describe("code mode through the Bridge", () => {
     const long = await bridge.callTool("run_code", { code: 'return "x".repeat(20000);' });
     const answer = text(long);
     expect(Buffer.byteLength(answer)).toBeLessThanOrEqual(4000);
-    expect(answer).toMatch(/\[abridge: output cut: \d+ of \d+ bytes left out \(limit 4000\)\.\]$/);
+    expect(answer).toMatch(/\[abridge: output cut: \d+ of \d+ bytes left out \(limit 4000\)\.\]\n\(0 calls, \d+ ms\)$/);
   });
 
   it("answers a failing program with isError and the line and column in the program", async () => {
