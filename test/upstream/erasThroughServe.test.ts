@@ -87,6 +87,19 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     expect(asked).toEqual(["elicit:What is your name?", "sample", "elicit:What is your name?"]);
   });
 
+  it.each([
+    ["auto", ["stateless", "legacy", "dual"], "stateless"],
+    ["2026-07-28", ["stateless", "dual"], "stateless"],
+    ["legacy", ["legacy", "dual"], "legacy"],
+  ] as const)("protocol = %s on every upstream: the servers that speak it serve, the dual one in that revision", async (protocol, serving, dualEra) => {
+    const { file } = await eraConfig({ stateless: protocol, legacy: protocol, dual: protocol });
+    const client = await serveClient(file, { elicitation: {} });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    for (const server of ["stateless", "legacy", "dual"]) expect(names.includes(`${server}_echo`), server).toBe(serving.includes(server as never));
+    for (const server of serving) expect(textOf(await client.callTool({ name: `${server}_echo`, arguments: { text: server } }))).toBe(server);
+    expect(JSON.parse(textOf(await client.callTool({ name: "dual_whoami", arguments: {} })))).toMatchObject({ era: dualEra });
+  });
+
   it("a client without elicitation: the stateless call fails at once with the reason, and the server stays usable", async () => {
     const { file } = await eraConfig();
     const client = await serveClient(file, {});
