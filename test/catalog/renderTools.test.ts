@@ -116,7 +116,7 @@ describe("renderTools over the corpus", () => {
       }
     }
     expect(compared).toBeGreaterThan(catalog.length * 4);
-  });
+  }, 300_000);
 
   it("summary uses the summary, keeps title, annotations and outputSchema, and uses param summaries", () => {
     const github = catalog.find((t) => t.name === "github_create_issue");
@@ -251,7 +251,7 @@ describe("renderTools over the corpus", () => {
     expect(tokens(small)).toBeGreaterThan(100);
     const index = renderTools(large, "lazy")[0]?.description ?? "";
     expect(index).toMatch(/\nand 316 more servers \(\d+ tools\)$/);
-  });
+  }, 300_000);
 
   it("orders by server then tool, whatever the input order", () => {
     const shuffled = [...catalog].reverse();

@@ -96,7 +96,8 @@ describe("abridge among its own servers", () => {
     const a = path.join(dir, "a.toml");
     const b = path.join(dir, "b.toml");
     await writeFile(a, `cache_dir = "cache-a"\n` + abridgeServerToml("b", ["serve", "--config", b], SLOW_START));
-    await writeFile(b, `cache_dir = "cache-b"\n` + abridgeServerToml("a", ["serve", "--config", a], SLOW_START) + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]));
+    // b lists only once its echo server is up, however long a busy machine takes to start it.
+    await writeFile(b, `cache_dir = "cache-b"\nstartup_grace_ms = 60000\n` + abridgeServerToml("a", ["serve", "--config", a], SLOW_START) + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]));
     const r = await runAbridge(["tools", "--config", a], { cwd: dir });
     // a -> b -> a: the second a refuses; b serves its echo server and a lists it.
     expect(r.stdout).toContain("b_echo_echo");

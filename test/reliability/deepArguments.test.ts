@@ -120,7 +120,7 @@ describe("arguments deeper than the limit are refused where calls enter the core
     expect(resultText(await held)).toBe("released");
     expect(web.sessionsOpened).toBe(1);
     expect(lines.filter((l) => /unreachable|reconnecting|restarting/.test(l))).toEqual([]);
-  });
+  }, 180_000);
 
   it("library: the same with a stdio upstream, whose process stays", async () => {
     const { bridge, lines, until, pids } = await startBridge(`mode = "full"\n${fixtureToml("slow", "rawEchoServer.ts", ["--stall"])}`);

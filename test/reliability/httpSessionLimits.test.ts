@@ -64,7 +64,8 @@ async function listTools(url: string, session: string): Promise<number> {
 
 describe("HTTP session limits", () => {
   it("idle sessions expire, and so does one whose only activity is an open GET stream (the stream is ended); an expired one answers 404", async () => {
-    const { http } = await start({ sessionIdleMs: 300 });
+    // Long enough that a loaded machine opens the stream before the session expires, short enough to wait out.
+    const { http } = await start({ sessionIdleMs: 1_500 });
     const streamed = await initialize(http.url);
     // A stream held open and never used held a session for good: 50 of them held a cap of 50 and
     // locked every new client out. Listening alone is not activity.
