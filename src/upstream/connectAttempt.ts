@@ -8,7 +8,7 @@ import { listTools } from "./listTools.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
 import { classifyProbe, legacyRefused, statelessRequired } from "./protocolEra.js";
 import type { ProbeVerdict } from "./protocolEra.js";
-import type { ServerProtocol } from "../config/schema.js";
+import type { ServerConfig, ServerProtocol } from "../config/schema.js";
 import type { UpstreamClient } from "./upstreamClient.js";
 
 /** Longest wait for an answer to the `server/discover` probe before a stdio server is taken for a legacy one. */
@@ -151,6 +151,17 @@ async function handshake(client: UpstreamClient, transport: Transport, options: 
   options.logger.debug("upstream does not speak the stateless revision; initializing", { reason: verdict.reason });
   if (verdict.closed) throw new ProbeClosedError(server);
   await client.initializeAfterProbe({ signal, timeout: timeoutMs });
+}
+
+/**
+ * The revision an attempt asks for: the entry's `protocol`, except that `auto` goes straight to
+ * `initialize` over SSE (a transport of the older revisions only) and for a stdio server that
+ * quit on the probe before (`skipProbe`).
+ */
+export function attemptProtocol(config: ServerConfig, skipProbe: boolean): ServerProtocol {
+  const protocol = config.protocol ?? "auto";
+  if (protocol === "auto" && (skipProbe || config.transport === "sse")) return "legacy";
+  return protocol;
 }
 
 /** How a spawned child ended (`exited with code 3`, `was ended by SIGKILL`), or undefined while it runs. */

@@ -9,7 +9,7 @@ import { backoffDelayMs, DEFAULT_BACKOFF } from "./backoff.js";
 import type { BackoffOptions } from "./backoff.js";
 import { ChildStdioTransport, SHUTDOWN_CLOSE_GRACE } from "./childStdioTransport.js";
 import { CallForwarder } from "./callForwarder.js";
-import { connectAndList, ProbeClosedError } from "./connectAttempt.js";
+import { attemptProtocol, connectAndList, ProbeClosedError } from "./connectAttempt.js";
 import { listTools } from "./listTools.js";
 import { RelistScheduler } from "./relistScheduler.js";
 import { RequestRelay } from "./requestRelay.js";
@@ -22,9 +22,7 @@ import type { StatusExtras, UpstreamBaseOptions } from "./upstreamBase.js";
 import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo, UpstreamClient } from "./upstreamClient.js";
 import type { ProtocolEra } from "./protocolEra.js";
-import { TtlRelist } from "./ttlRelist.js";
-import { paramHeaders } from "./paramHeaders.js";
-import type { HeaderDeclaration } from "./paramHeaders.js";
+import { StatelessState } from "./statelessState.js";
 import { notReadyError, startError } from "./upstreamErrors.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../model/types.js";
 import { isObject } from "../model/json.js";
@@ -96,10 +94,8 @@ export class UpstreamConnection extends UpstreamBase {
   private era: ProtocolEra | undefined;
   /** The stdio server quit on the `server/discover` probe once: `auto` goes straight to `initialize`. */
   private skipProbe = false;
-  /** The `x-mcp-header` declarations of the listed tools (stateless over HTTP; see paramHeaders.ts). */
-  private headerDeclarations = new Map<string, HeaderDeclaration[]>();
-  /** Re-lists a stateless server when the `ttlMs` of its tool list runs out (see ttlRelist.ts). */
-  private readonly ttlRelist: TtlRelist;
+  /** The tool list's `ttlMs`, its change subscription and its call headers, for a stateless server. */
+  private readonly stateless: StatelessState;
   /** Bumped for every connection attempt; callbacks of an older attempt are ignored. */
   private generation = 0;
   private readonly transports = new Set<Transport>();
@@ -130,14 +126,11 @@ export class UpstreamConnection extends UpstreamBase {
       sandboxHide: options.sandboxHide ?? [],
       watchdog: options.watchdog,
       liveConfig: () => this.config,
-      paramHeaders: (tool, args) => {
-        const declarations = this.headerDeclarations.get(tool);
-        return declarations === undefined ? {} : paramHeaders(declarations, args);
-      },
+      paramHeaders: (tool, args) => this.stateless.headers(tool, args),
     };
     this.relay = new RequestRelay({ server: config.name, logger: this.logger, ...(options.onNotification ? { onNotification: options.onNotification } : {}) });
     this.relists = new RelistScheduler(options.listChangedDebounceMs ?? 50, () => this.relist());
-    this.ttlRelist = new TtlRelist(() => this.relists.schedule(), options.minTtlRelistMs);
+    this.stateless = new StatelessState(() => this.relists.schedule(), options.minTtlRelistMs);
     this.calls = new CallForwarder({
       target: {
         assertAvailable: () => {
@@ -258,7 +251,7 @@ export class UpstreamConnection extends UpstreamBase {
         logger: this.logger,
         lifetime: this.lifetime.signal,
         signal,
-        protocol: this.attemptProtocol(),
+        protocol: attemptProtocol(this.config, this.skipProbe),
         onInitialized: () => {
           this.client = client;
         },
@@ -269,7 +262,6 @@ export class UpstreamConnection extends UpstreamBase {
       this.capabilities = client.getServerCapabilities() as JsonObject | undefined;
       this.instructions = client.getInstructions();
       this.era = client.era;
-      this.headerDeclarations = client.headerDeclarations;
       this.error = undefined;
       this.readySinceMs = Date.now();
       this.startedAt = new Date(this.readySinceMs).toISOString();
@@ -282,7 +274,7 @@ export class UpstreamConnection extends UpstreamBase {
         this.retire(transport, client);
       }
       this.logger.info("upstream ready", { tools: this.toolList.length, restarts: this.restarts, protocol: client.era });
-      if (this.config.lifecycle !== "per_call") this.ttlRelist.listed(client.lastListTtlMs);
+      if (this.config.lifecycle !== "per_call") this.stateless.started(client, this.lifetime.signal, this.logger, () => generation === this.generation);
       this.setState("ready");
       // The first list of a server counts as a change too: front ends serve before every upstream
       // is up, and a server that comes up late must reach their lists (one list_changed).
@@ -294,17 +286,6 @@ export class UpstreamConnection extends UpstreamBase {
       this.retire(transport, client);
       throw err;
     }
-  }
-
-  /**
-   * The revision an attempt asks for: the entry's `protocol`, except that `auto` goes straight to
-   * `initialize` over SSE (a transport of the older revisions only) and for a stdio server that
-   * quit on the probe before.
-   */
-  private attemptProtocol(): "auto" | "2026-07-28" | "legacy" {
-    const protocol = this.config.protocol ?? "auto";
-    if (protocol === "auto" && (this.skipProbe || this.config.transport === "sse")) return "legacy";
-    return protocol;
   }
 
   /** A client whose progress, log lines, notifications and requests reach this server's callers. */
@@ -350,8 +331,7 @@ export class UpstreamConnection extends UpstreamBase {
     try {
       const tools = await listTools(client, this.logger, this.config.timeout_ms, this.lifetime.signal);
       if (client !== this.client) return;
-      this.headerDeclarations = client.headerDeclarations;
-      this.ttlRelist.listed(client.lastListTtlMs);
+      this.stateless.listed(client);
       const changed = this.replaceTools(tools);
       this.logger.info("upstream tools re-listed", { tools: this.toolList.length, changed });
       if (changed) {
@@ -366,7 +346,7 @@ export class UpstreamConnection extends UpstreamBase {
   /** The transport of the current attempt closed (child exited, HTTP transport closed). */
   private handleClosed(generation: number, transport: Transport): void {
     if (generation !== this.generation || this.closePromise || this.state !== "ready") return;
-    this.ttlRelist.stop();
+    this.stateless.stop();
     const client = this.client;
     this.client = undefined;
     this.logger.warn("upstream connection closed; restarting");
@@ -491,7 +471,7 @@ export class UpstreamConnection extends UpstreamBase {
   private async doClose(): Promise<void> {
     this.lifetime.abort(new AbridgeError(ErrorCode.CANCELLED, `${this.config.name} is closing`));
     this.relists.stop();
-    this.ttlRelist.close();
+    this.stateless.close();
     const wasState = this.state;
     this.generation++;
     const client = this.client;

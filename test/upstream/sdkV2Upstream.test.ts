@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { ClientRelay } from "../../src/model/types.js";
 import { fixtureServer } from "../helpers/processes.js";
+import { Watch } from "../helpers/waitFor.js";
 import { makePool } from "./harness.js";
 
 const SERVER_INFO = "io.modelcontextprotocol/serverInfo";
@@ -16,7 +17,7 @@ describe("a v2 SDK server over stdio", () => {
       const pool = makePool({ servers: [fixtureServer("v2", "sdkV2Server.ts", [], { protocol })], retryFailedStart: false });
       await pool.start();
       expect(pool.status("v2")).toMatchObject({ state: "ready", serverInfo: { name: "sdk-v2-fixture" } });
-      expect(pool.tools().map((t) => t.name)).toEqual(["v2_add", "v2_confirm", "v2_echo"]);
+      expect(pool.tools().map((t) => t.name)).toEqual(["v2_add", "v2_add_tool", "v2_confirm", "v2_echo"]);
       const added = await pool.callTool("v2", "add", { a: 1, b: 2 });
       expect(added.content).toEqual([{ type: "text", text: "3" }]);
       // The SDK stamps its name into every stateless result's _meta: the mark of the revision spoken.
@@ -37,5 +38,17 @@ describe("a v2 SDK server over stdio", () => {
     const pool = makePool({ servers: [fixtureServer("v2", "sdkV2Server.ts", ["--stateless-only"])], retryFailedStart: false });
     await pool.start();
     expect((await pool.callTool("v2", "echo", { text: "hi" }))._meta).toMatchObject({ [SERVER_INFO]: { name: "sdk-v2-fixture" } });
+  });
+});
+
+describe("a v2 SDK server's tools/list_changed", () => {
+  it("reaches abridge through subscriptions/listen: a tool it adds is listed", async () => {
+    const pool = makePool({ servers: [fixtureServer("v2", "sdkV2Server.ts", [], { protocol: "2026-07-28" })] });
+    const changed = new Watch();
+    pool.on("toolsChanged", () => changed.changed());
+    await pool.start();
+    expect((await pool.callTool("v2", "add_tool", { name: "fresh" })).content).toEqual([{ type: "text", text: "added fresh" }]);
+    await changed.until(() => pool.tools().some((t) => t.name === "v2_fresh"), { what: "the re-list after tools/list_changed" });
+    expect((await pool.callTool("v2", "fresh", {})).content).toEqual([{ type: "text", text: "fresh ran" }]);
   });
 });
