@@ -101,8 +101,9 @@ export function decodeCursor(cursor: string | undefined): { snapshot?: number; o
 /**
  * Maps a failure to what the client should see. Unknown or refused tool names are the caller's
  * protocol mistake (-32602, with the closest names). An upstream's own JSON-RPC error keeps its
- * code. Failures of the upstream as a service (timeout, down, exited) become tool errors: the model
- * can read them and retry, and the client does not treat a slow server as a broken bridge.
+ * code. Failures of the upstream as a service (timeout, down, exited, speaking another protocol
+ * revision, asking for input nobody can give) become tool errors: the model can read them and
+ * retry or work around them, and the client does not treat a slow server as a broken bridge.
  */
 export function toWireOutcome(err: unknown): { result: JsonObject } | { error: McpError } {
   if (err instanceof McpError) return { error: err };
@@ -127,6 +128,8 @@ export function toWireOutcome(err: unknown): { result: JsonObject } | { error: M
     case ErrorCode.UPSTREAM_EXITED:
     case ErrorCode.UPSTREAM_START_FAILED:
     case ErrorCode.UPSTREAM_RECORDED:
+    case ErrorCode.UPSTREAM_PROTOCOL:
+    case ErrorCode.UPSTREAM_INPUT_REQUIRED:
     case ErrorCode.TOOL_REFUSED:
       return {
         result: {
@@ -353,21 +356,34 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
    * fast path of fastToolCalls.ts): the calling client's relay, progress by its token, the call
    * through the bridge, and failures mapped by {@link toWireOutcome} (an McpError is thrown).
    */
+  /**
+   * The way back to this client for what an upstream asks or logs during one of its requests
+   * (tools/call, prompts/get, resources/read): refused at once for a request the client declared
+   * no capability for.
+   */
+  const relayOf = (context: Pick<ToolCallContext, "sendRequest" | "sendNotification">): ClientRelay => ({
+    client: clientId,
+    async request(method, relayed, signal) {
+      const capabilities = server.getClientCapabilities();
+      const needs = method === "sampling/createMessage" ? "sampling" : method === "elicitation/create" ? "elicitation" : method === "roots/list" ? "roots" : undefined;
+      if (needs === undefined || capabilities?.[needs] === undefined) throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
+      return context.sendRequest({ method, params: relayed }, signal);
+    },
+    notify(method, relayed) {
+      if (method === "notifications/message" && !wantsLog(relayed)) return;
+      context.sendNotification({ method, params: relayed }).catch(notDelivered(method));
+    },
+  });
+  /** The relay of a request the SDK server answers: extra.sendRequest ties what is sent to it (over HTTP, its stream). */
+  const relayOfExtra = (extra: HandlerExtra): ClientRelay =>
+    relayOf({
+      sendRequest: (relayed, signal) => extra.sendRequest(relayed as never, looseResult, { signal }),
+      sendNotification: (notification) => extra.sendNotification(notification as never),
+    });
+
   const callTool = async (params: ToolCallParams, context: ToolCallContext): Promise<JsonObject> => {
     const progressToken = params._meta?.progressToken;
-    const relay: ClientRelay = {
-      client: clientId,
-      async request(method, relayed, signal) {
-        const capabilities = server.getClientCapabilities();
-        const supported = method === "sampling/createMessage" ? capabilities?.sampling : method === "elicitation/create" ? capabilities?.elicitation : undefined;
-        if (supported === undefined) throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
-        return context.sendRequest({ method, params: relayed }, signal);
-      },
-      notify(method, relayed) {
-        if (method === "notifications/message" && !wantsLog(relayed)) return;
-        context.sendNotification({ method, params: relayed }).catch(notDelivered(method));
-      },
-    };
+    const relay = relayOf(context);
     try {
       return await bridge.callTool(params.name, params.arguments as JsonObject | undefined, {
         signal: context.signal,
@@ -424,12 +440,16 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     session.listed("resources");
     return { resourceTemplates: await wire(() => bridge.listResourceTemplates(extra.signal)) };
   });
-  on(ReadResourceRequestSchema, (request, extra) => wire(() => bridge.readResource(request.params as JsonObject & { uri: string }, { signal: extra.signal, ...who })));
+  on(ReadResourceRequestSchema, (request, extra) =>
+    wire(() => bridge.readResource(request.params as JsonObject & { uri: string }, { signal: extra.signal, relay: relayOfExtra(extra), ...who })),
+  );
   on(ListPromptsRequestSchema, async (_request, extra) => {
     session.listed("prompts");
     return { prompts: await wire(() => bridge.listPrompts(extra.signal)) };
   });
-  on(GetPromptRequestSchema, (request, extra) => wire(() => bridge.getPrompt(request.params as JsonObject & { name: string }, { signal: extra.signal, ...who })));
+  on(GetPromptRequestSchema, (request, extra) =>
+    wire(() => bridge.getPrompt(request.params as JsonObject & { name: string }, { signal: extra.signal, relay: relayOfExtra(extra), ...who })),
+  );
 
   // Subscriptions of this client by URI; released when the client goes. `pending` while the
   // bridge is still subscribing, so that a repeated request does not subscribe twice.

@@ -81,7 +81,9 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     expect(textOf(await client.callTool({ name: "stateless_ask", arguments: {} }))).toBe("hello Ada");
     expect(textOf(await client.callTool({ name: "stateless_sample", arguments: { prompt: "?" } }))).toBe("the model said: forty-two");
     // roots/list: serve relays only sampling and elicitation to its clients, so it is refused, and said so.
-    await expect(client.callTool({ name: "stateless_roots", arguments: {} })).rejects.toThrow(/needs roots\/list from the user's client, which could not answer/);
+    const roots = await client.callTool({ name: "stateless_roots", arguments: {} });
+    expect(roots.isError).toBe(true);
+    expect(textOf(roots)).toMatch(/needs roots\/list from the user's client, which could not answer/);
     // A handshake upstream's own requests still reach it as before.
     expect(textOf(await client.callTool({ name: "legacy_ask", arguments: {} }))).toBe("hello Ada");
     expect(asked).toEqual(["elicit:What is your name?", "sample", "elicit:What is your name?"]);
@@ -103,7 +105,10 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
   it("a client without elicitation: the stateless call fails at once with the reason, and the server stays usable", async () => {
     const { file } = await eraConfig();
     const client = await serveClient(file, {});
-    await expect(client.callTool({ name: "stateless_ask", arguments: {} })).rejects.toThrow(/stateless: tools\/call needs elicitation\/create from the user's client, which could not answer/);
+    // A tool error the model can read, not a protocol error: the call itself was fine.
+    const refused = await client.callTool({ name: "stateless_ask", arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/stateless: tools\/call needs elicitation\/create from the user's client, which could not answer.*\[UPSTREAM_INPUT_REQUIRED\]$/);
     expect(textOf(await client.callTool({ name: "stateless_echo", arguments: { text: "ok" } }))).toBe("ok");
   });
 });
