@@ -16,6 +16,10 @@ const BUS_CODES: Partial<Record<ErrorCode, BusErrorCode>> = {
   [ErrorCode.UPSTREAM_START_FAILED]: "unavailable",
   [ErrorCode.UPSTREAM_RECORDED]: "unavailable",
   [ErrorCode.UPSTREAM_ERROR]: "upstream_error",
+  // An upstream speaking another protocol revision than its config says is not there for this worker.
+  [ErrorCode.UPSTREAM_PROTOCOL]: "unavailable",
+  // The upstream asked for input (sampling, elicitation, roots) a bus requester cannot give.
+  [ErrorCode.UPSTREAM_INPUT_REQUIRED]: "upstream_error",
   // The upstream's queue is full: another worker, or a later try, may be served.
   [ErrorCode.UPSTREAM_BUSY]: "busy",
   // How a program ended (a run over the bus): its own failure, its time, or a limit it passed.
