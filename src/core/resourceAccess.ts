@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
-import type { JsonObject } from "../model/types.js";
+import type { ClientRelay, JsonObject } from "../model/types.js";
 import type { CallGuard } from "../policy/callGuard.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
 import { ResourceAggregator } from "./resourceAggregator.js";
@@ -11,6 +11,11 @@ export interface ResourceRequestOptions {
   signal?: AbortSignal;
   /** Who is asking, for the audit log (`stdio`, `http`, ...). */
   client?: string;
+  /**
+   * The client behind the request, for what the upstream asks of it while answering (an
+   * elicitation during prompts/get, its roots): as a tool call's relay. None: the CLI, the daemon.
+   */
+  relay?: ClientRelay;
 }
 
 /** A subscription to updates of one resource, held until {@link ResourceAccess.unsubscribe}. */
@@ -159,7 +164,8 @@ export class ResourceAccess {
     const { guard, pool } = this.parts;
     const event = { ...(options.client !== undefined ? { client: options.client } : {}), server, tool: method, args: auditedArgs, startedMs: Date.now() };
     try {
-      const result = finish(await pool.request(server, method, params, options.signal ? { signal: options.signal } : {}));
+      const forward = { ...(options.signal ? { signal: options.signal } : {}), ...(options.relay ? { relay: options.relay } : {}) };
+      const result = finish(await pool.request(server, method, params, forward));
       await guard.audit({ ...event, outcome: "ok" });
       return result;
     } catch (err) {

@@ -1,6 +1,6 @@
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../config/schema.js";
-import type { Bridge, ResourceSubscription } from "../core/bridge.js";
+import type { Bridge, BridgeCallOptions, ResourceSubscription } from "../core/bridge.js";
 import { messageOf, toAbridgeError } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { ClientRelay, JsonObject, ListedTool, ServerStatus, UpstreamNotification } from "../model/types.js";
@@ -163,11 +163,20 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     };
   };
 
-  const callTool = async (params: JsonObject, context: StatelessRequestContext, caller: CallerView): Promise<StatelessAnswer> => {
-    const name = params.name;
-    if (typeof name !== "string") return rpcError(-32602, "Invalid params: tools/call needs a string name");
-    const args = params.arguments;
-    if (args !== undefined && !isObject(args)) return rpcError(-32602, "Invalid params: tools/call arguments must be an object");
+  /**
+   * A request whose upstream may ask the client on the way (tools/call, prompts/get,
+   * resources/read): started once with the calling client's relay, parked on `input_required`,
+   * resumed by the retry that carries the answers. `name` ties a retry to its request (the tool,
+   * the prompt, the URI); `start` runs the request through the bridge.
+   */
+  const relayedCall = async (
+    requested: string,
+    name: string,
+    params: JsonObject,
+    context: StatelessRequestContext,
+    caller: CallerView,
+    start: (relay: ClientRelay, signal: AbortSignal, onProgress: BridgeCallOptions["onProgress"]) => Promise<JsonObject>,
+  ): Promise<StatelessAnswer> => {
     const responses = params.inputResponses;
     if (responses !== undefined && !isResponses(responses)) {
       return rpcError(-32602, "Invalid params: inputResponses must map each key to the result object of the request it answers");
@@ -176,7 +185,7 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     let call: StatelessCall;
     let view: { current: CallerView; missing: JsonObject | undefined };
     if (state !== undefined) {
-      const resumed = typeof state === "string" ? parked.take(state, "tools/call", name) : undefined;
+      const resumed = typeof state === "string" ? parked.take(state, requested, name) : undefined;
       if (resumed === undefined) {
         return rpcError(-32602, "Invalid or expired requestState: it names no call waiting for answers (abridge issues each one for one retry of the same request)", {
           reason: "invalid_request_state",
@@ -187,7 +196,7 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
       view.current = caller;
       // Answers missing for some of the requests: those are asked again, with a new state.
       if (call.answer(isObject(responses) ? responses : {}) > 0 && !call.finished) {
-        return inputRequired(call, call.pending(), name);
+        return inputRequired(call, call.pending(), requested, name);
       }
     } else {
       call = new StatelessCall();
@@ -218,17 +227,11 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
           view.current.notify({ method, params: relayed });
         },
       };
-      call.run(
-        bridge.callTool(name, args as JsonObject | undefined, {
-          signal: call.controller.signal,
-          mode,
-          relay,
-          ...who,
-          ...(typeof progressToken === "string" || typeof progressToken === "number"
-            ? { onProgress: (update) => view.current.notify({ method: "notifications/progress", params: { progressToken, ...update } }) }
-            : {}),
-        }) as Promise<JsonObject>,
-      );
+      const onProgress: BridgeCallOptions["onProgress"] =
+        typeof progressToken === "string" || typeof progressToken === "number"
+          ? (update) => view.current.notify({ method: "notifications/progress", params: { progressToken, ...update } })
+          : undefined;
+      call.run(start(relay, call.controller.signal, onProgress));
     }
     let step;
     try {
@@ -238,7 +241,7 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
       call.abort(new McpError(-32800, "client disconnected"));
       return rpcError(-32800, "Request cancelled: the client went away");
     }
-    if ("input" in step) return inputRequired(call, step.input, name);
+    if ("input" in step) return inputRequired(call, step.input, requested, name);
     views.delete(call);
     const refused = view.missing;
     if ("failed" in step || step.done.isError === true) {
@@ -263,8 +266,18 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     return view;
   };
 
-  const inputRequired = (call: StatelessCall, requests: JsonObject, name: string): StatelessAnswer => {
-    const requestState = parked.park(call, "tools/call", name);
+  const callTool = (params: JsonObject, context: StatelessRequestContext, caller: CallerView): Promise<StatelessAnswer> | StatelessAnswer => {
+    const name = params.name;
+    if (typeof name !== "string") return rpcError(-32602, "Invalid params: tools/call needs a string name");
+    const args = params.arguments;
+    if (args !== undefined && !isObject(args)) return rpcError(-32602, "Invalid params: tools/call arguments must be an object");
+    return relayedCall("tools/call", name, params, context, caller, (relay, signal, onProgress) =>
+      bridge.callTool(name, args as JsonObject | undefined, { signal, mode, relay, ...who, ...(onProgress ? { onProgress } : {}) }) as Promise<JsonObject>,
+    );
+  };
+
+  const inputRequired = (call: StatelessCall, requests: JsonObject, method: string, name: string): StatelessAnswer => {
+    const requestState = parked.park(call, method, name);
     return { result: { resultType: "input_required", inputRequests: requests, requestState } };
   };
 
@@ -296,10 +309,8 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
         };
       case "tools/list":
         return listTools(params, signal);
-      case "tools/call": {
-        const caller: CallerView = { capabilities: meta?.[META_CLIENT_CAPABILITIES] as JsonObject, logLevel: meta?.[META_LOG_LEVEL], notify: context.notify };
-        return callTool(params ?? {}, context, caller);
-      }
+      case "tools/call":
+        return callTool(params ?? {}, context, callerOf(meta, context));
       case "resources/list":
         return withHint(method, await wired(async () => ({ resources: await bridge.listResources(signal) })));
       case "resources/templates/list":
@@ -307,7 +318,10 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
       case "resources/read": {
         const uri = params?.uri;
         if (typeof uri !== "string") return rpcError(-32602, "Invalid params: resources/read needs a string uri");
-        const answer = withHint(method, await wired(() => bridge.readResource({ ...(params as JsonObject), uri }, { signal, ...who })));
+        const read = await relayedCall(method, uri, params as JsonObject, context, callerOf(meta, context), (relay, callSignal) =>
+          bridge.readResource(forwardedParams(params as JsonObject & { uri: string }), { signal: callSignal, relay, ...who }),
+        );
+        const answer = withHint(method, read);
         // SEP-2164: a resource nobody offers is -32602 with the URI in data.
         if ("error" in answer && answer.error.code === -32602) answer.error.data = { ...answer.error.data, uri };
         return answer;
@@ -316,7 +330,9 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
         return withHint(method, await wired(async () => ({ prompts: await bridge.listPrompts(signal) })));
       case "prompts/get": {
         if (typeof params?.name !== "string") return rpcError(-32602, "Invalid params: prompts/get needs a string name");
-        return wired(() => bridge.getPrompt(params as JsonObject & { name: string }, { signal, ...who }));
+        return relayedCall(method, params.name, params, context, callerOf(meta, context), (relay, callSignal) =>
+          bridge.getPrompt(forwardedParams(params as JsonObject & { name: string }), { signal: callSignal, relay, ...who }),
+        );
       }
       case "completion/complete":
         if (!isObject(params?.ref) || typeof params.ref.type !== "string") return rpcError(-32602, "Invalid params: completion/complete needs a ref");
@@ -326,6 +342,13 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
         return rpcError(-32601, `Method not found: ${method}`);
     }
   };
+
+  /** What a relayed request knows of its caller: capabilities and log level from the envelope, its way back. */
+  const callerOf = (meta: JsonObject | undefined, context: StatelessRequestContext): CallerView => ({
+    capabilities: isObject(meta?.[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
+    logLevel: meta?.[META_LOG_LEVEL],
+    notify: context.notify,
+  });
 
   const withHint = (method: string, answer: StatelessAnswer): StatelessAnswer =>
     "result" in answer ? { result: { ...answer.result, ...cacheHint(method, hints) } } : answer;
@@ -448,6 +471,12 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
       return parked.size;
     },
   };
+}
+
+/** The params of a prompts/get or resources/read as the upstream gets them: without this revision's answers and state, which were abridge's to take. */
+function forwardedParams<T extends JsonObject>(params: T): T {
+  const { inputResponses: _responses, requestState: _state, ...rest } = params;
+  return rest as T;
 }
 
 /** True for an `inputResponses` map: each value an object (the result of the request it answers). */

@@ -63,11 +63,17 @@ export interface CallForwarderOptions {
 }
 
 /**
+ * Requests during which an upstream may ask the caller's client (sampling, elicitation, roots):
+ * their caller is made known to the relay for as long as they run.
+ */
+const RELAYED_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get", "resources/read"]);
+
+/**
  * Forwards requests to an upstream over a client it is handed and owns what happens per request:
  * the bound on requests waiting for the server (`max_pending_requests`, past which a request
  * fails at once with `UPSTREAM_BUSY`), the caller's abort passed on, abridge's own timeout (idle,
  * reset by progress if asked, and a total bound), the progress of the call, the caller of each
- * tools/call for the relay, the mapping of failures to {@link AbridgeError}, and the per-call
+ * tools/call, prompts/get and resources/read for the relay, the mapping of failures to {@link AbridgeError}, and the per-call
  * lifecycle (a fresh process for one use). Results go through loose schemas, so an upstream's
  * answer reaches the model as sent.
  */
@@ -246,7 +252,7 @@ export class CallForwarder {
       });
     }
     armIdleTimer();
-    if (method === "tools/call") this.relay.enter(callId, options.relay);
+    if (RELAYED_METHODS.has(method)) this.relay.enter(callId, options.relay);
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
     try {

@@ -21,9 +21,10 @@ export interface RequestRelayOptions {
 }
 
 /**
- * Routes what an upstream sends to abridge during tool calls back to the client that made them:
- * sampling and elicitation requests, and log lines. An upstream's request or log line carries no
- * reference to the call it belongs to (stdio has no such field), so it is routed by elimination:
+ * Routes what an upstream sends to abridge during tool calls (and prompts/get, resources/read)
+ * back to the client that made them: sampling, elicitation and roots requests, and log lines. An
+ * upstream's request or log line carries no reference to the call it belongs to (stdio has no
+ * such field), so it is routed by elimination:
  * the calls in flight are kept in start order with their client, and when they all come from one
  * client that client is asked. When calls of several clients overlap, a request is refused
  * rather than guessed (guessing could show one user's prompt to another).
@@ -40,7 +41,7 @@ export class RequestRelay {
     this.onNotification = options.onNotification;
   }
 
-  /** A tools/call `id` starts, made by the client behind `relay` (none: CLI, daemon). */
+  /** A tools/call, prompts/get or resources/read `id` starts, made by the client behind `relay` (none: CLI, daemon). */
   enter(id: number, relay: ClientRelay | undefined): void {
     this.inFlight.set(id, { client: relay?.client ?? NO_RELAY_CLIENT, relay });
   }
@@ -85,7 +86,10 @@ export class RequestRelay {
       );
     }
     if (target === "none" || target.relay === undefined) {
-      throw new McpError(RpcErrorCode.InvalidRequest, `abridge: ${method} from ${name} arrived outside any tool call of a client that can answer it`);
+      throw new McpError(
+        RpcErrorCode.InvalidRequest,
+        `abridge: ${method} from ${name} arrived outside any tools/call, prompts/get or resources/read of a client that can answer it`,
+      );
     }
     return target.relay.request(method, params, signal);
   }

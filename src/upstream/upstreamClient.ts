@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ProgressNotificationSchema,
   PromptListChangedNotificationSchema,
@@ -14,7 +15,7 @@ import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { InitializeResultSchema, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
-import type { Implementation, ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientCapabilities, Implementation, ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { isObject } from "../model/json.js";
 import type { JsonObject, UpstreamNotification } from "../model/types.js";
@@ -58,13 +59,21 @@ const sharedValidator: jsonSchemaValidator = {
 };
 
 /**
- * An SDK client that can take what an upstream sends back during a call: sampling and
- * elicitation requests (relayed to the calling client, so they are declared as capabilities),
+ * What abridge declares in `initialize`, as in the stateless envelope (CLIENT_CAPABILITIES of
+ * protocolEra.ts): the requests it relays to the calling client. Roots without `listChanged`:
+ * abridge does not pass a client's roots/list_changed on (upstreams are shared by clients, so one
+ * client's change is not the upstream's to hear); an upstream asks again per call.
+ */
+const HANDSHAKE_CAPABILITIES: ClientCapabilities = { sampling: {}, elicitation: {}, roots: {} };
+
+/**
+ * An SDK client that can take what an upstream sends back during a call: sampling, elicitation
+ * and roots requests (relayed to the calling client, so they are declared as capabilities),
  * progress, log lines and resource notifications.
  */
 export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamClientRoutes): UpstreamClient {
   const { forwarder, relay, onNotification } = routes;
-  const client = new UpstreamClient(clientInfo, { capabilities: { sampling: {}, elicitation: {} }, jsonSchemaValidator: sharedValidator });
+  const client = new UpstreamClient(clientInfo, { capabilities: HANDSHAKE_CAPABILITIES, jsonSchemaValidator: sharedValidator });
   client.setNotificationHandler(ProgressNotificationSchema, (n) => {
     const { progressToken, progress, total, message } = n.params;
     forwarder.progress(String(progressToken), {
@@ -80,6 +89,7 @@ export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamCli
   }
   client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
   client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
+  client.setRequestHandler(ListRootsRequestSchema, (request, extra) => relay.request(request.method, (request.params ?? {}) as JsonObject, extra.signal) as never);
   return client;
 }
 
@@ -139,7 +149,7 @@ export class UpstreamClient extends Client {
    */
   async initializeAfterProbe(options: RequestOptions): Promise<void> {
     const result = await this.request(
-      { method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: { sampling: {}, elicitation: {} }, clientInfo: { ...this.info } } },
+      { method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: HANDSHAKE_CAPABILITIES, clientInfo: { ...this.info } } },
       InitializeResultSchema,
       options,
     );

@@ -101,6 +101,50 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
     expect(third.body.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "Ada likes green" }] });
   });
 
+  it("asks an older upstream's roots/list and a prompts/get elicitation as input_required, and resumes each", async () => {
+    const { url } = serve!;
+    const roots = await statelessRequest(url, "tools/call", { name: "test_input_required_result_list_roots", arguments: {} }, { meta: statelessMeta(ALL) });
+    expect(roots.body.result).toMatchObject({ resultType: "input_required", inputRequests: { client_roots: { method: "roots/list" } } });
+    const rootsDone = await statelessRequest(
+      url,
+      "tools/call",
+      {
+        name: "test_input_required_result_list_roots",
+        arguments: {},
+        requestState: roots.body.result!.requestState,
+        inputResponses: { client_roots: { roots: [{ uri: "file:///work/project" }] } },
+      },
+      { meta: statelessMeta(ALL) },
+    );
+    expect(rootsDone.body.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "Roots: file:///work/project" }] });
+
+    const prompt = await statelessRequest(url, "prompts/get", { name: "test_input_required_result_prompt" }, { meta: statelessMeta(ALL) });
+    expect(prompt.body.result).toMatchObject({ resultType: "input_required", inputRequests: { user_context: { method: "elicitation/create" } } });
+    // The state is for the request it was given with: a tools/call of the same name cannot take it.
+    const wrongMethod = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_input_required_result_prompt", arguments: {}, requestState: prompt.body.result!.requestState },
+      { meta: statelessMeta(ALL) },
+    );
+    expect(wrongMethod.body.error).toMatchObject({ code: -32602, data: { reason: "invalid_request_state" } });
+    const promptDone = await statelessRequest(
+      url,
+      "prompts/get",
+      {
+        name: "test_input_required_result_prompt",
+        requestState: prompt.body.result!.requestState,
+        inputResponses: { user_context: { action: "accept", content: { context: "the release notes" } } },
+      },
+      { meta: statelessMeta(ALL) },
+    );
+    expect(promptDone.body.result).toMatchObject({ resultType: "complete", messages: [{ role: "user", content: { type: "text", text: "Use this context: the release notes" } }] });
+
+    // A client without roots is not asked: the upstream's request is refused, and the call answered -32021.
+    const noRoots = await statelessRequest(url, "tools/call", { name: "test_input_required_result_list_roots", arguments: {} }, { meta: statelessMeta({ sampling: {} }) });
+    expect(noRoots.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { roots: {} } } });
+  });
+
   it("asks only for what the client declared, and answers -32021 (HTTP 400) when the call needs more", async () => {
     const { url } = serve!;
     const samplingOnly = await statelessRequest(url, "tools/call", { name: "test_input_required_result_capabilities", arguments: {} }, { meta: statelessMeta({ sampling: {} }) });

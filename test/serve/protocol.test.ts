@@ -2,8 +2,8 @@
  * `abridge serve` at the protocol level. Over stdio with a raw child process (JSON-RPC lines
  * written to its stdin by hand): the JSON-RPC error codes, progress, cancellation, untouched tool
  * results, and the end of stdin. Over streamable HTTP with SDK clients: what an upstream sends back
- * during a call (sampling, elicitation, log lines) reaches the calling client and only it, resource
- * subscriptions and completions are routed to the owning upstream.
+ * during a call or a prompts/get (sampling, elicitation, roots, log lines) reaches the calling
+ * client and only it, resource subscriptions and completions are routed to the owning upstream.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -14,9 +14,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
   type CallToolResult,
+  type ClientCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
@@ -240,8 +242,8 @@ describe("abridge serve over HTTP: what upstreams send back during a call", () =
     await cleanup();
   });
 
-  async function connect(name: string): Promise<Client> {
-    const client = new Client({ name, version: "1.0.0" }, { capabilities: { sampling: {}, elicitation: {} } });
+  async function connect(name: string, capabilities: ClientCapabilities = { sampling: {}, elicitation: {} }): Promise<Client> {
+    const client = new Client({ name, version: "1.0.0" }, { capabilities });
     await client.connect(new StreamableHTTPClientTransport(new URL(serve!.url)));
     clients.push(client);
     return client;
@@ -270,6 +272,41 @@ describe("abridge serve over HTTP: what upstreams send back during a call", () =
     const elicited = await client.callTool({ name: "test_elicitation", arguments: { message: "who are you?" } });
     expect(textOf(elicited)).toBe('Elicitation completed: action=accept, content={"username":"ada","email":"ada@example.com"}');
     expect(seen).toEqual(["sampling:the answer?", "elicit:who are you?"]);
+  });
+
+  it("relays an upstream's roots/list to the calling client, and refuses it at once for a client without roots", async () => {
+    const client = await connect("roots", { roots: {} });
+    let asked = 0;
+    client.setRequestHandler(ListRootsRequestSchema, () => {
+      asked += 1;
+      return { roots: [{ uri: "file:///work/project", name: "project" }] };
+    });
+    const listed = await client.callTool({ name: "test_input_required_result_list_roots", arguments: {} });
+    expect(textOf(listed)).toBe("Roots: file:///work/project");
+    expect(asked).toBe(1);
+
+    // A client that declared no roots is not asked: the upstream gets an error, not a wait.
+    const without = await connect("no-roots");
+    const refused = await without.callTool({ name: "test_input_required_result_list_roots", arguments: {} });
+    expect((refused as CallToolResult).isError).toBe(true);
+    expect(textOf(refused)).toContain("does not support roots/list");
+  });
+
+  it("relays an upstream's elicitation during prompts/get to the client that asked for the prompt", async () => {
+    const client = await connect("prompt");
+    const seen: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      seen.push(request.params.message);
+      return { action: "accept", content: { context: "the release notes" } };
+    });
+    const prompt = await client.getPrompt({ name: "test_input_required_result_prompt" });
+    expect(prompt.messages).toEqual([{ role: "user", content: { type: "text", text: "Use this context: the release notes" } }]);
+    expect(seen).toEqual(["What context should the prompt use?"]);
+
+    // A client that cannot elicit is refused at once, and the prompt comes without the context.
+    const plain = await connect("plain", {});
+    const bare = await plain.getPrompt({ name: "test_input_required_result_prompt" });
+    expect(bare.messages).toEqual([{ role: "user", content: { type: "text", text: "Use this context: (none given)" } }]);
   });
 
   it("refuses an upstream request made while two clients' calls overlap rather than ask the wrong client", async () => {

@@ -64,8 +64,8 @@ describe("RequestRelay", () => {
 
   it("refuses a request outside any call, or during a call with no client to ask", async () => {
     const relay = new RequestRelay({ server: "s", logger: memoryLogger().logger });
-    await expect(relay.request("sampling/createMessage", {}, signal)).rejects.toMatchObject({ message: expect.stringContaining("outside any tool call") });
+    await expect(relay.request("sampling/createMessage", {}, signal)).rejects.toMatchObject({ message: expect.stringContaining("outside any tools/call") });
     relay.enter(1, undefined);
-    await expect(relay.request("sampling/createMessage", {}, signal)).rejects.toMatchObject({ message: expect.stringContaining("outside any tool call") });
+    await expect(relay.request("sampling/createMessage", {}, signal)).rejects.toMatchObject({ message: expect.stringContaining("outside any tools/call") });
   });
 });
