@@ -100,7 +100,8 @@ export interface ForwardOptions extends CallOptions {
   /** Hard ceiling when `resetTimeoutOnProgress` is set. */
   maxTotalTimeoutMs?: number;
   /**
-   * The client a `tools/call` comes from, for the upstream's requests and log lines during it.
+   * The client a `tools/call`, `prompts/get` or `resources/read` comes from, for the upstream's
+   * requests and log lines during it.
    * Passed with the call rather than by async context: an `AsyncLocalStorage` in use turns on
    * Node's promise hooks for the whole process, a cost every promise of every call then pays.
    */
@@ -109,9 +110,10 @@ export interface ForwardOptions extends CallOptions {
 
 /**
  * The client a forwarded call came from, as far as the upstream needs it: where to send the
- * requests (`sampling/createMessage`, `elicitation/create`) and log lines the upstream makes while
- * the call runs. A front end passes one per call (`BridgeCallOptions.relay`); the daemon and the CLI
- * pass none, and an upstream's request then gets an error.
+ * requests (`sampling/createMessage`, `elicitation/create`, `roots/list`) and log lines the
+ * upstream makes while the call runs. A front end passes one per call (`BridgeCallOptions.relay`,
+ * `ResourceRequestOptions.relay`); the daemon and the CLI pass none, and an upstream's request
+ * then gets an error.
  */
 export interface ClientRelay {
   /** Identifies the downstream client (one per session): calls of one client may share answers. */

@@ -73,8 +73,8 @@ const RELAYED_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get
  * the bound on requests waiting for the server (`max_pending_requests`, past which a request
  * fails at once with `UPSTREAM_BUSY`), the caller's abort passed on, abridge's own timeout (idle,
  * reset by progress if asked, and a total bound), the progress of the call, the caller of each
- * tools/call, prompts/get and resources/read for the relay, the mapping of failures to {@link AbridgeError}, and the per-call
- * lifecycle (a fresh process for one use). Results go through loose schemas, so an upstream's
+ * tools/call, prompts/get and resources/read for the relay, the mapping of failures to
+ * {@link AbridgeError}, and the per-call lifecycle (a fresh process for one use). Results go through loose schemas, so an upstream's
  * answer reaches the model as sent.
  */
 export class CallForwarder {

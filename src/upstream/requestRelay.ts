@@ -24,10 +24,10 @@ export interface RequestRelayOptions {
  * Routes what an upstream sends to abridge during tool calls (and prompts/get, resources/read)
  * back to the client that made them: sampling, elicitation and roots requests, and log lines. An
  * upstream's request or log line carries no reference to the call it belongs to (stdio has no
- * such field), so it is routed by elimination:
- * the calls in flight are kept in start order with their client, and when they all come from one
- * client that client is asked. When calls of several clients overlap, a request is refused
- * rather than guessed (guessing could show one user's prompt to another).
+ * such field), so it is routed by elimination: the calls in flight are kept in start order with
+ * their client, and when they all come from one client that client is asked. When calls of
+ * several clients overlap, a request is refused rather than guessed (guessing could show one
+ * user's prompt to another).
  */
 export class RequestRelay {
   private readonly server: string;

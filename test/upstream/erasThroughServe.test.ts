@@ -80,13 +80,11 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     // A stateless upstream's input_required: asked of this client as the requests it knows.
     expect(textOf(await client.callTool({ name: "stateless_ask", arguments: {} }))).toBe("hello Ada");
     expect(textOf(await client.callTool({ name: "stateless_sample", arguments: { prompt: "?" } }))).toBe("the model said: forty-two");
-    // roots/list: serve relays only sampling and elicitation to its clients, so it is refused, and said so.
-    const roots = await client.callTool({ name: "stateless_roots", arguments: {} });
-    expect(roots.isError).toBe(true);
-    expect(textOf(roots)).toMatch(/needs roots\/list from the user's client, which could not answer/);
+    // roots/list: asked of this client, which declared roots.
+    expect(textOf(await client.callTool({ name: "stateless_roots", arguments: {} }))).toBe("roots: file:///work");
     // A handshake upstream's own requests still reach it as before.
     expect(textOf(await client.callTool({ name: "legacy_ask", arguments: {} }))).toBe("hello Ada");
-    expect(asked).toEqual(["elicit:What is your name?", "sample", "elicit:What is your name?"]);
+    expect(asked).toEqual(["elicit:What is your name?", "sample", "roots", "elicit:What is your name?"]);
   });
 
   it.each([
@@ -102,13 +100,17 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     expect(JSON.parse(textOf(await client.callTool({ name: "dual_whoami", arguments: {} })))).toMatchObject({ era: dualEra });
   });
 
-  it("a client without elicitation: the stateless call fails at once with the reason, and the server stays usable", async () => {
+  it("a client without elicitation or roots: the stateless call fails at once with the reason, and the server stays usable", async () => {
     const { file } = await eraConfig();
     const client = await serveClient(file, {});
     // A tool error the model can read, not a protocol error: the call itself was fine.
     const refused = await client.callTool({ name: "stateless_ask", arguments: {} });
     expect(refused.isError).toBe(true);
     expect(textOf(refused)).toMatch(/stateless: tools\/call needs elicitation\/create from the user's client, which could not answer.*\[UPSTREAM_INPUT_REQUIRED\]$/);
+    // Nor roots: refused as the client does not support it.
+    const noRoots = await client.callTool({ name: "stateless_roots", arguments: {} });
+    expect(noRoots.isError).toBe(true);
+    expect(textOf(noRoots)).toMatch(/needs roots\/list from the user's client, which could not answer: .*does not support roots\/list/);
     expect(textOf(await client.callTool({ name: "stateless_echo", arguments: { text: "ok" } }))).toBe("ok");
   });
 });
