@@ -74,8 +74,8 @@ describe("abridge bus: programs through BusClient.runCode", () => {
     expect(result.returnJson).toBeUndefined();
     const shown = text(answer);
     expect(shown.startsWith(`[log] ${"x".repeat(1000)}\n`)).toBe(true);
-    // Cut at max_output_bytes (200,000 by default), the cut said at its end.
-    expect(shown.slice(-200)).toMatch(/\[abridge: output cut: \d+ of \d+ bytes left out \(limit \d+\)\.\]$/);
+    // Cut at max_output_bytes (200,000 by default), the cut said at its end, the footer kept after it.
+    expect(shown.slice(-200)).toMatch(/\[abridge: output cut: \d+ of \d+ bytes left out \(limit \d+\)\.\]\n\(0 calls, \d+ ms\)$/);
   });
 
   it("refuses a malformed run request with bad_request: limits out of bounds, a misspelt member, no code", async () => {

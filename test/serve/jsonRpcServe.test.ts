@@ -42,6 +42,8 @@ describe("abridge serve in front of a JSON-RPC backend", () => {
     if (mode === "lazy") {
       expect(names).toEqual(expect.arrayContaining(["search_tools", "get_schema", "call_tool"]));
       expect(names.some((n) => n.startsWith("svc_"))).toBe(false);
+    } else if (mode === "code") {
+      expect(names).toEqual(["search_tools", "run_code"]);
     } else {
       expect(names.filter((n) => n.startsWith("svc_")).sort()).toEqual(EXPOSED_TOOLS.map((t) => `svc_${t}`).sort());
     }
@@ -67,7 +69,7 @@ describe("abridge serve in front of a JSON-RPC backend", () => {
 
     const before = backend.stats().requests["calc.add"] ?? 0;
     const invalid = await call(mode, "svc_add", { a: "two" });
-    if (mode === "compact" || mode === "lazy" || mode === "auto") {
+    if (mode === "compact" || mode === "lazy" || mode === "auto" || mode === "code") {
       // Validated against the manifest's inputSchema: refused, never sent.
       expect(invalid.isError).toBe(true);
       expect(textOf(invalid)).toContain("The call was not forwarded");
