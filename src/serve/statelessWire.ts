@@ -1,12 +1,13 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { isObject } from "../model/json.js";
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, RPC_UNSUPPORTED_VERSION, STATELESS_REVISION } from "../model/mcpRevision.js";
 import type { JsonObject } from "../model/types.js";
 
 /**
  * The wire vocabulary of MCP revision 2026-07-28, the stateless one: no `initialize`, no session;
  * every request names its protocol version and the client's capabilities in `_meta`.
  */
-export const STATELESS_VERSION = "2026-07-28";
+export const STATELESS_VERSION = STATELESS_REVISION;
 /** Revisions served without a handshake. */
 export const STATELESS_VERSIONS: readonly string[] = [STATELESS_VERSION];
 /** Revisions served with the initialize handshake (the 1.x SDK's list, newest first). */
@@ -14,11 +15,8 @@ export const LEGACY_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 /** Every revision abridge serves, as `server/discover` and -32022 list them. */
 export const ALL_VERSIONS: readonly string[] = [...STATELESS_VERSIONS, ...LEGACY_VERSIONS];
 
-export const META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion";
-export const META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
-export const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo";
+export { META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO, RPC_UNSUPPORTED_VERSION } from "../model/mcpRevision.js";
 export const META_LOG_LEVEL = "io.modelcontextprotocol/logLevel";
-export const META_SERVER_INFO = "io.modelcontextprotocol/serverInfo";
 export const META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 /**
  * Where an upstream may name the key its sampling, elicitation or roots request gets in an
@@ -29,7 +27,6 @@ export const META_INPUT_KEY = "abridge/inputKey";
 /** JSON-RPC codes the revision adds. */
 export const RPC_HEADER_MISMATCH = -32020;
 export const RPC_MISSING_CLIENT_CAPABILITY = -32021;
-export const RPC_UNSUPPORTED_VERSION = -32022;
 
 /** Methods of the handshake era that 2026-07-28 removed: refused -32601 (HTTP 404). */
 export const REMOVED_METHODS: ReadonlySet<string> = new Set([

@@ -3,22 +3,27 @@ import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/t
 import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
+import {
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_PROTOCOL_VERSION,
+  META_SERVER_INFO,
+  RPC_UNSUPPORTED_VERSION as UNSUPPORTED_PROTOCOL_VERSION,
+  STATELESS_REVISION,
+} from "../model/mcpRevision.js";
 
 /**
  * The stateless MCP revision: no `initialize` and no session; every request carries its revision,
  * `clientInfo` and client capabilities in `_meta`, and `server/discover` tells what a server has.
  */
-export const STATELESS_REVISION = "2026-07-28";
-
-/** `_meta` keys of the per-request envelope of {@link STATELESS_REVISION}. */
-export const META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion";
-export const META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo";
-export const META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
-/** `_meta` key of a stateless result naming the server. */
-export const META_SERVER_INFO = "io.modelcontextprotocol/serverInfo";
-
-/** The error a stateless server answers a revision it does not speak with (`data.supported`). */
-export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+export {
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_PROTOCOL_VERSION,
+  META_SERVER_INFO,
+  RPC_UNSUPPORTED_VERSION as UNSUPPORTED_PROTOCOL_VERSION,
+  STATELESS_REVISION,
+} from "../model/mcpRevision.js";
 
 /** Which handshake a connection uses: `stateless` (2026-07-28) or `legacy` (initialize). */
 export type ProtocolEra = "stateless" | "legacy";
