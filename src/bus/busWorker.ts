@@ -414,7 +414,7 @@ export class BusWorker {
       let error: BusError;
       if (timedOut) {
         const waited = Math.round(timeoutMs - leftMs);
-        error = busError("timeout", `${request.tool} did not finish within the worker's timeout of ${timeoutMs} ms${waited >= 1 ? ` (${waited} ms of it waiting in the queue)` : ""}`, true);
+        error = busError("timeout", `${request.tool} did not finish within the worker's timeout of ${Math.round(timeoutMs)} ms${waited >= 1 ? ` (${waited} ms of it waiting in the queue)` : ""}`, true);
       } else if (this.stopping.signal.aborted) error = busError("shutting_down", `the worker stopped before ${request.tool} finished`, true);
       else error = busErrorOf(err);
       return { ...common, ok: false, error };

@@ -85,8 +85,9 @@ describe("RedisStore", () => {
   });
 
   it("claims a key for one holder at a time; renew keeps it, release frees it, expiry frees it", async () => {
-    const a = await open({ leaseMs: 300 });
-    const b = await open({ leaseMs: 300 });
+    // A lease of a second: long enough that a loaded machine's late timers still renew it in time.
+    const a = await open({ leaseMs: 1_000 });
+    const b = await open({ leaseMs: 1_000 });
     const key = makeEntry("s", "t").key;
     const first = await a.claim(key);
     expect(first.granted).toBe(true);
@@ -95,7 +96,7 @@ describe("RedisStore", () => {
     // Renewed past several lease lengths, it stays held. The time passing is what is tested: the
     // lease would run out within it without the renewals.
     for (let i = 0; i < 4; i++) {
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, 500));
       expect(await first.lease.renew()).toBe(true);
     }
     expect((await b.claim(key)).granted).toBe(false);
