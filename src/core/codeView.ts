@@ -184,15 +184,14 @@ export class CodeView {
       const refused = isObject(result._meta) && typeof result._meta[REFUSED_META_KEY] === "string";
       throw new AbridgeError(refused ? ErrorCode.TOOL_REFUSED : ErrorCode.TOOL_ERROR, resultText(result) || `${exposed} failed`);
     }
+    const tool = catalog.get(exposed);
     if (wasCut(result)) {
-      const tool = catalog.get(exposed);
       throw new AbridgeError(
         ErrorCode.OUTPUT_LIMIT,
         `the result of ${exposed} is larger than max_output_bytes of server "${tool?.server ?? "?"}": ${resultText(result).split("\n").pop() ?? ""}`,
       );
     }
     const value = toolResultValue(result);
-    const tool = catalog.get(exposed);
     if (tool !== undefined && tool.tool.outputSchema === undefined) this.parts.observed.observe(tool.key, value);
     return value;
   }
