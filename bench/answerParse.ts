@@ -8,7 +8,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { parseAnswer, type DaemonOp } from "../src/wire/protocol.js";
+import { parseAnswer, type DaemonOp } from "../src/daemon/wire/protocol.js";
 import { exposeCorpus, loadCorpus, REPO_ROOT } from "./corpus.js";
 import { median, nowMs, round } from "./measure.js";
 

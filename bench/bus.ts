@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { BusClient } from "../src/client/busClient.js";
+import { BusClient } from "../src/bus/client/busClient.js";
 import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { markdownTable } from "./markdownTable.js";
 import { freePort, nowMs, percentile, round } from "./measure.js";

@@ -26,9 +26,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire } from "node:module";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { newQuickJSWASMModule, type QuickJSWASMModule } from "quickjs-emscripten";
-import { MAX_PROGRAM_BYTES } from "../src/code/codeLimits.js";
-import { runProgram, type CodeHost } from "../src/code/codeRuntime.js";
-import { CodeWorkerPool } from "../src/code/workerPool.js";
+import { MAX_PROGRAM_BYTES } from "../src/code/runtime/codeLimits.js";
+import { runProgram, type CodeHost } from "../src/code/runtime/codeRuntime.js";
+import { CodeWorkerPool } from "../src/code/runtime/workerPool.js";
 import { markdownTable } from "./markdownTable.js";
 import { median, percentile, round } from "./measure.js";
 

@@ -10,7 +10,7 @@
  * Scenarios are run one at a time (`--scenario`, `--spec-version`): the suite's `--requirements`
  * runs them all at once, and the fixture is an upstream of the handshake era, whose requests to
  * the client (sampling, elicitation) reach abridge with no sign of the call they belong to, so
- * abridge routes them to the most recent call of a client (src/upstream/requestRelay.ts);
+ * abridge routes them to the most recent call of a client (src/upstream/mcp/requestRelay.ts);
  * scenarios overlapping on the one fixture would take each other's.
  *
  * The suite imports `globSync` from `fs`, which Node 20 lacks: it runs under

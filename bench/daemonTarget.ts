@@ -1,5 +1,5 @@
 import path from "node:path";
-import { DaemonClient } from "../src/client/daemonClient.js";
+import { DaemonClient } from "../src/daemon/client/daemonClient.js";
 import type { Connected } from "./mcpTarget.js";
 import { isAlive } from "./mcpTarget.js";
 import { sleep } from "./measure.js";

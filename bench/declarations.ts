@@ -12,8 +12,8 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { CodeNames } from "../src/catalog/codeNames.js";
-import { declarations, toolDeclaration } from "../src/catalog/declarations.js";
+import { CodeNames } from "../src/code/declarations/codeNames.js";
+import { declarations, toolDeclaration } from "../src/code/declarations/declarations.js";
 import { renderTools, toOpenAiFunctions } from "../src/catalog/renderTools.js";
 import type { CatalogTool } from "../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";

@@ -19,7 +19,7 @@ import { silentLogger } from "../src/log/logger.js";
 import { Bridge } from "../src/core/bridge.js";
 import { createMcpFrontend } from "../src/serve/mcpFrontend.js";
 import { DEFAULT_BACKOFF } from "../src/upstream/backoff.js";
-import { JsonRpcClient } from "../src/upstream/jsonRpcClient.js";
+import { JsonRpcClient } from "../src/upstream/jsonrpc/jsonRpcClient.js";
 import { writeBackendManifests } from "../test/fixtures/jsonRpcBackend.js";
 import { benchConfig, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";

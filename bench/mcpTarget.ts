@@ -5,7 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { peakRssMiB, sleep } from "./measure.js";
-import { isPidAlive } from "../src/upstream/childStdioTransport.js";
+import { isPidAlive } from "../src/upstream/process/childStdioTransport.js";
 
 /** Something the bench calls tools on: a connected SDK client and how to end it. */
 export interface Connected {

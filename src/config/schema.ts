@@ -186,7 +186,7 @@ export const summarySchema = z
 
 export type SummaryConfig = z.infer<typeof summarySchema>;
 
-/** `[code]`: the limits of one program `run_code` runs (see src/code/codeLimits.ts for their bounds). */
+/** `[code]`: the limits of one program `run_code` runs (see src/code/runtime/codeLimits.ts for their bounds). */
 export const codeSchema = z
   .strictObject({
     timeout_ms: z.number().int().min(1).max(86_400_000).default(30_000).describe("A program's wall-clock time, calls included; past it the run ends with CODE_TIMEOUT"),

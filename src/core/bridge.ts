@@ -7,7 +7,7 @@ import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
-import { assertNotNested, childMarkerEnv } from "../upstream/nestedAbridge.js";
+import { assertNotNested, childMarkerEnv } from "../upstream/mcp/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { VERSION } from "../model/version.js";
@@ -20,14 +20,14 @@ import { UpstreamStart } from "./upstreamStart.js";
 import { openSummaryPipeline, type SummaryPipeline } from "./summaryPipeline.js";
 import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 import { sharedCacheOptions } from "./sharedCache.js";
-import { CodeView, type RunCodeAnswer, type RunCodeOptions } from "./codeView.js";
-import { ObservedFile, observedFileFor } from "./observedFile.js";
+import { CodeView, type RunCodeAnswer, type RunCodeOptions } from "../code/view/codeView.js";
+import { ObservedFile, observedFileFor } from "../code/view/observedFile.js";
 import type { DeclarationRequest } from "../catalog/metaTools.js";
 
 export { START_WAIT_SLACK_MS } from "./toolResolver.js";
 export type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 export type { BridgeCallOptions } from "./callPipeline.js";
-export type { RunCodeAnswer, RunCodeOptions } from "./codeView.js";
+export type { RunCodeAnswer, RunCodeOptions } from "../code/view/codeView.js";
 export type { ResourceRequestOptions, ResourceSubscription } from "./resourceAccess.js";
 
 /**

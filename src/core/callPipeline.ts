@@ -7,30 +7,13 @@ import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
 import type { CallGuard } from "../policy/callGuard.js";
+import type { BridgeCallOptions } from "../policy/callOptions.js";
 import { shapeCallResult } from "../result/shapeCallResult.js";
-import type { AuditRun } from "../policy/auditLog.js";
 import { deeperThan, MAX_SCHEMA_DEPTH, nestingDepth } from "../upstream/schemaDepth.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
-import type { ClientRelay } from "../model/types.js";
 import type { ToolResolver } from "./toolResolver.js";
 
-/** Options of a call made through the bridge. */
-export interface BridgeCallOptions {
-  signal?: AbortSignal;
-  timeoutMs?: number;
-  onProgress?: (update: { progress: number; total?: number; message?: string }) => void;
-  /**
-   * The mode the caller was shown. In `compact` and `lazy` the model saw no full schema, so
-   * arguments are validated against it before forwarding; in `full` and `summary` it did.
-   */
-  mode?: Mode;
-  /** Who is calling, for the audit log (`stdio`, `http`, `daemon`, `cli`). */
-  client?: string;
-  /** Where the upstream's sampling and elicitation requests and log lines made during the call go. */
-  relay?: ClientRelay;
-  /** For a call a program made: its run, recorded in the audit log. */
-  run?: AuditRun;
-}
+export type { BridgeCallOptions } from "../policy/callOptions.js";
 
 /** Call counters of `stats`. */
 export interface CallCounters {

@@ -3,7 +3,7 @@ import type { Logger } from "../log/logger.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { JsonObject } from "../model/types.js";
 import { VERSION } from "../model/version.js";
-import { childMarkerEnv } from "../upstream/nestedAbridge.js";
+import { childMarkerEnv } from "../upstream/mcp/nestedAbridge.js";
 import { failedStartError } from "./failedStart.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 

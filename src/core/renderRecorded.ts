@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { assignNames } from "../model/names.js";
 import type { ExposedTool } from "../model/types.js";
-import { parseRecordedList } from "../upstream/recordedList.js";
+import { parseRecordedList } from "../upstream/recorded/recordedList.js";
 import { openSummaryPipeline } from "./summaryPipeline.js";
 import { sharedCacheOptions } from "./sharedCache.js";
 

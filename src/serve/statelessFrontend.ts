@@ -207,7 +207,7 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
       const relay: ClientRelay = {
         // One name for every stateless call of this transport: there is no session to tell
         // clients apart, and an upstream of the handshake era that asks mid-call is routed by
-        // elimination (src/upstream/requestRelay.ts), the most recent call of one client first.
+        // elimination (src/upstream/mcp/requestRelay.ts), the most recent call of one client first.
         client: relayClient,
         request: async (method, relayed, signal) => {
           const needs = NEEDS[method];

@@ -5,12 +5,12 @@ import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { compareStrings } from "../model/json.js";
 import { assignNames } from "../model/names.js";
-import { ChildWatchdog } from "./childWatchdog.js";
+import { ChildWatchdog } from "./process/childWatchdog.js";
 import type { AssignedName } from "../model/names.js";
-import { JsonRpcUpstream } from "./jsonRpcUpstream.js";
-import { RecordedUpstream } from "./recordedUpstream.js";
-import { UpstreamConnection } from "./upstreamConnection.js";
-import type { UpstreamConnectionOptions } from "./upstreamConnection.js";
+import { JsonRpcUpstream } from "./jsonrpc/jsonRpcUpstream.js";
+import { RecordedUpstream } from "./recorded/recordedUpstream.js";
+import { UpstreamConnection } from "./mcp/upstreamConnection.js";
+import type { UpstreamConnectionOptions } from "./mcp/upstreamConnection.js";
 import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
 
 /** One server of the pool: a live connection, a recorded tool list standing in for one, or a JSON-RPC backend. */

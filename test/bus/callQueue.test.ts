@@ -3,7 +3,7 @@
  * is refused when the queue is full. (The worker's tests show the same through a real bus.)
  */
 import { describe, expect, it } from "vitest";
-import { CallQueue } from "../../src/bus/callQueue.js";
+import { CallQueue } from "../../src/bus/worker/callQueue.js";
 
 /** Offers `items` from `key` in order; what was started and what was refused. */
 function offerAll(queue: CallQueue<string>, key: string, items: string[]): { started: string[]; refused: string[] } {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { assignIdentifiers, codeIdentifier, CodeNames, isPlainIdentifier } from "../../src/catalog/codeNames.js";
-import { declarations } from "../../src/catalog/declarations.js";
+import { assignIdentifiers, codeIdentifier, CodeNames, isPlainIdentifier } from "../../src/code/declarations/codeNames.js";
+import { declarations } from "../../src/code/declarations/declarations.js";
 import { typecheck } from "./typecheck.js";
 
 describe("codeIdentifier", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CodeNames } from "../../src/catalog/codeNames.js";
-import { declarations, OBSERVED_MARK, toolDeclaration, type DeclaredTool } from "../../src/catalog/declarations.js";
-import { ObservedShapes } from "../../src/catalog/observedShapes.js";
-import { TYPE_BOUNDS } from "../../src/catalog/schemaTypes.js";
+import { CodeNames } from "../../src/code/declarations/codeNames.js";
+import { declarations, OBSERVED_MARK, toolDeclaration, type DeclaredTool } from "../../src/code/declarations/declarations.js";
+import { ObservedShapes } from "../../src/code/declarations/observedShapes.js";
+import { TYPE_BOUNDS } from "../../src/code/declarations/schemaTypes.js";
 import type { RawTool } from "../../src/model/types.js";
 import { typecheck } from "./typecheck.js";
 

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CodeNames } from "../../src/catalog/codeNames.js";
-import { declarations, type DeclaredTool } from "../../src/catalog/declarations.js";
+import { CodeNames } from "../../src/code/declarations/codeNames.js";
+import { declarations, type DeclaredTool } from "../../src/code/declarations/declarations.js";
 import type { RawTool } from "../../src/model/types.js";
 import { CORPUS_DIR } from "./corpusTools.js";
 import { typecheck } from "./typecheck.js";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CodeNames } from "../../src/catalog/codeNames.js";
-import { declarations, type DeclaredTool } from "../../src/catalog/declarations.js";
+import { CodeNames } from "../../src/code/declarations/codeNames.js";
+import { declarations, type DeclaredTool } from "../../src/code/declarations/declarations.js";
 import type { RawTool } from "../../src/model/types.js";
 import { typecheck, type TypecheckResult } from "./typecheck.js";
 

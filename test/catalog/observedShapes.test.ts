@@ -8,7 +8,7 @@ import {
   shapeType,
   widenShape,
   type ObservedShape,
-} from "../../src/catalog/observedShapes.js";
+} from "../../src/code/declarations/observedShapes.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { typecheck } from "./typecheck.js";
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ExitCode } from "../../src/cli/command.js";
 import { isAbridgeError } from "../../src/model/errors.js";
-import { assertNotNested, childMarkerEnv, PARENT_CONFIGS_ENV } from "../../src/upstream/nestedAbridge.js";
+import { assertNotNested, childMarkerEnv, PARENT_CONFIGS_ENV } from "../../src/upstream/mcp/nestedAbridge.js";
 import { abridgeCommand, abridgeServerToml } from "../helpers/abridgeCommand.js";
 import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";

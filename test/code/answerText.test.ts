@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { codeAnswerBody, codeAnswerFooter, codeAnswerText } from "../../src/code/answerText.js";
-import type { CodeRunResult } from "../../src/code/codeRuntime.js";
+import { codeAnswerBody, codeAnswerFooter, codeAnswerText } from "../../src/code/runtime/answerText.js";
+import type { CodeRunResult } from "../../src/code/runtime/codeRuntime.js";
 
 function result(extra: Partial<CodeRunResult>): CodeRunResult {
   return { runId: "r", ok: true, console: [], consoleDropped: 0, calls: [], durationMs: 12.4, ...extra };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { boundedJson } from "../../src/code/boundedJson.js";
+import { boundedJson } from "../../src/code/runtime/boundedJson.js";
 
 describe("bounded JSON", () => {
   it("writes what JSON.stringify writes", () => {

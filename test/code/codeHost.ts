@@ -1,6 +1,6 @@
 /** A host for program runs in tests: real tool handlers, every call recorded as the runtime made it. */
-import type { CodeHost } from "../../src/code/codeRuntime.js";
-import type { CodeServerName } from "../../src/code/globalNames.js";
+import type { CodeHost } from "../../src/code/runtime/codeRuntime.js";
+import type { CodeServerName } from "../../src/code/runtime/globalNames.js";
 
 /** A call the host received. */
 export interface HostCall {

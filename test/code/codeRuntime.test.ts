@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { runProgram } from "../../src/code/codeRuntime.js";
-import { CodeWorkerPool } from "../../src/code/workerPool.js";
+import { runProgram } from "../../src/code/runtime/codeRuntime.js";
+import { CodeWorkerPool } from "../../src/code/runtime/workerPool.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { aborted, codeHost, deferred } from "./codeHost.js";
@@ -269,7 +269,7 @@ describe("runProgram", () => {
 
   it("lets a process that ran programs exit without closing the pool, and writes nothing of a program to stdout", async () => {
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-    const runtime = pathToFileURL(new URL("../../src/code/codeRuntime.ts", import.meta.url).pathname).href;
+    const runtime = pathToFileURL(new URL("../../src/code/runtime/codeRuntime.ts", import.meta.url).pathname).href;
     const script = [
       `const { runProgram } = await import(${JSON.stringify(runtime)});`,
       'const host = { servers: [], callTool: async () => 1 };',
@@ -288,7 +288,7 @@ describe("runProgram", () => {
   it("leaves a process alone that imports the worker's module outside a worker thread", async () => {
     const write = process.stdout.write;
     const log = console.log;
-    await import("../../src/code/codeWorker.js");
+    await import("../../src/code/runtime/codeWorker.js");
     expect(process.stdout.write).toBe(write);
     expect(console.log).toBe(log);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { assignIdentifiers, codeNames, toIdentifier } from "../../src/code/globalNames.js";
+import { assignIdentifiers, codeNames, toIdentifier } from "../../src/code/runtime/globalNames.js";
 
 describe("program globals", () => {
   it("makes a name an identifier: others become _, a leading digit gets a prefix, a reserved word or taken global a suffix", () => {

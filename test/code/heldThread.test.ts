@@ -3,8 +3,8 @@
  * to another thread as soon as one has room, and runs once.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { runProgram, type CodeRunResult } from "../../src/code/codeRuntime.js";
-import { CodeWorkerPool, type CodeWorkerPoolOptions } from "../../src/code/workerPool.js";
+import { runProgram, type CodeRunResult } from "../../src/code/runtime/codeRuntime.js";
+import { CodeWorkerPool, type CodeWorkerPoolOptions } from "../../src/code/runtime/workerPool.js";
 import { settled, waitFor } from "../helpers/waitFor.js";
 import { codeHost, deferred } from "./codeHost.js";
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { runProgram } from "../../src/code/codeRuntime.js";
-import { CodeWorkerPool } from "../../src/code/workerPool.js";
+import { runProgram } from "../../src/code/runtime/codeRuntime.js";
+import { CodeWorkerPool } from "../../src/code/runtime/workerPool.js";
 import { AbridgeError, isAbridgeError } from "../../src/model/errors.js";
 import { aborted, codeHost, deferred } from "./codeHost.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toolResultValue } from "../../src/code/toolResultValue.js";
+import { toolResultValue } from "../../src/code/runtime/toolResultValue.js";
 
 describe("toolResultValue", () => {
   it("takes structuredContent when there is one", () => {

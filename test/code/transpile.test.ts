@@ -1,6 +1,6 @@
 import { transform } from "sucrase";
 import { describe, expect, it } from "vitest";
-import { compileProgram, decodeMappings, mapToProgram, stackPosition } from "../../src/code/transpile.js";
+import { compileProgram, decodeMappings, mapToProgram, stackPosition } from "../../src/code/runtime/transpile.js";
 
 function js(code: string): string {
   const compiled = compileProgram(transform, code);

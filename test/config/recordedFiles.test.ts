@@ -3,7 +3,7 @@ import { truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/loadConfig.js";
-import { MAX_RECORDED_BYTES } from "../../src/upstream/recordedUpstream.js";
+import { MAX_RECORDED_BYTES } from "../../src/upstream/recorded/recordedUpstream.js";
 import { runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
 
 describe("recorded = \"...\" in the config", () => {

@@ -8,7 +8,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { defaultCodePool } from "../../src/code/workerPool.js";
+import { defaultCodePool } from "../../src/code/runtime/workerPool.js";
 import { ErrorCode } from "../../src/model/errors.js";
 import type { CallToolResult } from "../../src/model/types.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { OBSERVED_MARK } from "../../src/catalog/declarations.js";
+import { OBSERVED_MARK } from "../../src/code/declarations/declarations.js";
 import { ErrorCode } from "../../src/model/errors.js";
 import type { CallToolResult } from "../../src/model/types.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";

@@ -1,11 +1,11 @@
 /**
  * The daemon's side of the typed protocol: every answer a real daemon writes (fixture upstreams,
- * a real socket) is what src/wire/protocol.ts says for its op, the schema keeps every field of it
+ * a real socket) is what src/daemon/wire/protocol.ts says for its op, the schema keeps every field of it
  * (a field the daemon sends and the schema does not know would be dropped by clients), and the
  * key order of the lines is the one the protocol has always had.
  */
 import { describe, expect, it } from "vitest";
-import { parseAnswer, type DaemonOp } from "../../src/wire/protocol.js";
+import { parseAnswer, type DaemonOp } from "../../src/daemon/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 describe("answers of a real daemon", () => {

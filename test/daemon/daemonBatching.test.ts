@@ -5,8 +5,8 @@
  * and an answer still being gathered leaves before the connection is closed.
  */
 import { describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { daemonRequestSchema, describeIssues } from "../../src/wire/protocol.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { daemonRequestSchema, describeIssues } from "../../src/daemon/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 /**

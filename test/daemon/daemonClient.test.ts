@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient, isMcpPath } from "../../src/client/daemonClient.js";
+import { DaemonClient, isMcpPath } from "../../src/daemon/client/daemonClient.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";

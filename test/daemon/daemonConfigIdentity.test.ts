@@ -6,8 +6,8 @@
 import path from "node:path";
 import { writeFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { ensureDaemon } from "../../src/client/ensureDaemon.js";
-import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
+import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
+import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
+import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 describe("a daemon still opening its bridge", { timeout: 60_000 }, () => {

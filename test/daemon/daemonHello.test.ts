@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { daemonProof } from "../../src/wire/daemonProof.js";
+import { daemonProof } from "../../src/daemon/wire/daemonProof.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 const nonce = (): string => randomBytes(32).toString("base64url");

@@ -12,11 +12,11 @@ import { once } from "node:events";
 import { writeFile } from "node:fs/promises";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { ensureDaemon } from "../../src/client/ensureDaemon.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
 import { AbridgeError } from "../../src/model/errors.js";
-import { lockFilePath, type LockInfo } from "../../src/wire/lockfile.js";
-import { parseAddress } from "../../src/wire/protocol.js";
+import { lockFilePath, type LockInfo } from "../../src/daemon/wire/lockfile.js";
+import { parseAddress } from "../../src/daemon/wire/protocol.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];

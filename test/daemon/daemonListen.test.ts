@@ -7,10 +7,10 @@ import { link, lstat, mkdir, readdir, rename, stat, writeFile } from "node:fs/pr
 import { createServer, type Server } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { Daemon, type DaemonStartResult } from "../../src/daemon/daemon.js";
-import { MAX_SOCKET_PATH_BYTES } from "../../src/daemon/daemonListener.js";
-import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { Daemon, type DaemonStartResult } from "../../src/daemon/server/daemon.js";
+import { MAX_SOCKET_PATH_BYTES } from "../../src/daemon/server/daemonListener.js";
+import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
 import { memoryLogger, RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];

@@ -7,8 +7,8 @@
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { MAX_BUFFERED_ANSWER_BYTES } from "../../src/daemon/daemonSession.js";
-import { parseAddress } from "../../src/wire/protocol.js";
+import { MAX_BUFFERED_ANSWER_BYTES } from "../../src/daemon/server/daemonSession.js";
+import { parseAddress } from "../../src/daemon/wire/protocol.js";
 import { Watch, waitFor } from "../helpers/waitFor.js";
 import { memoryLogger, startDaemon, testSetup } from "./daemonHarness.js";
 

@@ -1,8 +1,8 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLock } from "../../src/wire/lockfile.js";
-import { MAX_LINE_BYTES } from "../../src/wire/protocol.js";
+import { readLock } from "../../src/daemon/wire/lockfile.js";
+import { MAX_LINE_BYTES } from "../../src/daemon/wire/protocol.js";
 import { memoryLogger } from "../helpers/memoryLogger.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
@@ -286,7 +286,7 @@ describe("daemon protocol", () => {
   it("does not start a second daemon on a state dir that has a live one", async () => {
     const setup = await testSetup();
     const daemon = await startDaemon(setup);
-    const { Daemon } = await import("../../src/daemon/daemon.js");
+    const { Daemon } = await import("../../src/daemon/server/daemon.js");
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
         Daemon.start({ config: setup.config, stateDir: setup.stateDir, cacheFile: path.join(setup.dir, "c.jsonl"), env: {} }),

@@ -4,7 +4,7 @@
  * run and aborts its calls in flight; limits out of bounds are bad requests.
  */
 import { describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";

@@ -4,7 +4,7 @@
  * client waiting longer than the daemon so the daemon's own error arrives.
  */
 import { describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { fixtureServerToml } from "../helpers/cliHarness.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";

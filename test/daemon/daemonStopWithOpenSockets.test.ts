@@ -6,8 +6,8 @@
  */
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { readLock } from "../../src/wire/lockfile.js";
-import { parseAddress } from "../../src/wire/protocol.js";
+import { readLock } from "../../src/daemon/wire/lockfile.js";
+import { parseAddress } from "../../src/daemon/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";
 
 /** A connection that never ends its side; `ended` settles when the daemon has ended its own. */

@@ -4,7 +4,7 @@
  * give up on one call without ending the others. Connections that did not ask keep request order.
  */
 import { describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";

@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { ensureDaemon, type EnsureDaemonOptions } from "../../src/client/ensureDaemon.js";
-import { spawnDaemon } from "../../src/client/spawnDaemon.js";
-import { lockFilePath, readLock } from "../../src/wire/lockfile.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { ensureDaemon, type EnsureDaemonOptions } from "../../src/daemon/client/ensureDaemon.js";
+import { spawnDaemon } from "../../src/daemon/client/spawnDaemon.js";
+import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge } from "../helpers/cliHarness.js";
 import { isAlive, killAll } from "../helpers/processes.js";
 import { waitFor } from "../helpers/waitFor.js";
@@ -206,7 +206,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const handle = await ensureDaemon({ ...setup.ensure, daemonArgs: [...(setup.ensure.daemonArgs ?? []), "--heartbeat-ms", "600000"] });
     const file = lockFilePath(setup.stateDir);
     const { writeFile } = await import("node:fs/promises");
-    const { isLockStale } = await import("../../src/wire/lockfile.js");
+    const { isLockStale } = await import("../../src/daemon/wire/lockfile.js");
     const late = { ...handle.info, heartbeat: new Date(Date.now() - 2 * 3_600_000 * 6).toISOString() };
     await writeFile(file, `${JSON.stringify(late)}\n`);
     expect(isLockStale(await readLock(file))).toBe(true);
@@ -231,7 +231,7 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
   it("daemon stop ends a hung daemon (stale heartbeat, live pid) with SIGTERM then SIGKILL, children included", async () => {
     const setup = await e2eSetup();
     const { mkdir } = await import("node:fs/promises");
-    const { isLockStale } = await import("../../src/wire/lockfile.js");
+    const { isLockStale } = await import("../../src/daemon/wire/lockfile.js");
     await mkdir(setup.stateDir, { recursive: true });
     const daemon = spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {}, extraArgs: ["--heartbeat-ms", "100"] });
     // Wait until this daemon holds the lock: an ensureDaemon call before that would spawn a second

@@ -2,7 +2,7 @@
  * A host application in miniature: a plain script whose only work is to reach abridge through the
  * daemon. Args: <stateDir> <configFile>. Prints one JSON line: the daemon's pid and a call result.
  */
-import { DaemonClient } from "../../src/client/daemonClient.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 
 const [stateDir, config] = process.argv.slice(2);
 if (!stateDir || !config) throw new Error("usage: hostScript <stateDir> <configFile>");

@@ -7,11 +7,11 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { pingDaemon } from "../../src/client/ensureDaemon.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { pingDaemon } from "../../src/daemon/client/ensureDaemon.js";
 import { AbridgeError } from "../../src/model/errors.js";
-import { daemonProof, newNonce } from "../../src/wire/daemonProof.js";
-import { acquireLock, lockFilePath, newToken, type LockInfo } from "../../src/wire/lockfile.js";
+import { daemonProof, newNonce } from "../../src/daemon/wire/daemonProof.js";
+import { acquireLock, lockFilePath, newToken, type LockInfo } from "../../src/daemon/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 type Answerer = (request: Record<string, unknown>) => string;

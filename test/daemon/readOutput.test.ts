@@ -4,7 +4,7 @@
  * a bad request or spill being off get clear answers.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 import type { CallToolResult } from "../../src/model/types.js";
 import { fixtureServerToml } from "../helpers/cliHarness.js";
 import { RawClient, startDaemon, testSetup } from "./daemonHarness.js";

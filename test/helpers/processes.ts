@@ -8,7 +8,7 @@ import type { ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ServerConfig } from "../../src/config/schema.js";
-import { isPidAlive } from "../../src/upstream/childStdioTransport.js";
+import { isPidAlive } from "../../src/upstream/process/childStdioTransport.js";
 
 const FIXTURES = fileURLToPath(new URL("../fixtures/", import.meta.url));
 

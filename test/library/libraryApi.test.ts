@@ -48,9 +48,9 @@ describe("library entry (src/index.ts)", () => {
   it("never loads the CLI, and the daemon's client never loads the daemon", () => {
     const loaded = [...runtimeClosure("index.ts")];
     expect(loaded.filter((m) => m.startsWith("cli/"))).toEqual([]);
-    const client = [...runtimeClosure("client/daemonClient.ts"), ...runtimeClosure("client/ensureDaemon.ts"), ...runtimeClosure("client/busClient.ts")];
-    expect(client.filter((m) => m.startsWith("daemon/") || m.startsWith("core/"))).toEqual([]);
-    expect(loaded).toContain("client/daemonClient.ts");
+    const client = [...runtimeClosure("daemon/client/daemonClient.ts"), ...runtimeClosure("daemon/client/ensureDaemon.ts"), ...runtimeClosure("bus/client/busClient.ts")];
+    expect(client.filter((m) => m.startsWith("daemon/server/") || m.startsWith("bus/worker/") || m.startsWith("core/"))).toEqual([]);
+    expect(loaded).toContain("daemon/client/daemonClient.ts");
     expect(loaded).toContain("core/bridge.ts");
   });
 

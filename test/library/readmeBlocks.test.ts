@@ -21,7 +21,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { Bridge, BusClient, loadConfig } from "../../src/index.js";
-import { isPidAlive } from "../../src/wire/processInfo.js";
+import { isPidAlive } from "../../src/daemon/wire/processInfo.js";
 import { freePort, startNatsServer } from "../helpers/natsServer.js";
 import { importFromCheckout, jsonLines, pidsCarrying, REPO, readmeBlocks, substitute, Workspace, type Proc, type ReadmeBlock } from "./readmeBlocks.js";
 

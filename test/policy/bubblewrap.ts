@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import type { Bridge } from "../../src/core/bridge.js";
-import { findExecutable } from "../../src/upstream/sandbox.js";
+import { findExecutable } from "../../src/upstream/process/sandbox.js";
 
 /**
  * Whether this machine has bubblewrap. CI installs it, so the sandbox itself is always checked

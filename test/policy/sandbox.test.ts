@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import type { AddressInfo, Server } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/sandbox.js";
+import { bwrapArgs, findExecutable, sandboxEnvironment } from "../../src/upstream/process/sandbox.js";
 import { serverConfig } from "../helpers/processes.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";

@@ -4,7 +4,7 @@
  * replaced by an error answer to its request or dropped, and everything under it passes byte for byte.
  */
 import { describe, expect, it } from "vitest";
-import { boundedFetch, type DroppedMessage } from "../../src/upstream/boundedFetch.js";
+import { boundedFetch, type DroppedMessage } from "../../src/upstream/mcp/boundedFetch.js";
 
 describe("HTTP and SSE upstreams are bounded like stdio", () => {
   it("boundedFetch: events and bodies over the bound are replaced or dropped, the rest passes byte for byte", async () => {

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
-import { ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/childStdioTransport.js";
+import { ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/process/childStdioTransport.js";
 import { BoundedLineReader } from "../../src/util/boundedLineReader.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
 

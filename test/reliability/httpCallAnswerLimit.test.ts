@@ -11,7 +11,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../../src/config/schema.js";
-import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/transportFactory.js";
+import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/mcp/transportFactory.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";

@@ -16,7 +16,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { parseConfigText } from "../../src/config/parseConfigText.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { ChildStdioTransport } from "../../src/upstream/childStdioTransport.js";
+import { ChildStdioTransport } from "../../src/upstream/process/childStdioTransport.js";
 import { numberArg } from "../fixtures/fixtureArgs.js";
 import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";

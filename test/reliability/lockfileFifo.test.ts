@@ -7,7 +7,7 @@ import { spawn, execFileSync } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { readLock } from "../../src/wire/lockfile.js";
+import { readLock } from "../../src/daemon/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
 

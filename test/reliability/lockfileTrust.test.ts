@@ -10,9 +10,9 @@ import { chmod, chown, mkdir, symlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonClient } from "../../src/client/daemonClient.js";
-import { ensureDaemon } from "../../src/client/ensureDaemon.js";
-import { lockFilePath, newToken, readLock, type LockInfo } from "../../src/wire/lockfile.js";
+import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
+import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
+import { lockFilePath, newToken, readLock, type LockInfo } from "../../src/daemon/wire/lockfile.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -142,7 +142,7 @@ describe("daemon with upstreams still starting", { timeout: 120_000 }, () => {
     const setup = await testSetup(servers, 'mode = "full"\nstartup_grace_ms = 15000');
     const { logger } = memoryLogger();
     const daemon = await startDaemon(setup, { logger });
-    const { DaemonClient } = await import("../../src/client/daemonClient.js");
+    const { DaemonClient } = await import("../../src/daemon/client/daemonClient.js");
     const client = new DaemonClient({ stateDir: setup.stateDir });
     try {
       const tools = await client.listTools();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collectPages, MAX_LIST_PAGES } from "../../src/upstream/collectPages.js";
+import { collectPages, MAX_LIST_PAGES } from "../../src/upstream/mcp/collectPages.js";
 import { memoryLogger } from "./harness.js";
 
 describe("collectPages", () => {

@@ -2,7 +2,7 @@ import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../src/model/errors.js";
-import { loadManifests, parseManifest, renderManifestProblem } from "../../src/upstream/jsonRpcManifests.js";
+import { loadManifests, parseManifest, renderManifestProblem } from "../../src/upstream/jsonrpc/jsonRpcManifests.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const tool = (name: string, extra: Record<string, unknown> = {}) => ({ name, inputSchema: { type: "object" }, ...extra });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeHeaderValue, paramHeaders, scanHeaderDeclarations } from "../../src/upstream/paramHeaders.js";
+import { encodeHeaderValue, paramHeaders, scanHeaderDeclarations } from "../../src/upstream/mcp/paramHeaders.js";
 
 const schema = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ type: "object", properties, ...extra });
 

@@ -1,7 +1,7 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import type { ClientRelay, JsonObject, UpstreamNotification } from "../../src/model/types.js";
-import { RequestRelay } from "../../src/upstream/requestRelay.js";
+import { RequestRelay } from "../../src/upstream/mcp/requestRelay.js";
 import { memoryLogger } from "./harness.js";
 
 /** A client as a front end would set it up: answers requests, keeps notifications. */

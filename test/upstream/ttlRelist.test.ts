@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TtlRelist } from "../../src/upstream/ttlRelist.js";
+import { TtlRelist } from "../../src/upstream/mcp/ttlRelist.js";
 
 describe("TtlRelist", () => {
   it("plans a re-list when a list's ttlMs runs out, and plans again from each new list", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UpstreamClient } from "../../src/upstream/upstreamClient.js";
+import { UpstreamClient } from "../../src/upstream/mcp/upstreamClient.js";
 
 const V = "io.modelcontextprotocol/protocolVersion";
 const INFO = "io.modelcontextprotocol/clientInfo";

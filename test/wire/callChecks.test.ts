@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isWellFormedCall, isWellFormedResultAnswer } from "../../src/wire/callChecks.js";
-import { answerBodySchemas, daemonRequestSchema, describeIssues, parseAnswer, parseRequest, readAnswerEnvelope, requestIdOf, requestIdSchema } from "../../src/wire/protocol.js";
+import { isWellFormedCall, isWellFormedResultAnswer } from "../../src/daemon/wire/callChecks.js";
+import { answerBodySchemas, daemonRequestSchema, describeIssues, parseAnswer, parseRequest, readAnswerEnvelope, requestIdOf, requestIdSchema } from "../../src/daemon/wire/protocol.js";
 
 const token = "t0k";
 const call = { op: "call_tool", token, server: "echo", tool: "echo" };

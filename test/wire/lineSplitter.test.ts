@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LineSplitter } from "../../src/wire/lineSplitter.js";
+import { LineSplitter } from "../../src/util/lineSplitter.js";
 
 describe("LineSplitter", () => {
   it("frames lines across chunks and keeps several lines of one chunk", () => {

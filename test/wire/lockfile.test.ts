@@ -12,8 +12,8 @@ import {
   refreshLock,
   releaseLock,
   type LockInfo,
-} from "../../src/wire/lockfile.js";
-import { daemonProof, newNonce } from "../../src/wire/daemonProof.js";
+} from "../../src/daemon/wire/lockfile.js";
+import { daemonProof, newNonce } from "../../src/daemon/wire/daemonProof.js";
 import { tempDir } from "../helpers/cliHarness.js";
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -2,11 +2,11 @@ import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
-import { BusCallError, BusClient } from "../../client/busClient.js";
+import { BusCallError, BusClient } from "../../bus/client/busClient.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import type { JsonObject } from "../../model/types.js";
-import { agentNameProblem, DEFAULT_REQUEST_TIMEOUT_MS } from "../../wire/busProtocol.js";
-import { parseNatsUrl } from "../../wire/natsConnection.js";
+import { agentNameProblem, DEFAULT_REQUEST_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
+import { parseNatsUrl } from "../../bus/wire/natsConnection.js";
 
 function parseArguments(text: string | undefined): JsonObject {
   if (text === undefined) return {};

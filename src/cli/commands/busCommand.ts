@@ -4,12 +4,12 @@ import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from ".
 import { positiveIntOption, usageError } from "../usageError.js";
 import { modeChoices, parseMode } from "./toolsCommand.js";
 import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
-import { BusWorker } from "../../bus/busWorker.js";
+import { BusWorker } from "../../bus/worker/busWorker.js";
 import { Bridge } from "../../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
-import { agentNameProblem, DEFAULT_WORKER_TIMEOUT_MS } from "../../wire/busProtocol.js";
-import { connectNats, parseNatsUrl } from "../../wire/natsConnection.js";
+import { agentNameProblem, DEFAULT_WORKER_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
+import { connectNats, parseNatsUrl } from "../../bus/wire/natsConnection.js";
 
 /** How long calls in flight may finish after SIGTERM (as `serve` and the daemon give). */
 const DEFAULT_BUS_GRACE_MS = 10_000;

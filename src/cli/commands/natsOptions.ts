@@ -1,5 +1,5 @@
 import type { OptionSpec } from "../command.js";
-import type { NatsSecurity } from "../../wire/natsConnection.js";
+import type { NatsSecurity } from "../../bus/wire/natsConnection.js";
 
 /** The NATS credential and TLS options `abridge bus` and `abridge bus call` share. */
 export const NATS_SECURITY_OPTIONS: Record<string, OptionSpec> = {
