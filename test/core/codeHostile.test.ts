@@ -1,6 +1,6 @@
 /**
  * Hostile programs through the Bridge: what the Bridge adds around the runtime (whose own hostile
- * cases are in test/code/hostileProgram.test.ts). Calls past a run's deadline never reach the
+ * cases are in test/code/runtime/hostileProgram.test.ts). Calls past a run's deadline never reach the
  * upstream; a denied tool named through tools.call is refused and audited with the run; a 100 MB
  * result is refused to the program while the bridge serves on; runs of several callers at once
  * stay apart; a looping program does not keep the bridge from answering a direct call.
