@@ -3,6 +3,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcCode, JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { BoundedLineReader, type DroppedLine } from "../util/boundedLineReader.js";
+import { LineWriter } from "../util/lineWriter.js";
 import { DEFAULT_MAX_QUEUED_NOTIFICATIONS, NotificationBacklog } from "./notificationBacklog.js";
 
 export { DEFAULT_MAX_QUEUED_NOTIFICATIONS };
@@ -30,12 +31,6 @@ export interface StdioServerTransportOptions {
   logger?: Logger;
 }
 
-/** What waits to be written: a line, and whether it may be dropped (a notification). */
-interface Outgoing {
-  line: string;
-  notification: boolean;
-}
-
 /**
  * The server side of MCP over stdio, in place of the SDK's `StdioServerTransport`, which closes
  * itself when a line exceeds its 10 MiB `ReadBuffer` (so one huge request ended `abridge serve`)
@@ -46,7 +41,8 @@ interface Outgoing {
  * id could not be read, and serving goes on. The failures still reach `onerror`, for the log.
  *
  * Writing: once stdout pushes back (the client reads slowly, or not at all), messages wait in one
- * queue behind one `drain` listener; the SDK's transport, and this one before, added three
+ * queue behind one `drain` listener (a {@link LineWriter}; notifications are its marked lines);
+ * the SDK's transport, and this one before, added three
  * listeners per waiting write, and with 100k of them each drain was a quadratic walk (calls to
  * healthy servers timed out, RSS reached 3.4 GB). While the queue holds more than
  * `maxQueuedNotifications` notifications, new ones are dropped and counted (a log flood from an
@@ -72,19 +68,15 @@ export class StdioServerTransport implements Transport {
   private readonly maxQueuedBytes: number;
   private started = false;
   private closed = false;
-  /** Messages waiting for stdout to drain, from `queueHead` on (a moving start: no O(n) shift). */
-  private queue: Outgoing[] = [];
-  private queueHead = 0;
-  private queuedBytes = 0;
-  private queuedNotifications = 0;
-  /** True from a write that stdout refused more of until the queue has gone out. */
-  private waitingForDrain = false;
+  /**
+   * Writes to stdout, made by start(): one `writev` per tick, one `drain` listener; unbounded in
+   * bytes (past `maxQueuedBytes` requests are held instead, see {@link holdingRequests}).
+   */
+  private writer: LineWriter | undefined;
   /** Request lines read while answers wait, handled once they have gone out. */
   private waitingLines: string[] = [];
   private waitingLineBytes = 0;
   private inputPaused = false;
-  /** True while this tick's writes are held in stdout's buffer, to leave together. */
-  private corked = false;
 
   constructor(
     private readonly stdin: Readable,
@@ -104,7 +96,7 @@ export class StdioServerTransport implements Transport {
 
   /** Messages waiting for stdout to drain. */
   get queuedMessages(): number {
-    return this.queue.length - this.queueHead;
+    return this.writer?.queuedLines ?? 0;
   }
 
   // Arrow functions: the same function objects are removed again in close().
@@ -116,10 +108,6 @@ export class StdioServerTransport implements Transport {
       else if (this.holdingRequests()) this.holdLine(event.line);
       else this.onLine(event.line);
     }
-  };
-
-  private readonly onDrain = (): void => {
-    this.flush();
   };
 
   private readonly onStreamError = (error: Error): void => {
@@ -141,7 +129,7 @@ export class StdioServerTransport implements Transport {
     this.stdin.on("error", this.onStreamError);
     this.stdout.on("error", this.onOutputGone);
     this.stdout.on("close", this.onOutputGone);
-    this.stdout.on("drain", this.onDrain);
+    this.writer = new LineWriter(this.stdout, { maxQueuedBytes: Number.POSITIVE_INFINITY, afterDrain: this.afterDrain });
   }
 
   async close(): Promise<void> {
@@ -150,7 +138,6 @@ export class StdioServerTransport implements Transport {
     this.stdin.off("data", this.onData);
     this.stdin.off("error", this.onStreamError);
     this.stdout.off("close", this.onOutputGone);
-    this.stdout.off("drain", this.onDrain);
     // The error listener stays: a write still in flight may fail after close, and an unheard
     // 'error' would end the process.
     // Pause only if nobody else reads stdin: pausing a shared stream would starve them.
@@ -158,11 +145,7 @@ export class StdioServerTransport implements Transport {
     this.reader.clear();
     // What still waits is let go: the client ended its side (or serving stops), and waiting for
     // a reader that may never come would keep the process alive.
-    const undelivered = this.queuedMessages;
-    this.queue = [];
-    this.queueHead = 0;
-    this.queuedBytes = 0;
-    this.queuedNotifications = 0;
+    const undelivered = this.writer?.close() ?? 0;
     this.waitingLines = [];
     this.waitingLineBytes = 0;
     this.notifications.settle();
@@ -176,69 +159,29 @@ export class StdioServerTransport implements Transport {
    * the transport is closed.
    */
   send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed || !this.stdout.writable) return Promise.reject(new Error("Not connected"));
+    const writer = this.writer;
+    if (this.closed || !writer || !this.stdout.writable) return Promise.reject(new Error("Not connected"));
     const notification = !("id" in message);
-    if (!this.waitingForDrain) {
-      if (!this.writeBatched(`${JSON.stringify(message)}\n`)) this.waitingForDrain = true;
-      return Promise.resolve();
-    }
-    if (notification && !this.notifications.admit(this.queuedNotifications)) return Promise.resolve();
-    const line = `${JSON.stringify(message)}\n`;
-    this.queue.push({ line, notification });
-    this.queuedBytes += line.length;
-    if (notification) this.queuedNotifications += 1;
+    if (notification && writer.pushingBack && !this.notifications.admit(writer.queuedMarked)) return Promise.resolve();
+    writer.write(`${JSON.stringify(message)}\n`, notification);
     return Promise.resolve();
   }
 
-  /**
-   * Writes `line` as part of this tick's batch: the first write of a tick corks stdout and the
-   * batch leaves in one `writev` once the tick's work is done. Each answer written alone cost one
-   * system call (with stdout a pipe, a blocking one), a fifth of serve's CPU under 64 concurrent
-   * calls; a lone answer still leaves in the same tick, so latency does not grow.
-   */
-  private writeBatched(line: string): boolean {
-    if (!this.corked) {
-      this.corked = true;
-      this.stdout.cork();
-      process.nextTick(this.uncork);
-    }
-    return this.stdout.write(line);
-  }
-
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.stdout.uncork();
-  };
-
-  /** On `drain`: writes queued messages until stdout pushes back again or the queue is empty. */
-  private flush(): void {
+  /** After stdout drained: the stretch of dropped notifications ends once nothing waits, and held requests are handled. */
+  private readonly afterDrain = (): void => {
     if (this.closed) return;
-    this.waitingForDrain = false;
-    while (this.queueHead < this.queue.length) {
-      const next = this.queue[this.queueHead]!;
-      this.queue[this.queueHead] = undefined as unknown as Outgoing;
-      this.queueHead += 1;
-      this.queuedBytes -= next.line.length;
-      if (next.notification) this.queuedNotifications -= 1;
-      if (!this.writeBatched(next.line)) {
-        this.waitingForDrain = true;
-        break;
-      }
-    }
-    if (this.queueHead === this.queue.length) {
-      this.queue = [];
-      this.queueHead = 0;
-      this.notifications.settle();
-    } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead);
-      this.queueHead = 0;
-    }
+    if (this.queuedMessages === 0) this.notifications.settle();
     this.releaseRequests();
-  }
+  };
 
   /** True while answers wait beyond the bound: requests read now wait too. */
   private holdingRequests(): boolean {
-    return this.waitingLines.length > 0 || (this.waitingForDrain && this.queuedBytes > this.maxQueuedBytes);
+    return this.waitingLines.length > 0 || this.answersOverBound();
+  }
+
+  /** True while more answer bytes wait for stdout than `maxQueuedBytes`. */
+  private answersOverBound(): boolean {
+    return (this.writer?.queuedBytes ?? 0) > this.maxQueuedBytes;
   }
 
   private holdLine(line: string): void {
@@ -254,7 +197,7 @@ export class StdioServerTransport implements Transport {
   /** Handles requests held back, while the answers' queue stays under its bound. */
   private releaseRequests(): void {
     let index = 0;
-    while (index < this.waitingLines.length && !this.closed && !(this.waitingForDrain && this.queuedBytes > this.maxQueuedBytes)) {
+    while (index < this.waitingLines.length && !this.closed && !this.answersOverBound()) {
       const line = this.waitingLines[index]!;
       index += 1;
       this.waitingLineBytes -= line.length;

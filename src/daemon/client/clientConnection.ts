@@ -1,8 +1,8 @@
 import type { Socket } from "node:net";
-import { nextTick } from "node:process";
 import { openProvenSocket, type DaemonIdentity } from "../wire/daemonProof.js";
 import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
 import { LineSplitter } from "../../util/lineSplitter.js";
+import { LineWriter } from "../../util/lineWriter.js";
 import { AbridgeError, ErrorCode, toAbridgeError } from "../../model/errors.js";
 
 /** Responses may be larger than requests (a big tool list); still bounded. */
@@ -43,11 +43,18 @@ export class ClientConnection {
   private readonly splitter = new LineSplitter(MAX_RESPONSE_BYTES);
   private nextId = 1;
   private ended: Error | undefined;
-  /** Set while requests are being gathered into one write (the socket is corked until the flush). */
-  private batching = false;
+  /**
+   * Writes requests: those made in one tick leave in one `writev` (callers that pipeline on one
+   * connection, a burst of reads or a host firing calls together, cost one system call, not one
+   * each; a lone request waits for nothing), and while the daemon does not read they wait behind
+   * one `drain` listener. Unbounded in bytes, as the socket's own buffer was: each request is
+   * bounded in time by its timeout instead.
+   */
+  private readonly writer: LineWriter;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
+    this.writer = new LineWriter(socket, { maxQueuedBytes: Number.POSITIVE_INFINITY });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.finish(new ConnectionLostError(`connection to the daemon failed: ${err.message}`, err)));
     socket.on("close", () => this.finish(new ConnectionLostError("the daemon closed the connection")));
@@ -137,32 +144,14 @@ export class ClientConnection {
           reject(err);
         },
       });
-      this.batch();
-      this.socket.write(`${JSON.stringify({ ...body, id })}\n`);
+      this.writer.write(`${JSON.stringify({ ...body, id })}\n`);
     });
   }
 
   /** Asks the daemon to abort request `id` (sent on an unordered connection); its answers, the cancel's too, are dropped. */
   private cancel(id: number, token: string | undefined): void {
     if (token === undefined || this.ended) return;
-    this.batch();
-    this.socket.write(`${JSON.stringify({ token, op: "cancel", target: id })}\n`);
-  }
-
-  /**
-   * Gathers the requests made in this turn of the event loop into one write: callers that
-   * pipeline on one connection (a burst of reads, a host firing calls together) cost one system
-   * call, not one each. Uncorked on `process.nextTick`, before any I/O, so a lone request waits
-   * for nothing.
-   */
-  private batch(): void {
-    if (this.batching) return;
-    this.batching = true;
-    this.socket.cork();
-    nextTick(() => {
-      this.batching = false;
-      this.socket.uncork();
-    });
+    this.writer.write(`${JSON.stringify({ token, op: "cancel", target: id })}\n`);
   }
 
   /**

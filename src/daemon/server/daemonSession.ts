@@ -4,6 +4,7 @@ import { AbridgeError, ErrorCode, toAbridgeError } from "../../model/errors.js";
 import type { Logger } from "../../log/logger.js";
 import { daemonProof, newNonce } from "../wire/daemonProof.js";
 import { LineSplitter } from "../../util/lineSplitter.js";
+import { LineWriter } from "../../util/lineWriter.js";
 import {
   answerLine,
   describeIssues,
@@ -93,8 +94,8 @@ function tokenMatches(given: unknown, expected: Buffer): boolean {
  * say, and must not be able to keep the daemon busy.
  *
  * Reading stops while {@link MAX_PIPELINED} requests are open or more than
- * {@link MAX_BUFFERED_ANSWER_BYTES} of answers wait in the socket buffer, and resumes on `drain`,
- * so a client that writes and never reads costs bounded memory.
+ * {@link MAX_BUFFERED_ANSWER_BYTES} of answers wait (in the socket's buffer and the writer's
+ * queue), and resumes on `drain`, so a client that writes and never reads costs bounded memory.
  */
 export class DaemonSession {
   private readonly splitter: LineSplitter;
@@ -106,8 +107,12 @@ export class DaemonSession {
   /** Lines of the last chunk not yet handled because reading was paused in its middle. */
   private backlog: string[] = [];
   private peakBuffered = 0;
-  /** Set while answers are being gathered into one write (the socket is corked until the flush). */
-  private batching = false;
+  /**
+   * Writes answers: those ready in one turn of the event loop leave in one `writev`, and while the
+   * client does not read they wait behind one `drain` listener. Unbounded in bytes: reading stops
+   * instead (see {@link updateFlow}).
+   */
+  private readonly writer: LineWriter;
   /** The token as bytes, for the constant-time compare each request needs. */
   private readonly token: Buffer;
   /** Set by the `options` op: answers are written as they are ready, not in request order. */
@@ -132,13 +137,17 @@ export class DaemonSession {
   ) {
     this.splitter = new LineSplitter(host.maxLineBytes);
     this.token = Buffer.from(host.token, "utf8");
+    // A pipelining client's answers often complete together (one read from an upstream delivers
+    // several): gathered over the whole turn, they cost one system call instead of one each, and
+    // loopback TCP makes the writer pay for the reader's side too.
+    this.writer = new LineWriter(socket, { maxQueuedBytes: Number.POSITIVE_INFINITY, batch: "turn" });
     // Closing the connection (or the daemon) aborts every request on it, each with its own signal.
     this.controller.signal.addEventListener("abort", () => {
       for (const running of this.running.values()) running.abort(this.controller.signal.reason);
     });
     this.logger = host.logger.child({ connection: id });
     this.done = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-    // Answers leave when a batch is flushed (below), not when Nagle's algorithm lets them.
+    // Answers leave when the writer's batch does, not when Nagle's algorithm lets them.
     if (typeof socket.setNoDelay === "function") socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.logger.debug("connection error", { error: err }));
@@ -176,7 +185,7 @@ export class DaemonSession {
 
   /** Answer bytes written but not yet taken by the client's side of the socket. */
   get bufferedBytes(): number {
-    return this.socket.writableLength;
+    return this.socket.writableLength + this.writer.queuedBytes;
   }
 
   /** The most answer bytes this connection ever had waiting (for `stats`). */
@@ -199,7 +208,8 @@ export class DaemonSession {
     this.controller.abort(new AbridgeError(ErrorCode.CANCELLED, "daemon shutting down", { retryable: true }));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.tail, new Promise<void>((resolve) => (timer = setTimeout(resolve, flushMs)))]);
-    this.socket.end();
+    // After the answers still queued, if the client takes them before the socket is destroyed.
+    this.writer.end();
     const destroy = setTimeout(() => this.socket.destroy(), flushMs);
     destroy.unref();
     await Promise.race([this.done, new Promise<void>((resolve) => setTimeout(resolve, flushMs).unref())]);
@@ -264,7 +274,7 @@ export class DaemonSession {
       this.socket.pause();
       const error = new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, "too many connections to the daemon; close some and retry", { retryable: true });
       this.logger.warn("connection refused: too many connections");
-      if (!this.socket.destroyed && this.socket.writable) this.socket.end(answerLine({ ok: false, error: error.toJSON() }));
+      if (!this.socket.destroyed && this.socket.writable) this.writer.end(answerLine({ ok: false, error: error.toJSON() }));
       setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
       return false;
     }
@@ -282,7 +292,7 @@ export class DaemonSession {
   /** Pauses or resumes reading by the open requests and the answer bytes waiting. */
   private updateFlow(): void {
     if (this.broken) return;
-    const busy = this.open >= MAX_PIPELINED || this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES;
+    const busy = this.open >= MAX_PIPELINED || this.bufferedBytes > MAX_BUFFERED_ANSWER_BYTES;
     if (busy && !this.readPaused) {
       this.readPaused = true;
       this.socket.pause();
@@ -367,7 +377,7 @@ export class DaemonSession {
     const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, `wrong or missing token (read it from the lockfile)${reason !== undefined ? `: ${reason}` : ""}`);
     const line = answerLine({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() });
     this.tail = this.tail.then(() => {
-      if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
+      if (!this.socket.destroyed && this.socket.writable) this.writer.end(line);
       setTimeout(() => this.socket.destroy(), REFUSED_LINGER_MS).unref();
     });
   }
@@ -423,55 +433,20 @@ export class DaemonSession {
   /** Writes one answer (batched), then frees its pipelining slot once the client has room for more. */
   private async writeAnswer({ line, afterWrite }: { line: string; afterWrite?: () => void }): Promise<void> {
     if (!this.socket.destroyed && this.socket.writable) {
-      this.batch();
-      this.socket.write(line);
-      this.peakBuffered = Math.max(this.peakBuffered, this.socket.writableLength);
+      this.writer.write(line);
+      this.peakBuffered = Math.max(this.peakBuffered, this.bufferedBytes);
     }
     afterWrite?.();
-    if (this.socket.writableLength > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
+    if (this.bufferedBytes > MAX_BUFFERED_ANSWER_BYTES && !this.socket.destroyed) {
       // The answer counts as done once the client has taken it, not when it was queued:
       // until then this request holds its pipelining slot and reading stays paused.
-      this.flush();
+      this.writer.flush();
       this.updateFlow();
-      await this.drained();
+      // One promise for every answer waiting (the writer's one `drain` listener settles it, or the close).
+      await this.writer.drained();
     }
     this.open -= 1;
     this.updateFlow();
-  }
-
-  /**
-   * Gathers the answers that complete in this turn of the event loop into one write. A pipelining
-   * client's answers often complete together (one read from an upstream delivers several), and
-   * one write of all of them costs one system call instead of one each; loopback TCP makes the
-   * writer pay for the reader's side too, so each saved write counts. The socket is corked at
-   * the first answer and uncorked once this turn's I/O callbacks and their promise chains have
-   * run (`setImmediate`). `end()` uncorks too, so an answer batched before a close still leaves.
-   */
-  private batch(): void {
-    if (this.batching) return;
-    this.batching = true;
-    this.socket.cork();
-    setImmediate(() => this.flush());
-  }
-
-  /** Writes the answers gathered so far. */
-  private flush(): void {
-    if (!this.batching) return;
-    this.batching = false;
-    this.socket.uncork();
-  }
-
-  /** Resolves once the socket's buffer has drained or the socket is gone. */
-  private drained(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        this.socket.off("drain", done);
-        this.socket.off("close", done);
-        resolve();
-      };
-      this.socket.on("drain", done);
-      this.socket.on("close", done);
-    });
   }
 
   /** An unframeable stream: answer after everything earlier, then end this connection. */
@@ -484,9 +459,7 @@ export class DaemonSession {
     this.logger.warn("closing connection", { reason: error.message.slice(0, 200) });
     this.host.count("badRequest");
     this.tail = this.tail.then(() => {
-      if (!this.socket.destroyed && this.socket.writable) {
-        this.socket.end(answerLine({ id, ok: false, error: error.toJSON() }));
-      }
+      if (!this.socket.destroyed && this.socket.writable) this.writer.end(answerLine({ id, ok: false, error: error.toJSON() }));
       setTimeout(() => this.socket.destroy(), 5_000).unref();
     });
   }
