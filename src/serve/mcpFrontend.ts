@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   CallToolRequestSchema,
@@ -216,20 +215,6 @@ export class RequestGate {
   }
 }
 
-/**
- * Over stdio the SDK reports a line that is not JSON, or not a JSON-RPC message, only to
- * `onerror` and answers nothing, so the client waits forever. JSON-RPC asks for -32700 and -32600
- * with a null id (the id cannot be read); abridge sends them and keeps serving.
- */
-function answerUnreadableMessage(server: Server, error: Error, logger: Logger): void {
-  const transport = server.transport;
-  if (!(transport instanceof StdioServerTransport)) return;
-  const code = error instanceof SyntaxError ? RpcCode.ParseError : error.name === "ZodError" ? RpcCode.InvalidRequest : undefined;
-  if (code === undefined) return;
-  const message = code === RpcCode.ParseError ? `Parse error: ${error.message}` : "Invalid Request: not a JSON-RPC 2.0 message";
-  transport.send({ jsonrpc: "2.0", id: null, error: { code, message } } as never).catch((err: unknown) => logger.debug("error response not delivered", { error: String(err) }));
-}
-
 /** Severity rank of a log level (`debug` lowest). */
 export function severity(level: unknown): number {
   return LoggingLevelSchema.options.indexOf(level as LoggingLevel);
@@ -339,9 +324,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     return { tools: page, ...(offset + pageSize < all.length ? { nextCursor: encodeCursor(id, offset + pageSize) } : {}) };
   });
 
+  // Unreadable lines are answered by the transport that read them (stdioServerTransport.ts over
+  // stdio, httpServer.ts over HTTP); what reaches here is only logged.
   server.onerror = (error) => {
     logger.debug("MCP front end error", { error: error.message });
-    answerUnreadableMessage(server, error, logger);
   };
 
   let logLevel: LoggingLevel | undefined;
