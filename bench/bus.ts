@@ -8,11 +8,11 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { BusClient } from "../src/bus/client/busClient.js";
 import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { markdownTable } from "./markdownTable.js";
 import { freePort, nowMs, percentile, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 /** One worker count's figures. */
 export interface BusRow {
@@ -181,10 +181,4 @@ export function busMarkdown(result: BusResult): string {
   return lines.join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runBus();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "bus.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${busMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, { name: "bus", run: () => runBus(), markdown: busMarkdown });

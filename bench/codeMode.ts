@@ -12,11 +12,9 @@
  * writes bench/results/codeMode.json and codeMode.md; `npm run bench -- --only codeMode` runs it
  * with the others' report. `--quick` runs two tasks and few repetitions (what the test runs).
  */
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { messageOf } from "../src/model/errors.js";
 import { isObject } from "../src/model/json.js";
 import type { JsonObject } from "../src/model/types.js";
 import { FILE_TASKS } from "./codeMode/fileTasks.js";
@@ -27,9 +25,9 @@ import { runtimeFigures, type RuntimeFigures } from "./codeMode/runtimeFigures.j
 import { taskSeed, textOf } from "./codeMode/seeded.js";
 import { classicSession, codeSession, sameAnswer, type CodeSessionDetail, type SessionTokens } from "./codeMode/sessions.js";
 import type { CodeModeTask, TaskContext } from "./codeMode/types.js";
-import { REPO_ROOT } from "./corpus.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { positiveFlag, round } from "./measure.js";
+import { RESULTS_DIR, runStandalone, writeResults } from "./standalone.js";
 
 /** Every task, in the order reported. */
 export const TASKS: readonly CodeModeTask[] = [...FILE_TASKS, ...MORE_FILE_TASKS, ...GRAPH_TASKS];
@@ -265,11 +263,14 @@ export function codeModeMarkdown(r: CodeModeResult): string {
   ].join("\n");
 }
 
-/** Writes bench/results/codeMode.json and codeMode.md. */
-export async function writeCodeModeResults(r: CodeModeResult, dir = path.join(REPO_ROOT, "bench", "results")): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "codeMode.json"), `${JSON.stringify(r, null, 2)}\n`);
-  await writeFile(path.join(dir, "codeMode.md"), `# abridge code mode\n\nRun ${r.startedAt}.\n\n${codeModeMarkdown(r)}\n`);
+/** The text of codeMode.md: a heading and the run's start above the tables. */
+function codeModeFile(markdown: string, r: CodeModeResult): string {
+  return `# abridge code mode\n\nRun ${r.startedAt}.\n\n${markdown}\n`;
+}
+
+/** Writes bench/results/codeMode.json and codeMode.md (or both into `dir`). */
+export async function writeCodeModeResults(r: CodeModeResult, dir = RESULTS_DIR): Promise<void> {
+  await writeResults("codeMode", r, codeModeFile(codeModeMarkdown(r), r), dir);
 }
 
 /** `--tasks a,b`: the names given, or undefined. */
@@ -279,21 +280,19 @@ function tasksFlag(argv: readonly string[]): string[] | undefined {
   return (argv[i + 1] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  try {
+await runStandalone(import.meta.url, {
+  name: "codeMode",
+  run: (argv) => {
     const tasks = tasksFlag(argv);
     const seed = positiveFlag(argv, "seed");
-    const result = await runCodeMode({
+    return runCodeMode({
       quick: argv.includes("--quick"),
       ...(tasks !== undefined ? { tasks } : {}),
       ...(seed !== undefined ? { seed } : {}),
       log: (line) => process.stderr.write(`codeMode: ${line}\n`),
     });
-    await writeCodeModeResults(result);
-    process.stdout.write(`${codeModeMarkdown(result)}\n`);
-  } catch (err) {
-    process.stderr.write(`codeMode: ${messageOf(err)}\n`);
-    process.exitCode = 1;
-  }
-}
+  },
+  markdown: codeModeMarkdown,
+  json: (r) => r,
+  markdownFile: codeModeFile,
+});

@@ -19,7 +19,6 @@
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -31,6 +30,7 @@ import { runProgram, type CodeHost } from "../src/code/runtime/codeRuntime.js";
 import { CodeWorkerPool } from "../src/code/runtime/workerPool.js";
 import { markdownTable } from "./markdownTable.js";
 import { median, percentile, round } from "./measure.js";
+import { isMainModule, runStandalone } from "./standalone.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "..");
@@ -426,16 +426,19 @@ export function codeRuntimeMarkdown(r: CodeRuntimeResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const i = process.argv.indexOf("--rss-child");
-  if (i !== -1) {
-    const figures = await rssChild(Number(process.argv[i + 1]), process.argv[i + 2] === "warm");
+if (isMainModule(import.meta.url)) {
+  const rssChildAt = process.argv.indexOf("--rss-child");
+  if (rssChildAt !== -1) {
+    const figures = await rssChild(Number(process.argv[rssChildAt + 1]), process.argv[rssChildAt + 2] === "warm");
     process.stdout.write(`${JSON.stringify(figures)}\n`);
   } else {
-    const j = process.argv.indexOf("--transpilers");
-    const result = await runCodeRuntime(j === -1 ? {} : { otherTranspilers: process.argv[j + 1] });
-    await mkdir(path.join(HERE, "results"), { recursive: true });
-    await writeFile(path.join(HERE, "results", "code-runtime.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-    process.stdout.write(`${codeRuntimeMarkdown(result)}\n`);
+    await runStandalone(import.meta.url, {
+      name: "code-runtime",
+      run: (argv) => {
+        const j = argv.indexOf("--transpilers");
+        return runCodeRuntime(j === -1 ? {} : { otherTranspilers: argv[j + 1] });
+      },
+      markdown: codeRuntimeMarkdown,
+    });
   }
 }

@@ -8,15 +8,15 @@
  *   npx tsx bench/daemonCalls.ts    (writes bench/results/daemonCalls.json, prints markdown)
  */
 import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { configToml, ECHO_FIXTURE, RAW_ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
 import { connectDaemon } from "./daemonTarget.js";
 import { markdownTable } from "./markdownTable.js";
 import type { Connected } from "./mcpTarget.js";
 import { median, nowMs, percentile, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 const ARGS = { text: "hello" };
 const SEQUENTIAL_CALLS = 1_000;
@@ -125,10 +125,4 @@ export function daemonCallsMarkdown(r: DaemonCallsResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runDaemonCalls();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "daemonCalls.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${daemonCallsMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, { name: "daemonCalls", run: () => runDaemonCalls(), markdown: daemonCallsMarkdown });

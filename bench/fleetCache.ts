@@ -11,7 +11,6 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import type { CacheEntry } from "../src/cache/cacheEntry.js";
 import { JsonlStore } from "../src/cache/jsonlStore.js";
@@ -23,6 +22,7 @@ import { fixtureCommand } from "../test/helpers/processes.js";
 import { startRedis } from "../test/helpers/redisServer.js";
 import { markdownTable } from "./markdownTable.js";
 import { median, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 const HOSTS = 3;
 const GENERATED_TOOLS = 30;
@@ -199,10 +199,4 @@ export function fleetCacheMarkdown(result: FleetCacheResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runFleetCache();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "fleetCache.json"), `${JSON.stringify(result, null, 2)}\n`);
-  console.log(fleetCacheMarkdown(result));
-}
+await runStandalone(import.meta.url, { name: "fleetCache", run: () => runFleetCache(), markdown: fleetCacheMarkdown, json: (r) => r });

@@ -17,9 +17,6 @@
  * Runnable alone: `npx tsx bench/guardFalseRejects.ts` prints the markdown section and writes
  * bench/results/guard-false-rejects.json; `npm run bench` runs it as its `guard` step.
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { RawTool } from "../src/model/types.js";
 import { isReadOnlyTool } from "../src/policy/toolPolicy.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
@@ -27,9 +24,10 @@ import { guardSummary } from "../src/summarize/guard.js";
 import { effectClass, grounding, GROUNDED_SHARE, isEffectWord, MIN_UNGROUNDED, poorlyGrounded, type Grounding } from "../src/summarize/meaningChecks.js";
 import { ToolVocabulary, wordsOf } from "../src/summarize/toolWords.js";
 import type { ToolSummary } from "../src/summarize/types.js";
-import { loadCorpus, REPO_ROOT, type CorpusServer } from "./corpus.js";
+import { loadCorpus, type CorpusServer } from "./corpus.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { median, nowMs, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 /** The queue's batch of one server's tools for the extractive summarizer (its `maxBatch`). */
 const BATCH = new ExtractiveSummarizer().maxBatch;
@@ -214,10 +212,4 @@ export function guardFalseRejectsMarkdown(r: GuardFalseRejectsResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = runGuardFalseRejects();
-  const dir = path.join(REPO_ROOT, "bench", "results");
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "guard-false-rejects.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${guardFalseRejectsMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, { name: "guard-false-rejects", run: () => runGuardFalseRejects(), markdown: guardFalseRejectsMarkdown });

@@ -14,7 +14,7 @@
  * and for refreshes the lists published and their bytes. Writes bench/results/hostile-bus.json.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,7 @@ import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfi
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { freePort, nowMs, percentile, round, processMemoryKiB, processCpuMs, positiveFlag } from "./measure.js";
+import { isMainModule, runStandalone } from "./standalone.js";
 
 const AGENT = "hostile";
 const SLOW_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "misbehavingServer.ts");
@@ -349,25 +350,27 @@ export function hostileBusMarkdown(result: HostileBusResult): string {
 }
 
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
+if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);
   if (argv[0] === "--flood") {
     const [, url, tool, argsJson, calls, quietMs] = argv as [string, string, string, string, string, string];
     await runFlooder(url, tool, argsJson, Number(calls), Number(quietMs));
   } else {
-    const options: HostileBusOptions = { full: argv.includes("--full") };
-    const calls = positiveFlag(argv, "calls");
-    const slowCalls = positiveFlag(argv, "slow-calls");
-    const slowMs = positiveFlag(argv, "slow-ms");
-    const refreshes = positiveFlag(argv, "refreshes");
-    if (calls !== undefined) options.calls = calls;
-    if (slowCalls !== undefined) options.slowCalls = slowCalls;
-    if (slowMs !== undefined) options.slowMs = slowMs;
-    if (refreshes !== undefined) options.refreshes = refreshes;
-    const result = await runHostileBus(options);
-    const dir = path.join(path.dirname(HERE), "results");
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "hostile-bus.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-    process.stdout.write(`${hostileBusMarkdown(result)}\n`);
+    await runStandalone(import.meta.url, {
+      name: "hostile-bus",
+      run: () => {
+        const options: HostileBusOptions = { full: argv.includes("--full") };
+        const calls = positiveFlag(argv, "calls");
+        const slowCalls = positiveFlag(argv, "slow-calls");
+        const slowMs = positiveFlag(argv, "slow-ms");
+        const refreshes = positiveFlag(argv, "refreshes");
+        if (calls !== undefined) options.calls = calls;
+        if (slowCalls !== undefined) options.slowCalls = slowCalls;
+        if (slowMs !== undefined) options.slowMs = slowMs;
+        if (refreshes !== undefined) options.refreshes = refreshes;
+        return runHostileBus(options);
+      },
+      markdown: hostileBusMarkdown,
+    });
   }
 }

@@ -14,10 +14,9 @@
  * Writes bench/results/hostile-cache.json and prints the markdown.
  */
 import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Redis } from "ioredis";
@@ -29,6 +28,7 @@ import { startRedis, type RedisServer } from "../test/helpers/redisServer.js";
 import { CLI_BIN, ECHO_FIXTURE, tsxCommand } from "./benchConfig.js";
 import { markdownTable } from "./markdownTable.js";
 import { percentile, round, processMemoryKiB } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 /** Invented entries published in the flood: default, and with `full`. */
 const FLOOD = { default: 50_000, full: 300_000 };
@@ -375,14 +375,14 @@ export function hostileCacheMarkdown(result: HostileCacheResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runHostileCache({
-    full: flagArg("full"),
-    ...(process.argv.includes("--flood") ? { flood: numberArg("flood", FLOOD.default) } : {}),
-    ...(process.argv.includes("--big-bytes") ? { bigBytes: numberArg("big-bytes", BIG_BYTES.default) } : {}),
-  });
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "hostile-cache.json"), `${JSON.stringify(result, null, 2)}\n`);
-  console.log(hostileCacheMarkdown(result));
-}
+await runStandalone(import.meta.url, {
+  name: "hostile-cache",
+  run: () =>
+    runHostileCache({
+      full: flagArg("full"),
+      ...(process.argv.includes("--flood") ? { flood: numberArg("flood", FLOOD.default) } : {}),
+      ...(process.argv.includes("--big-bytes") ? { bigBytes: numberArg("big-bytes", BIG_BYTES.default) } : {}),
+    }),
+  markdown: hostileCacheMarkdown,
+  json: (r) => r,
+});

@@ -21,7 +21,7 @@
  * bench/results/hostile-http.json.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { connect, type Socket } from "node:net";
 import os from "node:os";
@@ -31,6 +31,7 @@ import { CLI_BIN, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfi
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { nowMs, percentile, round, processMemoryKiB, positiveFlag } from "./measure.js";
+import { isMainModule, runStandalone } from "./standalone.js";
 
 const HERE = fileURLToPath(import.meta.url);
 const HOSTILE_FIXTURE = path.join(REPO_ROOT, "test", "fixtures", "hostileServer.ts");
@@ -373,7 +374,7 @@ export function hostileHttpMarkdown(result: HostileHttpResult): string {
 }
 
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
+if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);
   if (argv[0] === "--attack") {
     const [, kind, url, a, b] = argv as [string, string, string, string, string | undefined];
@@ -391,11 +392,8 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
     if (fdLimit !== undefined) options.fdLimit = fdLimit;
     const binAt = argv.indexOf("--bin");
     if (binAt !== -1 && argv[binAt + 1] !== undefined) options.bin = argv[binAt + 1]!;
-    const result = await runHostileHttp(options);
-    const out = path.join(path.dirname(HERE), "results");
-    await mkdir(out, { recursive: true });
-    const file = options.bin === undefined ? "hostile-http.json" : "hostile-http-other.json";
-    await writeFile(path.join(out, file), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-    process.stdout.write(`${hostileHttpMarkdown(result)}\n`);
+    // Another build's figures go beside this one's, not over them.
+    const name = options.bin === undefined ? "hostile-http" : "hostile-http-other";
+    await runStandalone(import.meta.url, { name, run: () => runHostileHttp(options), markdown: hostileHttpMarkdown });
   }
 }

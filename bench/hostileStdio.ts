@@ -19,7 +19,7 @@
  * its CPU time. Writes bench/results/hostile-stdio.json.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -28,6 +28,7 @@ import { CLI_BIN, RAW_ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchC
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { nowMs, percentile, round, sleep, processMemoryKiB, processCpuMs, positiveFlag } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 const HERE = fileURLToPath(import.meta.url);
 const LOOP_DELAY_PROBE = path.join(path.dirname(HERE), "fixtures", "loopDelayProbe.ts");
@@ -305,16 +306,15 @@ export function hostileStdioMarkdown(result: HostileStdioResult): string {
 }
 
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === HERE) {
-  const argv = process.argv.slice(2);
-  const options: HostileStdioOptions = { full: argv.includes("--full") };
-  const calls = positiveFlag(argv, "calls");
-  const stallMs = positiveFlag(argv, "stall-ms");
-  if (calls !== undefined) options.calls = calls;
-  if (stallMs !== undefined) options.stallMs = stallMs;
-  const result = await runHostileStdio(options);
-  const dir = path.join(path.dirname(HERE), "results");
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "hostile-stdio.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${hostileStdioMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, {
+  name: "hostile-stdio",
+  run: (argv) => {
+    const options: HostileStdioOptions = { full: argv.includes("--full") };
+    const calls = positiveFlag(argv, "calls");
+    const stallMs = positiveFlag(argv, "stall-ms");
+    if (calls !== undefined) options.calls = calls;
+    if (stallMs !== undefined) options.stallMs = stallMs;
+    return runHostileStdio(options);
+  },
+  markdown: hostileStdioMarkdown,
+});

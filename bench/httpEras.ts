@@ -13,15 +13,15 @@
  *   npx tsx bench/httpEras.ts
  */
 import http from "node:http";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { configToml, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
 import { startServe } from "./conformanceServe.js";
 import { markdownTable } from "./markdownTable.js";
 import { median, nowMs, percentile, processCpuMs, round } from "./measure.js";
 import { connectRawHttp } from "./rawHttpClient.js";
+import { runStandalone } from "./standalone.js";
 
 const CONCURRENCY = 64;
 const CALLS_PER_RUN = 4_000;
@@ -177,11 +177,4 @@ export function httpErasMarkdown(r: HttpErasResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runHttpEras();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "httpEras.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  await writeFile(path.join(here, "results", "httpEras.md"), `${httpErasMarkdown(result)}\n`);
-  process.stdout.write(`${httpErasMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, { name: "httpEras", run: () => runHttpEras(), markdown: httpErasMarkdown });

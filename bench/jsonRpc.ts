@@ -9,10 +9,9 @@
  *   npx tsx bench/jsonRpc.ts     # prints markdown, writes bench/results/json-rpc.json
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { silentLogger } from "../src/log/logger.js";
@@ -25,6 +24,7 @@ import { benchConfig, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { percentile, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 const BACKEND = path.join(REPO_ROOT, "test", "fixtures", "jsonRpcBackend.ts");
 /** Calls per measured run; the first tenth again before it, unmeasured, as warm-up. */
@@ -167,10 +167,4 @@ export function jsonRpcMarkdown(r: JsonRpcResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runJsonRpc();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "json-rpc.json"), `${JSON.stringify(result, null, 2)}\n`);
-  console.log(jsonRpcMarkdown(result));
-}
+await runStandalone(import.meta.url, { name: "json-rpc", run: () => runJsonRpc(), markdown: jsonRpcMarkdown, json: (r) => r });

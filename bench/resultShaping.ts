@@ -13,8 +13,6 @@
  *
  * Prints the tables and writes bench/results/result-shaping.json and .md.
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { isObject } from "../src/model/json.js";
 import type { CallToolResult } from "../src/model/types.js";
@@ -22,11 +20,11 @@ import type { ResultFormat, StructuredMode } from "../src/result/resultFormat.js
 import { decodeResult, shapeResult } from "../src/result/shapeResult.js";
 import { shapeJsonText } from "../src/result/shapeJsonText.js";
 import { countTokens } from "../src/tokens/countTokens.js";
-import { REPO_ROOT } from "./corpus.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { median, nowMs, percentile, round } from "./measure.js";
 import { loadRecordedResults, type RecordedCall } from "./recordedResults.js";
 import { toToon } from "./toonEstimate.js";
+import { runStandalone } from "./standalone.js";
 
 /** Token totals of one group of calls. */
 export interface ShapingRow {
@@ -283,19 +281,9 @@ export function resultShapingMarkdown(r: ResultShapingResult): string {
   );
 }
 
-async function main(): Promise<void> {
-  const result = runResultShaping();
-  const markdown = resultShapingMarkdown(result);
-  process.stdout.write(`${markdown}\n`);
-  const dir = path.join(REPO_ROOT, "bench", "results");
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, "result-shaping.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  await writeFile(path.join(dir, "result-shaping.md"), `# abridge result shaping\n\nRun ${new Date().toISOString()}.\n\n${markdown}\n`);
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`resultShaping: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+await runStandalone(import.meta.url, {
+  name: "result-shaping",
+  run: () => runResultShaping(),
+  markdown: resultShapingMarkdown,
+  markdownFile: (markdown, _r, date) => `# abridge result shaping\n\nRun ${date}.\n\n${markdown}\n`,
+});

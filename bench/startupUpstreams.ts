@@ -13,15 +13,15 @@
  * Runnable alone: `npx tsx bench/startupUpstreams.ts [counts...]` writes
  * bench/results/startup-upstreams.json and prints the markdown section.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { buildJs, type BuiltJs } from "./buildJs.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { median, nowMs, round, sleep, processCpuMs } from "./measure.js";
 import { connectRawStdio } from "./rawStdioClient.js";
+import { runStandalone } from "./standalone.js";
 
 /** Tools of one echo fixture as the bench starts it (`echo`, `add` and 5 generated). */
 const TOOLS_PER_UPSTREAM = 7;
@@ -221,11 +221,11 @@ export function startupUpstreamsMarkdown(result: StartupUpstreamsResult): string
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const counts = process.argv.slice(2).map(Number).filter((n) => Number.isInteger(n) && n > 0);
-  const result = await runStartupUpstreams(counts.length > 0 ? { counts } : {});
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "startup-upstreams.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${startupUpstreamsMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, {
+  name: "startup-upstreams",
+  run: (argv) => {
+    const counts = argv.map(Number).filter((n) => Number.isInteger(n) && n > 0);
+    return runStartupUpstreams(counts.length > 0 ? { counts } : {});
+  },
+  markdown: startupUpstreamsMarkdown,
+});

@@ -1,13 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { configToml, ECHO_FIXTURE, RAW_ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { connectStdio, type Connected } from "./mcpTarget.js";
 import { median, nowMs, percentile, processCpuMs } from "./measure.js";
 import { connectRawStdio } from "./rawStdioClient.js";
 import { rawServeOverStdio, serveOverStdio } from "./serveProcess.js";
+import { runStandalone } from "./standalone.js";
 
 /** Figures of one path to the echo tool over stdio. */
 export interface StdioServeRow {
@@ -166,10 +166,4 @@ export function stdioServeMarkdown(result: StdioServeResult): string {
   ].join("\n");
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await runStdioServe();
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  await mkdir(path.join(here, "results"), { recursive: true });
-  await writeFile(path.join(here, "results", "stdioServe.json"), `${JSON.stringify({ date: new Date().toISOString(), ...result }, null, 2)}\n`);
-  process.stdout.write(`${stdioServeMarkdown(result)}\n`);
-}
+await runStandalone(import.meta.url, { name: "stdioServe", run: () => runStdioServe(), markdown: stdioServeMarkdown });
