@@ -34,10 +34,9 @@ describe("result_format, result_format_tools and structured in the config", () =
     expect(() => parse(`[servers.a]\ncommand = "a"\n[servers.a.result_format_tools]\n"x" = "small"\n`)).toThrow(/servers\.a\.result_format_tools\.x/);
   });
 
-  it("the README's example under Result shaping is a valid config that means what it says", () => {
-    const readme = readFileSync(path.join(import.meta.dirname, "..", "..", "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("### Result shaping"));
-    const block = /```toml\n([\s\S]*?)```/.exec(section)?.[1];
+  it("the example of docs/result-shaping.md is a valid config that means what it says", () => {
+    const page = readFileSync(path.join(import.meta.dirname, "..", "..", "docs", "result-shaping.md"), "utf8");
+    const block = /```toml\n([\s\S]*?)```/.exec(page)?.[1];
     expect(block).toBeDefined();
     const fs = parse(block!).servers[0]!;
     expect(fs).toMatchObject({ name: "fs", result_format: "compact", structured: "text-only" });

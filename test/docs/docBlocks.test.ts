@@ -1,8 +1,8 @@
 /**
- * Every fenced block of the README that a reader can paste is executed here, as a reader would
+ * Every fenced block of the README and of docs/*.md that a reader can paste is executed here, as a reader would
  * run it, with what the project bundles (examples/abridge.toml and its published servers, the
  * CLI of this checkout as `abridge`, redis-server and nats-server). Each block carries a mark on
- * the line before it (see readmeBlocks.ts): `run NAME` names its runner below, `illustrative
+ * the line before it (see docBlocks.ts): `run NAME` names its runner below, `illustrative
  * (reason)` says why it cannot run here. A block with neither fails the first test, so a new
  * block cannot slip in untested.
  *
@@ -11,7 +11,6 @@
  * folders) become this checkout and temp folders, and fixed ports (4222, 6379, 8808) become free
  * ones, since other tests on this machine run at the same time.
  */
-import { readFileSync } from "node:fs";
 import { readFile, writeFile, mkdir, stat } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import path from "node:path";
@@ -23,21 +22,27 @@ import { describe, expect, it } from "vitest";
 import { Bridge, BusClient, loadConfig } from "../../src/index.js";
 import { isPidAlive } from "../../src/daemon/wire/processInfo.js";
 import { freePort, startNatsServer } from "../helpers/natsServer.js";
-import { importFromCheckout, jsonLines, pidsCarrying, REPO, readmeBlocks, substitute, Workspace, type Proc, type ReadmeBlock } from "./readmeBlocks.js";
+import { docBlocks, docFiles, docText, importFromCheckout, jsonLines, MARK_PREFIX, pidsCarrying, REPO, substitute, Workspace, type DocBlock, type Proc } from "./docBlocks.js";
 
-const readme = readFileSync(path.join(REPO, "README.md"), "utf8");
-const blocks = readmeBlocks(readme);
+/** The README and every page under docs/, with their text: the blocks of all of them are run. */
+const files = docFiles().map((file) => ({ file, text: docText(file) }));
+const blocks = files.flatMap(({ file, text }) => docBlocks(text, file));
+
+/** The text of the file `block` is in, for what a runner checks in the prose around it. */
+function textAround(block: DocBlock): string {
+  return files.find((f) => f.file === block.file)!.text;
+}
 
 /** What runs one or more marked blocks (more when they only make sense together). */
 interface Runner {
   blocks: string[];
   timeoutMs: number;
-  run(ws: Workspace, blocks: ReadmeBlock[]): Promise<void>;
+  run(ws: Workspace, blocks: DocBlock[]): Promise<void>;
 }
 
-function blockNamed(name: string): ReadmeBlock {
+function blockNamed(name: string): DocBlock {
   const found = blocks.filter((b) => b.mark?.kind === "run" && b.mark.name === name);
-  if (found.length !== 1) throw new Error(`expected one README block marked <!-- readme-test: run ${name} -->, found ${found.length}`);
+  if (found.length !== 1) throw new Error(`expected one block of ${docFiles().join(", ")} marked ${MARK_PREFIX} run ${name} -->, found ${found.length}`);
   return found[0]!;
 }
 
@@ -249,8 +254,8 @@ const runners: Runner[] = [
         const result = await bridge.callTool("files_stat", { path: "/etc/hosts" });
         const hosts = await stat("/etc/hosts");
         expect(result.structuredContent).toEqual({ size: hosts.size, mtime: hosts.mtime.toISOString() });
-        // The line the README says such a call sends, with its id.
-        const documented = /A call of `files_stat \{"path": "\/etc\/hosts"\}` sends one line\s+`([^`]+)`/.exec(readme)?.[1];
+        // The line the docs say such a call sends, with its id.
+        const documented = /A call of `files_stat \{"path": "\/etc\/hosts"\}` sends one line\s+`([^`]+)`/.exec(textAround(toml!))?.[1];
         expect(documented).toBeDefined();
         expect(lines).toHaveLength(1);
         const id = (JSON.parse(lines[0]!) as { id: number }).id;
@@ -264,7 +269,7 @@ const runners: Runner[] = [
   },
   {
     // As written, with the paths moved into the workspace; the script must end by itself with
-    // the daemon left running, which the command the README gives then stops.
+    // the daemon left running, which the command the docs give then stops.
     blocks: ["daemon-client"],
     timeoutMs: 240_000,
     async run(ws, [block]) {
@@ -279,8 +284,8 @@ const runners: Runner[] = [
       expect(host.stdout).toContain("Echo: hi");
       const lock = JSON.parse(await readFile(path.join(stateDir, "abridge.lock"), "utf8")) as { pid: number };
       expect(isPidAlive(lock.pid)).toBe(true);
-      const stopLine = /`(abridge daemon stop --state-dir \/tmp\/abridge-example\/state)`/.exec(readme)?.[1];
-      expect(stopLine, "the README names the command that stops the example's daemon").toBeDefined();
+      const stopLine = /`(abridge daemon stop --state-dir \/tmp\/abridge-example\/state)`/.exec(textAround(block!))?.[1];
+      expect(stopLine, "the docs name the command that stops the example's daemon").toBeDefined();
       const stop = ws.bash(substitute(stopLine!, "/tmp/abridge-example/state", stateDir));
       expect((await stop.finished(stopLine!, 60_000)).code, stop.describe()).toBe(0);
       expect(isPidAlive(lock.pid)).toBe(false);
@@ -339,7 +344,7 @@ const runners: Runner[] = [
     },
   },
   {
-    // The background lines, then, once both workers printed their line (as the README says),
+    // The background lines, then, once both workers printed their line (as the docs say),
     // the call.
     blocks: ["bus-shell"],
     timeoutMs: 240_000,
@@ -427,30 +432,37 @@ const runners: Runner[] = [
   },
 ];
 
-describe("README code blocks", () => {
+describe("code blocks of the README and docs/", () => {
   it("marks every block as run by a runner here or as illustrative, with the reason", () => {
     const problems: string[] = [];
-    const runNames = new Map<string, number[]>();
+    const runNames = new Map<string, string[]>();
     const runnerNames = new Set(runners.flatMap((r) => r.blocks));
     for (const block of blocks) {
-      const where = `README.md:${block.line} (\`\`\`${block.lang})`;
+      const where = `${block.file}:${block.line} (\`\`\`${block.lang})`;
       const mark = block.mark;
-      if (mark === undefined) problems.push(`${where}: no <!-- readme-test: run NAME --> or <!-- readme-test: illustrative (reason) --> on the line before it`);
+      if (mark === undefined) problems.push(`${where}: no ${MARK_PREFIX} run NAME --> or ${MARK_PREFIX} illustrative (reason) --> on the line before it`);
       else if (mark.kind === "malformed") problems.push(`${where}: malformed mark ${mark.text}`);
       else if (mark.kind === "run") {
-        runNames.set(mark.name, [...(runNames.get(mark.name) ?? []), block.line]);
+        runNames.set(mark.name, [...(runNames.get(mark.name) ?? []), `${block.file}:${block.line}`]);
         if (!runnerNames.has(mark.name)) problems.push(`${where}: marked run ${mark.name}, but no runner runs it`);
       }
     }
-    for (const [name, lines] of runNames) if (lines.length > 1) problems.push(`run ${name} marks ${lines.length} blocks (lines ${lines.join(", ")})`);
-    for (const name of runnerNames) if (!runNames.has(name)) problems.push(`a runner runs ${name}, but no README block is marked with it`);
+    for (const [name, lines] of runNames) if (lines.length > 1) problems.push(`run ${name} marks ${lines.length} blocks (${lines.join(", ")})`);
+    for (const name of runnerNames) if (!runNames.has(name)) problems.push(`a runner runs ${name}, but no block of the README or docs/ is marked with it`);
     expect(problems).toEqual([]);
   });
 
-  it("ignores no readme-test mark that is not right before a block", () => {
-    const marked = new Set(blocks.map((b) => b.line - 1));
-    const stray = readme.split("\n").flatMap((line, i) => (line.trim().startsWith("<!-- readme-test:") && !marked.has(i + 1) ? [`README.md:${i + 1}: ${line}`] : []));
+  it("ignores no doc-test mark that is not right before a block", () => {
+    const stray = files.flatMap(({ file, text }) => {
+      const marked = new Set(blocks.filter((b) => b.file === file).map((b) => b.line - 1));
+      return text.split("\n").flatMap((line, i) => (line.trim().startsWith(MARK_PREFIX) && !marked.has(i + 1) ? [`${file}:${i + 1}: ${line}`] : []));
+    });
     expect(stray).toEqual([]);
+  });
+
+  it("reads the README and every page under docs/", () => {
+    expect(files.map((f) => f.file)).toContain("README.md");
+    expect(files.filter((f) => f.file.startsWith("docs/")).length).toBeGreaterThan(0);
   });
 
   for (const runner of runners) {

@@ -1,13 +1,14 @@
 /**
- * The README's fenced code blocks, each with the mark on the line right before its opening fence,
+ * The fenced code blocks of the README and of every page under docs/, each with the mark on the
+ * line right before its opening fence,
  * and what it takes to run them as a reader would: a temp workspace with an `abridge` on PATH that
  * runs this checkout's CLI, temp folders for everything abridge writes, and processes (a bash
  * running a block, a snippet under tsx) whose whole tree is stopped and proven gone afterwards.
  *
  * Marks:
- *   <!-- readme-test: run NAME -->                            a runner of test/library/readmeBlocks.test.ts executes it
- *   <!-- readme-test: run NAME (what is not run, and why) -->  the same, for part of the block
- *   <!-- readme-test: illustrative (why it cannot run here) -->
+ *   <!-- doc-test: run NAME -->                            a runner of test/docs/docBlocks.test.ts executes it
+ *   <!-- doc-test: run NAME (what is not run, and why) -->  the same, for part of the block
+ *   <!-- doc-test: illustrative (why it cannot run here) -->
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -19,15 +20,34 @@ import { waitFor } from "../helpers/waitFor.js";
 
 export const REPO = path.resolve(import.meta.dirname, "../..");
 
+/**
+ * Every file whose blocks are run or checked: the README and each page under docs/ (found, not
+ * listed, so a new page is checked from its first commit), relative to the checkout.
+ */
+export function docFiles(): string[] {
+  const pages = readdirSync(path.join(REPO, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .sort()
+    .map((name) => `docs/${name}`);
+  return ["README.md", ...pages];
+}
+
+/** The text of a doc file named relative to the checkout. */
+export function docText(file: string): string {
+  return readFileSync(path.join(REPO, file), "utf8");
+}
+
 /** What the line before a block says about it. */
 export type BlockMark =
   | { kind: "run"; name: string; note?: string }
   | { kind: "illustrative"; reason: string }
-  /** A `readme-test:` comment that is neither form (a typo): reported, never taken as a mark. */
+  /** A `doc-test:` comment that is neither form (a typo): reported, never taken as a mark. */
   | { kind: "malformed"; text: string };
 
-/** One fenced block of the README. */
-export interface ReadmeBlock {
+/** One fenced block of a doc file. */
+export interface DocBlock {
+  /** The file it is in, relative to the checkout (`README.md`, `docs/fleet.md`). */
+  file: string;
   /** 1-based line of the opening fence. */
   line: number;
   /** The info string after the fence (`sh`, `ts`, `toml`, `json`, or empty). */
@@ -37,9 +57,9 @@ export interface ReadmeBlock {
   mark: BlockMark | undefined;
 }
 
-const MARK_PREFIX = "<!-- readme-test:";
-const RUN_MARK = /^<!-- readme-test: run ([a-z0-9][a-z0-9-]*)(?: \((.+)\))? -->$/;
-const ILLUSTRATIVE_MARK = /^<!-- readme-test: illustrative \((.+)\) -->$/;
+export const MARK_PREFIX = "<!-- doc-test:";
+const RUN_MARK = /^<!-- doc-test: run ([a-z0-9][a-z0-9-]*)(?: \((.+)\))? -->$/;
+const ILLUSTRATIVE_MARK = /^<!-- doc-test: illustrative \((.+)\) -->$/;
 
 function parseMark(line: string | undefined): BlockMark | undefined {
   const text = line?.trim() ?? "";
@@ -51,16 +71,16 @@ function parseMark(line: string | undefined): BlockMark | undefined {
   return { kind: "malformed", text };
 }
 
-/** Every fenced block of `markdown` (fences at the start of a line), in order. */
-export function readmeBlocks(markdown: string): ReadmeBlock[] {
+/** Every fenced block of `markdown`, the text of `file` (fences at the start of a line), in order. */
+export function docBlocks(markdown: string, file: string): DocBlock[] {
   const lines = markdown.split("\n");
-  const blocks: ReadmeBlock[] = [];
+  const blocks: DocBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^```(\S*)\s*$/.exec(lines[i]!);
     if (!open) continue;
     const end = lines.findIndex((line, j) => j > i && /^```\s*$/.test(line));
-    if (end < 0) throw new Error(`README.md:${i + 1}: a code block that is never closed`);
-    blocks.push({ line: i + 1, lang: open[1]!, text: lines.slice(i + 1, end).join("\n") + "\n", mark: parseMark(lines[i - 1]) });
+    if (end < 0) throw new Error(`${file}:${i + 1}: a code block that is never closed`);
+    blocks.push({ file, line: i + 1, lang: open[1]!, text: lines.slice(i + 1, end).join("\n") + "\n", mark: parseMark(lines[i - 1]) });
     i = end;
   }
   return blocks;
@@ -271,7 +291,7 @@ export class Workspace {
   }
 
   static async create(): Promise<Workspace> {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-readme-"));
+    const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-docs-"));
     await mkdir(path.join(dir, "bin"));
     const { command, args } = abridgeCommand([]);
     const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
