@@ -1,5 +1,5 @@
 /**
- * `abridge bus call` and the requester with no worker on the bus: the README's quick start run
+ * `abridge bus call` and the requester with no worker on the bus: the bus quick start of docs/fleet.md run
  * line by line (a real nats-server, two `abridge bus` workers, the call), and a call to a bus
  * where nothing listens failing with `unavailable` at once instead of waiting out its timeout.
  */
@@ -88,10 +88,10 @@ describe("a bus where no worker listens", () => {
   });
 });
 
-/** The README's bus quick start: the shell lines of the first `sh` block of "Bus worker (NATS)". */
+/** The bus quick start: the shell lines of the first `sh` block of "Bus worker (NATS)" in docs/fleet.md. */
 async function quickStartLines(): Promise<string[]> {
-  const readme = await readFile(path.join(process.cwd(), "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("### Bus worker (NATS)"));
+  const fleet = await readFile(path.join(process.cwd(), "docs", "fleet.md"), "utf8");
+  const section = fleet.slice(fleet.indexOf("## Bus worker (NATS)"));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   expect(block, "the bus quick start block").toBeDefined();
   return block!.split("\n").filter((line) => line.trim() !== "");
@@ -124,7 +124,7 @@ function startLine(line: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise
   });
 }
 
-describe("the README's bus quick start", () => {
+describe("the bus quick start of docs/fleet.md", () => {
   let dir: string;
   let cleanupDir: () => Promise<void>;
   const started: Background[] = [];
