@@ -98,6 +98,15 @@ export abstract class UpstreamBase {
     return changed;
   }
 
+  /**
+   * The config mistake that fails the pool's start (see `Upstream.startError`). None by default:
+   * a live server's failed start only marks it failed, and is retried; the kinds that read a file
+   * or folder of the config at start override it.
+   */
+  startError(): { code: ErrorCode; message: string } | undefined {
+    return undefined;
+  }
+
   /** Current status (a fresh object). */
   status(): ServerStatus {
     const status: ServerStatus = {

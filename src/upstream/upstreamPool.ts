@@ -7,14 +7,10 @@ import { compareStrings } from "../model/json.js";
 import { assignNames } from "../model/names.js";
 import { ChildWatchdog } from "./process/childWatchdog.js";
 import type { AssignedName } from "../model/names.js";
-import { JsonRpcUpstream } from "./jsonrpc/jsonRpcUpstream.js";
-import { RecordedUpstream } from "./recorded/recordedUpstream.js";
-import { UpstreamConnection } from "./mcp/upstreamConnection.js";
-import type { UpstreamConnectionOptions } from "./mcp/upstreamConnection.js";
+import type { Upstream } from "./upstream.js";
+import { createUpstream } from "./upstreamFactory.js";
+import type { UpstreamFactoryOptions } from "./upstreamFactory.js";
 import type { CallToolResult, ExposedTool, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../model/types.js";
-
-/** One server of the pool: a live connection, a recorded tool list standing in for one, or a JSON-RPC backend. */
-type Upstream = UpstreamConnection | RecordedUpstream | JsonRpcUpstream;
 
 /** Events of an {@link UpstreamPool}. */
 export interface UpstreamPoolEvents {
@@ -56,17 +52,17 @@ export interface ReconfigureResult {
 /** Options of an {@link UpstreamPool}: the servers, plus what every connection is given as it is. */
 export interface UpstreamPoolOptions
   extends Pick<
-    UpstreamConnectionOptions,
-    "logger" | "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes" | "retryFailedStart"
+    UpstreamFactoryOptions,
+    "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes" | "retryFailedStart" | "jsonRpcMaxLineBytes"
   > {
+  /** Where the pool and every upstream log (default: nowhere). */
+  logger?: Logger;
   /** Every configured server, enabled or not. */
   servers: ServerConfig[];
   /** Between server and tool in exposed names (config `separator`). */
   separator: string;
   /** Server names in config-file order (name collisions go to the first); default: `servers` order. */
   serverOrder?: readonly string[];
-  /** Largest line a JSON-RPC backend may send (default 16 MiB, see DEFAULT_JSONRPC_MAX_LINE_BYTES); tests lower it. */
-  jsonRpcMaxLineBytes?: number;
 }
 
 /**
@@ -113,29 +109,11 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     }
   }
 
+  /** The upstream of one config entry (see {@link createUpstream}), wired to the pool's events. */
   private createConnection(config: ServerConfig): Upstream {
-    if (config.transport === "recorded") {
-      return new RecordedUpstream(config, {
-        logger: this.logger,
-        exposes: this.options.exposes,
-        onStatusChanged: (status) => this.emit("statusChanged", status),
-        onToolsChanged: () => this.connectionToolsChanged(config.name),
-      });
-    }
-    if (config.transport === "jsonrpc") {
-      return new JsonRpcUpstream(config, {
-        logger: this.logger,
-        exposes: this.options.exposes,
-        ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
-        ...(this.options.random ? { random: this.options.random } : {}),
-        ...(this.options.jsonRpcMaxLineBytes !== undefined ? { maxLineBytes: this.options.jsonRpcMaxLineBytes } : {}),
-        onStatusChanged: (status) => this.emit("statusChanged", status),
-        onToolsChanged: () => this.connectionToolsChanged(config.name),
-      });
-    }
-    const { servers: _servers, separator: _separator, serverOrder: _order, jsonRpcMaxLineBytes: _lineBytes, ...shared } = this.options;
+    const { servers: _servers, separator: _separator, serverOrder: _order, ...shared } = this.options;
     let wasReady = false;
-    const connection: UpstreamConnection = new UpstreamConnection(config, {
+    const connection: Upstream = createUpstream(config, {
       ...shared,
       logger: this.logger,
       watchdog: this.watchdog,
@@ -143,7 +121,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
         const ready = status.state === "ready";
         // A new process (restart, reconnect after a reload) knows nothing of the old one's
         // subscriptions: without renewing them, subscribers silently stop getting updates.
-        if (ready && !wasReady) this.renewSubscriptions(connection);
+        if (ready && !wasReady && connection.resubscribeOnReady) this.renewSubscriptions(connection);
         wasReady = ready;
         this.emit("statusChanged", status);
       },
@@ -239,7 +217,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     // bad field: say so at start rather than serve on without the server. (A hot reload only
     // marks it failed; a bad manifest only costs its own tools.)
     const badFiles = [...this.connections.values()].flatMap((c) => {
-      const error = c instanceof RecordedUpstream ? c.status().error : c instanceof JsonRpcUpstream ? c.startError() : undefined;
+      const error = c.startError();
       return error?.code === ErrorCode.CONFIG_INVALID ? [error.message] : [];
     });
     if (badFiles.length > 0) throw new AbridgeError(ErrorCode.CONFIG_INVALID, badFiles.join("\n"));

@@ -17,6 +17,7 @@ import { RelistScheduler } from "../relistScheduler.js";
 import { UpstreamBase } from "../upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "../upstreamBase.js";
 import { notReadyError } from "../upstreamErrors.js";
+import type { Upstream } from "../upstream.js";
 
 /** Quiet time after the last change under the manifests folder before it is read again. */
 const DEFAULT_WATCH_DEBOUNCE_MS = 150;
@@ -51,7 +52,9 @@ export interface JsonRpcUpstreamOptions extends UpstreamBaseOptions {
  * manifests folder that cannot be read leaves the server `failed` with `CONFIG_INVALID` (the pool
  * makes that fatal at start, like a bad `recorded` file); a bad manifest only costs its own tools.
  */
-export class JsonRpcUpstream extends UpstreamBase {
+export class JsonRpcUpstream extends UpstreamBase implements Upstream {
+  /** A JSON-RPC backend has tools only: no resources to subscribe to. */
+  readonly resubscribeOnReady = false;
   private readonly client: JsonRpcClient;
   private readonly relists: RelistScheduler;
   private readonly watchDebounceMs: number;
@@ -111,7 +114,7 @@ export class JsonRpcUpstream extends UpstreamBase {
   }
 
   /** The error that fails the pool's start: the manifests folder could not be read. */
-  startError(): AbridgeError | undefined {
+  override startError(): AbridgeError | undefined {
     return this.folderError;
   }
 

@@ -23,6 +23,7 @@ import { createUpstreamClient, DEFAULT_CLIENT_INFO } from "./upstreamClient.js";
 import type { ClientInfo, UpstreamClient } from "./upstreamClient.js";
 import type { ProtocolEra } from "./protocolEra.js";
 import { StatelessState } from "./statelessState.js";
+import type { Upstream } from "../upstream.js";
 import { notReadyError, startError } from "../upstreamErrors.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../../model/types.js";
 import { isObject } from "../../model/json.js";
@@ -66,7 +67,9 @@ export interface UpstreamConnectionOptions extends UpstreamBaseOptions {
  * What it sends is forwarded by its {@link CallForwarder}; what the server asks back goes through
  * its {@link RequestRelay}.
  */
-export class UpstreamConnection extends UpstreamBase {
+export class UpstreamConnection extends UpstreamBase implements Upstream {
+  /** A restarted process or a new session knows nothing of the old one's subscriptions. */
+  readonly resubscribeOnReady = true;
   private readonly clientInfo: ClientInfo;
   private readonly backoff: BackoffOptions;
   private readonly random: () => number;

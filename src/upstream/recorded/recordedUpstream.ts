@@ -4,6 +4,7 @@ import { readRegularFile } from "../../util/readRegularFile.js";
 import { parseRecordedList } from "./recordedList.js";
 import { UpstreamBase } from "../upstreamBase.js";
 import type { StatusExtras, UpstreamBaseOptions } from "../upstreamBase.js";
+import type { Upstream } from "../upstream.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../../model/types.js";
 
 /**
@@ -35,7 +36,9 @@ export type RecordedUpstreamOptions = UpstreamBaseOptions;
  * before its state leaves `connecting`, so a front end waiting for servers to settle finds its
  * tools in the very first `tools/list`.
  */
-export class RecordedUpstream extends UpstreamBase {
+export class RecordedUpstream extends UpstreamBase implements Upstream {
+  /** A recorded server has no resources to subscribe to. */
+  readonly resubscribeOnReady = false;
   private startPromise: Promise<void> | undefined;
   private closed = false;
 
@@ -61,6 +64,11 @@ export class RecordedUpstream extends UpstreamBase {
   /** The file's absolute path (resolved against the config file's folder when loaded). */
   get file(): string {
     return this.config.recorded ?? "";
+  }
+
+  /** A file that could not be read or is not a tool list (`CONFIG_INVALID`): a mistake in the config. */
+  override startError(): { code: ErrorCode; message: string } | undefined {
+    return this.error;
   }
 
   /** No process runs behind a recorded server. */
