@@ -1,20 +1,14 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolResultSchema, ErrorCode as RpcCode, McpError, RELATED_TASK_META_KEY, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode as RpcCode, McpError, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
-import type { McpFrontend, ToolCallContext, ToolCallParams } from "./mcpFrontend.js";
+import type { McpFrontend, ToolCallContext } from "./mcpFrontend.js";
+import { checkedResult, plainToolCall, type RequestId } from "./toolCallChecks.js";
 
 /** Any result object of a request relayed to the client, kept as the client sent it. */
 const looseResult = z.looseObject({});
-
-type RequestId = string | number;
-
-/** Keys a JSON-RPC request may carry for this path to take it. */
-const REQUEST_KEYS = new Set(["jsonrpc", "id", "method", "params"]);
-/** Keys of tools/call params this path understands; anything else (e.g. `task`) goes to the SDK. */
-const PARAM_KEYS = new Set(["name", "arguments", "_meta"]);
 
 /**
  * The `tools/call` requests of a stdio client, answered beside the SDK `Server` rather than
@@ -22,8 +16,9 @@ const PARAM_KEYS = new Set(["name", "arguments", "_meta"]);
  * a large share of each call: the message parsed by zod as a JSON-RPC message, then as a
  * `CallToolRequest` twice (the SDK's tools/call wrapper and the front end's own check), the
  * result parsed again as a `CallToolResult`, plus the promise turns in between. A request of the
- * plain shape (`name`, `arguments`, at most a progress token in `_meta`) is checked here by hand,
- * which accepts exactly what those schemas accept for that shape, and goes to the same
+ * plain shape (`name`, `arguments`, at most a progress token in `_meta`) is checked by hand
+ * (toolCallChecks.ts, beside the SDK schemas it stands in for), which accepts exactly what those
+ * schemas accept for that shape, and goes to the same
  * {@link McpFrontend.callTool} the SDK handler calls: policy, argument validation, output limits,
  * audit, timeouts, relays and the error mapping are the bridge's and apply the same. Anything
  * else (other methods, task-augmented calls, other `_meta` keys) returns `false` from
@@ -71,10 +66,9 @@ export class FastToolCalls {
   }
 
   private takeCall(message: JsonObject): boolean {
-    const id = message.id;
-    if ((typeof id !== "string" && typeof id !== "number") || this.inFlight.has(id)) return false;
-    const params = plainParams(message);
-    if (params === undefined) return false;
+    const call = plainToolCall(message);
+    if (call === undefined || this.inFlight.has(call.id)) return false;
+    const { id, params } = call;
     const controller = new AbortController();
     this.inFlight.set(id, controller);
     const { server } = this;
@@ -122,60 +116,6 @@ export class FastToolCalls {
     controller.abort(params.reason);
     return true;
   }
-}
-
-/**
- * The params of `message` when it is a tools/call of the plain shape this path takes, else
- * undefined. The checks are those of the SDK's `CallToolRequestSchema` for that shape: a string
- * name, arguments an object when present, `_meta` holding at most a string or integer-like
- * progress token.
- */
-function plainParams(message: JsonObject): ToolCallParams | undefined {
-  for (const key in message) if (!REQUEST_KEYS.has(key)) return undefined;
-  const params = message.params;
-  if (!isObject(params) || typeof params.name !== "string") return undefined;
-  for (const key in params) if (!PARAM_KEYS.has(key)) return undefined;
-  const args = params.arguments;
-  if (args !== undefined && !isObject(args)) return undefined;
-  const meta = params._meta;
-  if (meta !== undefined) {
-    if (!isObject(meta)) return undefined;
-    for (const key in meta) if (key !== "progressToken") return undefined;
-    const token = meta.progressToken;
-    if (token !== undefined && typeof token !== "string" && !(typeof token === "number" && Number.isInteger(token))) return undefined;
-  }
-  return params as unknown as ToolCallParams;
-}
-
-/**
- * The result as the SDK server would send it. The common form (text blocks only, an optional
- * boolean `isError`, a `_meta` of untyped keys, no structured content) is what the schema returns unchanged, and
- * is passed without a parse; anything else goes through the SDK's `CallToolResultSchema`, which
- * may normalize it or refuse it as the SDK path does.
- */
-function checkedResult(result: JsonObject): { result: JsonObject } | { error: McpError } {
-  if (isPlainTextResult(result)) return { result };
-  const parsed = CallToolResultSchema.safeParse(result);
-  if (parsed.success) return { result: parsed.data as JsonObject };
-  return { error: new McpError(RpcCode.InvalidParams, `Invalid tools/call result: ${parsed.error.message}`) };
-}
-
-function isPlainTextResult(result: JsonObject): boolean {
-  for (const key in result) if (key !== "content" && key !== "isError" && key !== "_meta") return false;
-  if (result.isError !== undefined && typeof result.isError !== "boolean") return false;
-  // `_meta` is a loose object in the schema: kept as is, except the two keys it gives a type.
-  const meta = result._meta;
-  if (meta !== undefined) {
-    if (!isObject(meta)) return false;
-    for (const key in meta) if (key === "progressToken" || key === RELATED_TASK_META_KEY) return false;
-  }
-  const content = result.content;
-  if (!Array.isArray(content)) return false;
-  for (const block of content) {
-    if (!isObject(block) || block.type !== "text" || typeof block.text !== "string") return false;
-    for (const key in block) if (key !== "type" && key !== "text") return false;
-  }
-  return true;
 }
 
 /** The error answer the SDK's protocol layer writes for a handler's failure. */
