@@ -4,11 +4,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SearchResult } from "../src/catalog/searchIndex.js";
-import type { CatalogTool } from "../src/catalog/types.js";
+import type { AdmittedExposedTool, CatalogTool } from "../src/catalog/types.js";
+import { admitTool, type AdmittedTool } from "../src/upstream/admitTool.js";
 import { AbridgeError, ErrorCode } from "../src/model/errors.js";
 import { openSummaryPipeline, type Summarizer } from "../src/core/summaryPipeline.js";
 import { assignNames } from "../src/model/names.js";
-import type { ExposedTool, RawTool } from "../src/model/types.js";
+import type { RawTool } from "../src/model/types.js";
 
 /** The repository root (bench/ lives directly below it). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -67,8 +68,20 @@ export function loadQueries(): CorpusQuery[] {
     });
 }
 
-/** Every corpus tool with the name and URI discovery gives it (`<server>_<tool>`). */
-export function exposeCorpus(servers: readonly CorpusServer[], separator = "_"): ExposedTool[] {
+/** `tool` admitted as an upstream admits what it lists (see admitTool); a corpus tool it refuses is an error. */
+export function admittedTool(tool: unknown): AdmittedTool {
+  const admission = admitTool(tool);
+  if (!admission.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `corpus tool not admitted: ${admission.problem.field || "tool"}: ${admission.problem.message}`);
+  return admission.tool;
+}
+
+/** `exposed` with each tool admitted anew (a relist's new objects; see {@link admittedTool}). */
+export function admittedExposed(exposed: readonly AdmittedExposedTool[]): AdmittedExposedTool[] {
+  return exposed.map((t) => ({ ...t, tool: admittedTool(t.tool) }));
+}
+
+/** Every corpus tool, admitted, with the name and URI discovery gives it (`<server>_<tool>`). */
+export function exposeCorpus(servers: readonly CorpusServer[], separator = "_"): AdmittedExposedTool[] {
   const requests = servers.flatMap((s) => s.tools.map((t) => ({ server: s.server, tool: t.name, prefix: true })));
   const names = assignNames(requests, separator);
   const byOrigin = new Map(names.map((n) => [`${n.server}\u0000${n.tool}`, n]));
@@ -76,7 +89,7 @@ export function exposeCorpus(servers: readonly CorpusServer[], separator = "_"):
     s.tools.map((tool) => {
       const assigned = byOrigin.get(`${s.server}\u0000${tool.name}`);
       if (assigned === undefined) throw new AbridgeError(ErrorCode.INTERNAL, `no name assigned to ${s.server}:${tool.name}`);
-      return { server: s.server, tool, name: assigned.name, uri: assigned.uri };
+      return { server: s.server, tool: admittedTool(tool), name: assigned.name, uri: assigned.uri };
     }),
   );
 }

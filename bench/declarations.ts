@@ -10,17 +10,16 @@
  *
  *   npx tsx bench/declarations.ts [--raw]
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import path from "node:path";
 import { CodeNames } from "../src/code/declarations/codeNames.js";
 import { declarations, toolDeclaration } from "../src/code/declarations/declarations.js";
 import { renderTools, toOpenAiFunctions } from "../src/catalog/renderTools.js";
 import type { CatalogTool } from "../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import { countTokens } from "../src/tokens/countTokens.js";
-import { loadCorpus, REPO_ROOT, summarizedCatalog } from "./corpus.js";
+import { admittedTool, loadCorpus, summarizedCatalog } from "./corpus.js";
 import { markdownTable, pct } from "./markdownTable.js";
 import { median, nowMs, percentile, round } from "./measure.js";
+import { runStandalone } from "./standalone.js";
 
 /** o200k tokens of one server's tools (or of all) in each form. */
 interface Row {
@@ -66,12 +65,12 @@ function row(server: string, tools: readonly CatalogTool[], names: CodeNames): R
   };
 }
 
-async function main(): Promise<void> {
-  const raw = process.argv.includes("--raw");
+/** Measures the declarations of every corpus tool; `raw` leaves the summaries out. */
+export async function runDeclarations(raw: boolean) {
   const corpus = loadCorpus();
   const started = nowMs();
   const tools: CatalogTool[] = raw
-    ? corpus.flatMap((s) => s.tools.map((tool) => ({ name: `${s.server}_${tool.name}`, server: s.server, uri: `mcp://${s.server}/${tool.name}`, key: `${s.server}:${tool.name}:raw`, tool })))
+    ? corpus.flatMap((s) => s.tools.map((tool) => ({ name: `${s.server}_${tool.name}`, server: s.server, uri: `mcp://${s.server}/${tool.name}`, key: `${s.server}:${tool.name}:raw`, tool: admittedTool(tool) })))
     : (await summarizedCatalog(corpus, new ExtractiveSummarizer())).tools;
   const summarizeMs = nowMs() - started;
   const names = CodeNames.of(tools.map((t) => ({ server: t.server, tool: t.tool.name })));
@@ -103,7 +102,7 @@ async function main(): Promise<void> {
   const withOutput = tools.filter((t) => t.tool.outputSchema !== undefined).length;
   const namedTypes = (text.match(/^ {4}type /gm) ?? []).length;
 
-  const result = {
+  return {
     startedAt: new Date().toISOString(),
     unit: "o200k_base tokens; full and compact as JSON.stringify(OpenAI function-tool list), declarations as text",
     summaries: raw ? "none (description's first sentence)" : "extractive, through the summary pipeline",
@@ -132,11 +131,19 @@ async function main(): Promise<void> {
     timing: { summarizeMs: round(summarizeMs, 0), coldMs: round(coldMs, 1), memoizedMs: round(warmMs, 1), chars: text.length },
     perServer,
   };
+}
 
-  const md = [
+/** What `runDeclarations` measured. */
+export type DeclarationsResult = Awaited<ReturnType<typeof runDeclarations>>;
+
+/** The report: the forms pooled, one tool's declaration, the largest, the time, per server. */
+export function declarationsMarkdown(result: DeclarationsResult): string {
+  const { total, perServer } = result;
+  const largest = result.perTool.largest;
+  return [
     "# abridge code-view declarations",
     "",
-    `Run ${result.startedAt}. ${result.tools} tools of ${result.servers} servers (${withOutput} with an outputSchema, ${namedTypes} named types). Unit: ${result.unit}. Summaries: ${result.summaries}.`,
+    `Run ${result.startedAt}. ${result.tools} tools of ${result.servers} servers (${result.toolsWithOutputSchema} with an outputSchema, ${result.namedTypes} named types). Unit: ${result.unit}. Summaries: ${result.summaries}.`,
     "",
     markdownTable(
       ["form", "tokens>", "share of full>", "vs compact>"],
@@ -151,14 +158,14 @@ async function main(): Promise<void> {
     ),
     "",
     `One tool's declaration (a search answer's cost per tool): median ${result.perTool.median}, p95 ${result.perTool.p95}, max ${result.perTool.max} tokens; ` +
-      `larger than its compact form for ${result.perTool.declarationOverCompact} of ${tools.length} tools, larger than its full form (OpenAI form, no outputSchema) for ${result.perTool.declarationOverFull}, ` +
+      `larger than its compact form for ${result.perTool.declarationOverCompact} of ${result.tools} tools, larger than its full form (OpenAI form, no outputSchema) for ${result.perTool.declarationOverFull}, ` +
       `and for ${result.perTool.argumentsOnlyOverFull} with its result left \`unknown\`.`,
     "",
     "Largest declarations:",
     "",
     markdownTable(["tool", "declaration>", "arguments only>", "compact>", "full>"], largest.map((t) => [t.tool, t.tokens, t.argumentsOnly, t.compact, t.full])),
     "",
-    `Writing every declaration: ${result.timing.coldMs} ms (${text.length.toLocaleString("en-US")} characters); again, kept per tool content: ${result.timing.memoizedMs} ms.`,
+    `Writing every declaration: ${result.timing.coldMs} ms (${result.timing.chars.toLocaleString("en-US")} characters); again, kept per tool content: ${result.timing.memoizedMs} ms.`,
     "",
     "Per server:",
     "",
@@ -178,16 +185,12 @@ async function main(): Promise<void> {
     ),
     "",
   ].join("\n");
-
-  const dir = path.join(REPO_ROOT, "bench/results");
-  await mkdir(dir, { recursive: true });
-  const suffix = raw ? "-raw" : "";
-  await writeFile(path.join(dir, `declarations${suffix}.json`), `${JSON.stringify(result, null, 2)}\n`);
-  await writeFile(path.join(dir, `declarations${suffix}.md`), md);
-  process.stdout.write(`${md}\n`);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exitCode = 1;
+await runStandalone(import.meta.url, {
+  name: process.argv.includes("--raw") ? "declarations-raw" : "declarations",
+  run: (argv) => runDeclarations(argv.includes("--raw")),
+  markdown: declarationsMarkdown,
+  json: (r) => r,
+  markdownFile: (markdown) => markdown,
 });

@@ -5,7 +5,7 @@ import { ToolCatalog } from "../src/catalog/toolCatalog.js";
 import { openSummaryPipeline } from "../src/core/summaryPipeline.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import { configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
-import { exposeCorpus, type CorpusServer } from "./corpus.js";
+import { admittedExposed, exposeCorpus, type CorpusServer } from "./corpus.js";
 import { median, nowMs, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
@@ -52,7 +52,7 @@ async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: bo
   // Warmed by the summary pipeline the bridge uses; each round then discovers into a catalog of
   // its own over the same store (as a restarted bridge does), queueing nothing.
   const pipeline = await openSummaryPipeline({ cacheFile: path.join(dir, "listing.jsonl"), env: {}, summarizer: new ExtractiveSummarizer() });
-  const { store, hasher } = pipeline;
+  const { store, hasher, memo } = pipeline;
   pipeline.catalog.setTools(exposed);
   await pipeline.queue.drain(signal);
   await pipeline.queue.close();
@@ -62,8 +62,10 @@ async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: bo
   for (let i = 0; i < 21; i++) {
     // New objects every round, as an upstream's relist hands in: what is kept across catalogs must
     // be found by content, not by the objects of the round before.
-    const relisted = JSON.parse(JSON.stringify(exposed)) as typeof exposed;
-    const catalog = new ToolCatalog({ store, hasher });
+    // Admitted as the upstream admits its list, before the catalog takes it (not timed here: the
+    // upstream's edge, not discovery). The catalog shares the pipeline's memo, as a bridge's does.
+    const relisted = admittedExposed(JSON.parse(JSON.stringify(exposed)) as typeof exposed);
+    const catalog = new ToolCatalog({ store, hasher, memo });
     const start = nowMs();
     catalog.setTools(relisted, { queue: false });
     const discovered = nowMs();

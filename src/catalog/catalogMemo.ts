@@ -1,6 +1,7 @@
-import type { ListedTool, RawTool } from "../model/types.js";
+import type { ListedTool } from "../model/types.js";
 import type { GuardResult } from "../summarize/guard.js";
 import type { ToolSummary } from "../summarize/types.js";
+import type { AdmittedTool } from "../upstream/admitTool.js";
 
 /**
  * A map that keeps at most `limit` entries, in two generations: new entries go to the current one;
@@ -55,25 +56,30 @@ export class BoundedMemo<V> {
 const PER_TOOL = 16;
 
 /**
- * What discovery derives from one tool's content, the same for every tool object with that
- * content, and what was rendered and judged from it since. Catalog tools point at their record,
- * so a view rendered once is found again by every catalog that meets the same content.
+ * Everything derived from one tool's content, the same for every tool object with that content:
+ * its schema hash, the forms rendered from it and the guard's verdicts on its summaries. The one
+ * home of that state: catalog tools point at their record, and the {@link CatalogMemo} a pipeline
+ * hands its catalogs finds the record again for every catalog that meets the same content.
  */
 export class ToolRecord {
   private readonly views = new Map<string, ListedTool>();
   private readonly verdicts = new Map<string, GuardResult>();
+  /**
+   * Parameter texts by params object: the store keeps one object per cache line, so a relist meets
+   * the same objects and writes each one once. Keyed by identity but holding the object's own
+   * content, so an object read anew gives the same text.
+   */
+  private readonly paramsText = new WeakMap<object, string>();
 
   /**
-   * @param fingerprint content identity of the tool as the upstream sent it (see {@link CatalogMemo})
-   * @param tooDeep why the tool is quarantined, or undefined when it can be served
-   * @param tool the normalized tool (null means absent), when it can be served
-   * @param hash its schema hash, when it can be served
+   * @param fingerprint content identity of the tool (see {@link CatalogMemo}); "" for a tool without a JSON form, whose record is not kept
+   * @param tool the admitted tool (depth checked, null means absent)
+   * @param hash its schema hash
    */
   constructor(
     readonly fingerprint: string,
-    readonly tooDeep: string | undefined,
-    readonly tool: RawTool | undefined,
-    readonly hash: string | undefined,
+    readonly tool: AdmittedTool,
+    readonly hash: string,
   ) {}
 
   /**
@@ -82,7 +88,7 @@ export class ToolRecord {
    * `render` would make.
    */
   view(view: string, name: string, summary: ToolSummary | undefined, render: () => ListedTool): ListedTool {
-    const key = `${view}\u0000${name}\u0000${summaryIdentity(summary)}`;
+    const key = `${view}\u0000${name}\u0000${this.summaryIdentity(summary)}`;
     let form = this.views.get(key);
     if (form === undefined) {
       form = render();
@@ -94,7 +100,7 @@ export class ToolRecord {
 
   /** The guard's verdict on `summary` for this tool, made by `judge` the first time. */
   verdict(summary: ToolSummary, judge: () => GuardResult): GuardResult {
-    const key = summaryIdentity(summary);
+    const key = this.summaryIdentity(summary);
     let verdict = this.verdicts.get(key);
     if (verdict === undefined) {
       verdict = judge();
@@ -103,25 +109,18 @@ export class ToolRecord {
     }
     return verdict;
   }
-}
 
-/**
- * Parameter texts by params object: the store keeps one object per cache line, so a relist meets
- * the same objects and writes each one once. Keyed by identity but holding the object's own content,
- * so an object read anew gives the same text.
- */
-const paramsText = new WeakMap<object, string>();
-
-/** A string equal for two summaries exactly when their text and parameter texts are equal. */
-function summaryIdentity(summary: ToolSummary | undefined): string {
-  if (summary === undefined) return "-";
-  let params = paramsText.get(summary.params);
-  if (params === undefined) {
-    params = JSON.stringify(summary.params);
-    paramsText.set(summary.params, params);
+  /** A string equal for two summaries exactly when their text and parameter texts are equal. */
+  private summaryIdentity(summary: ToolSummary | undefined): string {
+    if (summary === undefined) return "-";
+    let params = this.paramsText.get(summary.params);
+    if (params === undefined) {
+      params = JSON.stringify(summary.params);
+      this.paramsText.set(summary.params, params);
+    }
+    // The text's length first: no text can run into the parameters and pass for another split.
+    return `${summary.summary.length}:${summary.summary}${params}`;
   }
-  // The text's length first: no text can run into the parameters and pass for another split.
-  return `${summary.summary.length}:${summary.summary}${params}`;
 }
 
 /** Limits of a {@link CatalogMemo}. */
@@ -131,15 +130,17 @@ export interface CatalogMemoLimits {
 }
 
 /**
- * What catalogs derive per tool, kept across catalogs and relists, keyed by content: a relist or a
- * restarted catalog hands in new objects with the same content, and their normalization, schema
- * hash, depth check, the guard's verdicts on their cached summaries and their rendered forms are
- * then lookups instead of schema walks, canonical JSON and token counts. The key of a tool is the
- * xxhash64 and length of its `JSON.stringify` text, which covers every member the views read
- * (`_meta` and `execution` included, which the schema hash leaves out); a rendered form is keyed
- * within that by the exposed name, the summary and the mode, so a changed schema under the same
- * name, a new summary or another mode is a miss, never a stale hit. Bounded: records not met for
- * two generations are dropped, so a long-running bridge whose upstreams keep changing does not grow
+ * The records of the tools a pipeline's catalogs met, kept across catalogs and relists, keyed by
+ * content: a relist or a new catalog of the same pipeline hands in new objects with the same
+ * content, and their schema hash, the guard's verdicts on their cached summaries and their
+ * rendered forms are then lookups instead of canonical JSON and token counts. Owned by whoever
+ * makes the catalogs (the summary pipeline makes one per bridge and hands it to its catalog), not
+ * by the process: two bridges in one process keep their own. The key of a tool is the xxhash64
+ * and length of its `JSON.stringify` text, which covers every member the views read (`_meta` and
+ * `execution` included, which the schema hash leaves out); a rendered form is keyed within that by
+ * the exposed name, the summary and the mode, so a changed schema under the same name, a new
+ * summary or another mode is a miss, never a stale hit. Bounded: records not met for two
+ * generations are dropped, so a long-running bridge whose upstreams keep changing does not grow
  * without limit.
  */
 export class CatalogMemo {
@@ -149,9 +150,3 @@ export class CatalogMemo {
     this.tools = new BoundedMemo(limits.tools ?? 16_384);
   }
 }
-
-/**
- * The memo every catalog of this process uses unless given its own: two catalogs over the same
- * upstreams (a relist, a reload, `render` beside `serve` in one process) share the work.
- */
-export const sharedCatalogMemo = new CatalogMemo();

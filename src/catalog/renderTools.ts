@@ -2,7 +2,8 @@ import { callKey } from "../cache/callCounts.js";
 import { MODES } from "../config/schema.js";
 import { countTokens } from "../tokens/countTokens.js";
 import { globToRegExp } from "../model/glob.js";
-import { schemaTooDeep } from "../upstream/schemaDepth.js";
+import { admitTool } from "../upstream/admitTool.js";
+import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { compactInputSchema, namesOnlyInputSchema } from "./compactSchema.js";
 import { callToolTool, codeSearchTool, getSchemaTool, runCodeTool, searchToolsTool } from "./metaTools.js";
 import { briefDescription, parameterList } from "./signature.js";
@@ -206,11 +207,7 @@ function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
  * root that lacks it could make it larger).
  */
 function summaryForm(tool: RenderedTool): ListedTool {
-  const summary = renderSummary(tool);
-  // A schema past the depth bound cannot be serialized to compare (the walk would overflow the
-  // stack); the summary form cuts it at the bound, so it is the smaller one anyway.
-  if (schemaTooDeep(tool.tool) !== undefined) return summary;
-  return noLarger(summary, renderFull(tool));
+  return noLarger(renderSummary(tool), renderFull(tool));
 }
 
 /**
@@ -222,7 +219,11 @@ function summaryForm(tool: RenderedTool): ListedTool {
  * lists by a quarter). The name is the exposed one when the input carries it.
  */
 export function summaryTokens(input: SummarizeInput, summary: ToolSummary): EntryTokens {
-  const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: input.tool, summary };
+  // A job's tool came from a catalog, so it is admitted already (a lookup); the summarizer's input
+  // type cannot say so, being below the upstreams.
+  const admission = admitTool(input.tool);
+  if (!admission.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `summaryTokens: tool ${JSON.stringify(input.tool.name)}: ${admission.problem.message}`);
+  const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: admission.tool, summary };
   return { tokensBefore: listedToolTokens(renderFull(tool)), tokensAfter: listedToolTokens(summaryForm(tool)) };
 }
 

@@ -5,15 +5,13 @@ import type { SummaryStore } from "../cache/summaryStore.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { guardSummary } from "../summarize/guard.js";
 import type { SummarizeInput } from "../summarize/types.js";
-import { normalizeTool } from "../upstream/normalizeTool.js";
-import { schemaTooDeep } from "../upstream/schemaDepth.js";
-import type { ExposedTool } from "../model/types.js";
+import type { AdmittedTool } from "../upstream/admitTool.js";
 import { ArgumentValidator, type ValidationResult } from "./argumentValidator.js";
 import { renderTools, sortTools, type CompactSchema, type RenderOptions } from "./renderTools.js";
 import { SearchIndex, type SearchResult } from "./searchIndex.js";
 import type { ToolHasher } from "./toolHash.js";
-import { sharedCatalogMemo, ToolRecord, type CatalogMemo } from "./catalogMemo.js";
-import type { CatalogTool, ListedTool, Mode } from "./types.js";
+import { CatalogMemo, ToolRecord } from "./catalogMemo.js";
+import type { AdmittedExposedTool, CatalogTool, ListedTool, Mode } from "./types.js";
 
 /** Where summarize jobs go; the {@link SummarizeQueue} in production. */
 export interface SummaryJobSink {
@@ -53,7 +51,10 @@ export interface ToolCatalogOptions {
   summarizerIds?: readonly string[];
   /** `mode = "auto"`: token budget and pins (config `token_budget`, `pin`); counts come via {@link ToolCatalog.setCallCounts}. */
   auto?: { tokenBudget?: number; pins?: readonly string[] };
-  /** Where per-tool work is kept across catalogs (default: the process-wide {@link sharedCatalogMemo}). */
+  /**
+   * Where per-tool work is kept across catalogs: the one their maker (the summary pipeline) owns,
+   * so a catalog made again over the same tools walks no schema. Default: one of this catalog's own.
+   */
   memo?: CatalogMemo;
 }
 
@@ -98,18 +99,15 @@ export class ToolCatalog {
   private readonly summarizerIds: readonly string[];
   private readonly auto: { tokenBudget?: number; pins?: readonly string[] };
   private callCounts: ReadonlyMap<string, number> = new Map();
-  /**
-   * Guard verdicts by entry object: the store keeps one object per line read, so a verdict is
-   * computed once per entry, not on every relist of 100k tools.
-   */
-  private readonly verdicts = new WeakMap<CacheEntry, boolean>();
+  /** Entries whose rejection was counted and logged (once each; the verdict itself is in the tool's record). */
+  private readonly reported = new WeakSet<CacheEntry>();
   /** Keys whose rejected entry was already sent back to the summarizer (once: no loop). */
   private readonly resummarized = new Set<string>();
 
   constructor(options: ToolCatalogOptions) {
     this.store = options.store;
     this.hasher = options.hasher;
-    this.memo = options.memo ?? sharedCatalogMemo;
+    this.memo = options.memo ?? new CatalogMemo();
     this.jobs = options.jobs;
     this.separator = options.separator ?? "_";
     this.logger = options.logger ?? silentLogger;
@@ -120,19 +118,16 @@ export class ToolCatalog {
   }
 
   /**
-   * Replaces the catalog with `tools` (the pool's exposed tools): hashes each, looks its key up in
-   * the store, and queues a summarize job for every miss. Returns per-server counts.
+   * Replaces the catalog with `tools` (the pool's exposed tools, admitted where they entered; see
+   * admitTool): hashes each, looks its key up in the store, and queues a summarize job for every
+   * miss. Returns per-server counts.
    */
-  setTools(tools: readonly ExposedTool[], options: DiscoverOptions = {}): DiscoveryCounts[] {
+  setTools(tools: readonly AdmittedExposedTool[], options: DiscoverOptions = {}): DiscoveryCounts[] {
     const counts = new Map<string, DiscoveryCounts>();
     const byName = new Map<string, CatalogTool>();
     const byKey = new Map<string, CatalogTool>();
     for (const given of tools) {
       const derived = this.derive(given.tool);
-      if (derived.tooDeep !== undefined || derived.tool === undefined || derived.hash === undefined) {
-        this.logger.warn("tool quarantined", { server: given.server, tool: given.tool.name, reason: derived.tooDeep });
-        continue;
-      }
       const exposed = { ...given, tool: derived.tool };
       const hash = derived.hash;
       const key = cacheKey(exposed.server, exposed.tool.name, hash);
@@ -148,7 +143,7 @@ export class ToolCatalog {
         uri: exposed.uri,
         key,
         tool: exposed.tool,
-        ...(derived.fingerprint !== "" ? { record: derived } : {}),
+        record: derived,
         ...(entry ? { summary: { summary: entry.summary, params: entry.params } } : {}),
       };
       byName.set(catalogTool.name, catalogTool);
@@ -181,13 +176,12 @@ export class ToolCatalog {
   }
 
   /**
-   * Normalization, depth check and schema hash of `tool`, looked up by content in the memo: a
-   * relist hands in new objects for the same tools, and a new catalog over tools seen before (a
-   * restart of discovery, a reload) then walks no schema. A tool `JSON.stringify` cannot write (a
-   * cycle, a bigint, a depth that overflows the stack) has no content key and takes the walk,
-   * which quarantines or rejects it as before.
+   * The record of `tool` (its schema hash, forms and verdicts), looked up by content in the memo:
+   * a relist hands in new objects for the same tools, and a new catalog over tools seen before (a
+   * restart of discovery, a reload) then hashes no schema. A tool `JSON.stringify` cannot write
+   * (a bigint from a library caller) has no content key and gets a record of its own, not kept.
    */
-  private derive(tool: ExposedTool["tool"]): ToolRecord {
+  private derive(tool: AdmittedTool): ToolRecord {
     let text: string | undefined;
     try {
       text = JSON.stringify(tool);
@@ -199,18 +193,7 @@ export class ToolCatalog {
       const known = this.memo.tools.get(fingerprint);
       if (known !== undefined) return known;
     }
-    // The pool quarantined these already; a library caller's tools get the same rule here,
-    // before the hash and the renderer walk them recursively.
-    const tooDeep = schemaTooDeep(tool);
-    let derived: ToolRecord;
-    if (tooDeep !== undefined) {
-      derived = new ToolRecord(fingerprint, tooDeep, undefined, undefined);
-    } else {
-      // A no-op for tools from the pool or `render` (normalized where they entered); a library
-      // caller handing in tools as a server sent them gets the same rule: null means absent.
-      const normalized = normalizeTool(tool);
-      derived = new ToolRecord(fingerprint, undefined, normalized, this.hasher.hash(normalized));
-    }
+    const derived = new ToolRecord(fingerprint, tool, this.hasher.hash(tool));
     if (fingerprint !== "") this.memo.tools.set(fingerprint, derived);
     return derived;
   }
@@ -221,7 +204,7 @@ export class ToolCatalog {
    */
   applyEntry(entry: CacheEntry): boolean {
     const tool = this.byKey.get(entry.key);
-    if (!tool) return false;
+    if (tool?.record === undefined) return false;
     if (!this.trusted(entry, tool.tool, tool.record)) return false;
     tool.summary = { summary: entry.summary, params: entry.params };
     this.invalidate();
@@ -236,24 +219,20 @@ export class ToolCatalog {
    * summary longer than the original, one that gives the model instructions or one that calls a
    * deleting tool a lookup would be served as if abridge had written it).
    */
-  private trusted(entry: CacheEntry, tool: CatalogTool["tool"], record: ToolRecord | undefined): boolean {
-    let ok = this.verdicts.get(entry);
-    if (ok === undefined) {
-      const summary = { summary: entry.summary, params: entry.params };
-      // Kept with the tool's record: a new catalog over the same store meets every entry for the
-      // first time, and the guard was two fifths of a warm discovery.
-      const verdict = record !== undefined && record.fingerprint !== "" ? record.verdict(summary, () => guardSummary(tool, summary)) : guardSummary(tool, summary);
-      ok = verdict.ok;
-      this.verdicts.set(entry, ok);
-      if (!verdict.ok) {
-        this.counters.rejected += 1;
-        this.logger.warn("cached summary rejected by the guard; serving the original description", {
-          key: entry.key,
-          reasons: verdict.reasons,
-        });
-      }
+  private trusted(entry: CacheEntry, tool: CatalogTool["tool"], record: ToolRecord): boolean {
+    const summary = { summary: entry.summary, params: entry.params };
+    // Kept with the tool's record: a new catalog over the same store meets every entry for the
+    // first time, and the guard was two fifths of a warm discovery.
+    const verdict = record.verdict(summary, () => guardSummary(tool, summary));
+    if (!verdict.ok && !this.reported.has(entry)) {
+      this.reported.add(entry);
+      this.counters.rejected += 1;
+      this.logger.warn("cached summary rejected by the guard; serving the original description", {
+        key: entry.key,
+        reasons: verdict.reasons,
+      });
     }
-    return ok;
+    return verdict.ok;
   }
 
   /** Every tool, sorted by server then tool. */

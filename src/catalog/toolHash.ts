@@ -1,9 +1,8 @@
 import xxhash from "xxhash-wasm";
 import { cacheKey } from "../cache/cacheEntry.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
-import { normalizeTool } from "../upstream/normalizeTool.js";
+import type { AdmittedTool } from "../upstream/admitTool.js";
 import { MAX_SCHEMA_DEPTH } from "../upstream/schemaDepth.js";
-import type { RawTool } from "../model/types.js";
 
 /**
  * The members of a tool that reach the model. Only these feed the hash: `_meta`, `execution` and
@@ -14,8 +13,12 @@ export const HASHED_TOOL_FIELDS = ["name", "title", "description", "inputSchema"
 
 /** Computes the schema hash of a tool; synchronous once created. */
 export interface ToolHasher {
-  /** xxhash64 of the canonical JSON of the tool's model-visible fields, 16 lowercase hex chars. */
-  hash(tool: RawTool): string;
+  /**
+   * xxhash64 of the canonical JSON of the tool's model-visible fields, 16 lowercase hex chars. An
+   * admitted tool only (see admitTool): its nulls are dropped already, so a tool hashes the same
+   * whether its server writes `null` or leaves the member out.
+   */
+  hash(tool: AdmittedTool): string;
   /** xxhash64 of `text` as it is, 16 lowercase hex chars (content identities, not cache keys). */
   hashText(text: string): string;
 }
@@ -125,15 +128,13 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * The part of a tool the hash covers, with keys absent when the tool does not set them. `null`
- * hashes as absent: the tool is normalized first ({@link normalizeTool}, the rule every reader
- * follows), so `"annotations": null` and no annotations give one key and share one summary, even
- * for a tool that did not come through an entry point that normalizes already.
+ * hashes as absent because admission dropped every null member already ({@link AdmittedTool}), so
+ * `"annotations": null` and no annotations give one key and share one summary.
  */
-export function hashedView(tool: RawTool): Record<string, unknown> {
-  const normalized = normalizeTool(tool);
+export function hashedView(tool: AdmittedTool): Record<string, unknown> {
   const view: Record<string, unknown> = {};
   for (const field of HASHED_TOOL_FIELDS) {
-    if (normalized[field] !== undefined) view[field] = normalized[field];
+    if (tool[field] !== undefined) view[field] = tool[field];
   }
   return view;
 }

@@ -1,9 +1,15 @@
 import type { Mode } from "../config/schema.js";
 import type { ToolSummary } from "../summarize/types.js";
-import type { ListedTool, RawTool } from "../model/types.js";
+import type { ExposedTool, ListedTool } from "../model/types.js";
+import type { AdmittedTool } from "../upstream/admitTool.js";
 import type { ToolRecord } from "./catalogMemo.js";
 
 export type { ListedTool, Mode };
+
+/** A server's tool with where it is exposed, admitted (see admitTool): what a catalog takes. */
+export interface AdmittedExposedTool extends ExposedTool {
+  tool: AdmittedTool;
+}
 
 /** A discovered tool with everything the views need. */
 export interface CatalogTool {
@@ -14,11 +20,12 @@ export interface CatalogTool {
   uri: string;
   /** Cache key `server:tool:hash`. */
   key: string;
-  /** The upstream's tool, untouched. */
-  tool: RawTool;
+  /** The upstream's tool as admitted (see admitTool): depth checked, null means absent. */
+  tool: AdmittedTool;
   /**
-   * What was derived from `tool`'s content (see CatalogMemo), set by the catalog: forms rendered
-   * from it are kept there. Absent for a tool without a JSON form; such a tool is rendered anew.
+   * What was derived from `tool`'s content (see CatalogMemo), set by the catalog on every tool it
+   * holds: forms rendered from it are kept there. Absent on a tool made outside a catalog; such a
+   * tool is rendered anew.
    */
   record?: ToolRecord;
   /** The cached summary, when there is one (a miss serves the original description). */

@@ -3,7 +3,7 @@ import type { ListedTool, Mode } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { assignNames } from "../model/names.js";
-import type { ExposedTool } from "../model/types.js";
+import type { AdmittedExposedTool } from "../catalog/types.js";
 import { parseRecordedList } from "../upstream/recorded/recordedList.js";
 import { openSummaryPipeline } from "./summaryPipeline.js";
 import { sharedCacheOptions } from "./sharedCache.js";
@@ -57,7 +57,7 @@ export async function renderRecorded(options: RenderRecordedOptions): Promise<Re
   const server = options.server(recorded.server);
   const names = assignNames(recorded.tools.map((t) => ({ server, tool: t.name, prefix: true })), options.config.separator);
   const byTool = new Map(names.map((n) => [n.tool, n]));
-  const exposed: ExposedTool[] = recorded.tools.map((tool) => {
+  const exposed: AdmittedExposedTool[] = recorded.tools.map((tool) => {
     const assigned = byTool.get(tool.name)!;
     return { server, tool, name: assigned.name, uri: assigned.uri };
   });

@@ -3,6 +3,7 @@ import { JsonlStore } from "../cache/jsonlStore.js";
 import type { SummaryStore } from "../cache/summaryStore.js";
 import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
+import { CatalogMemo } from "../catalog/catalogMemo.js";
 import { createToolHasher, type ToolHasher } from "../catalog/toolHash.js";
 import { HeldJobs } from "./heldJobs.js";
 import { summarySchema, type SummaryConfig } from "../config/schema.js";
@@ -45,6 +46,8 @@ export interface SummaryPipelineOptions {
   auto?: { tokenBudget?: number; pins?: readonly string[] };
   /** Quiet time that turns a burst of new summaries into one list change (default 250 ms). */
   changeDebounceMs?: number;
+  /** Where what is derived per tool is kept (default: a new one, this pipeline's own; see {@link SummaryPipeline.memo}). */
+  memo?: CatalogMemo;
 }
 
 /**
@@ -62,6 +65,12 @@ export interface SummaryPipeline {
   /** The catalog's way into {@link queue}, which can hold jobs back while the upstreams start. */
   readonly jobs: HeldJobs;
   readonly catalog: ToolCatalog;
+  /**
+   * The records of every tool its catalogs met (see {@link CatalogMemo}): owned here, handed to
+   * the catalog made here and to any other made over this pipeline (a benchmark's re-list), so a
+   * re-list of tools met before hashes and renders nothing again.
+   */
+  readonly memo: CatalogMemo;
   /** Calls per tool kept beside the cache; the catalog starts from its snapshot (auto mode). */
   readonly callCounts: CallCounts;
   /**
@@ -97,9 +106,11 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     ...(options.summaryBackoffMs !== undefined ? { baseBackoffMs: options.summaryBackoffMs } : {}),
   });
   const jobs = new HeldJobs(queue);
+  const memo = options.memo ?? new CatalogMemo();
   const catalog = new ToolCatalog({
     store,
     hasher,
+    memo,
     jobs,
     logger,
     summarizerIds: [summarizer.id, fallback.id],
@@ -120,6 +131,7 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     queue,
     jobs,
     catalog,
+    memo,
     callCounts,
     close() {
       closing ??= (async () => {

@@ -5,6 +5,7 @@ import { paretoFrontier } from "../../bench/frontier/pareto.js";
 import { Bm25Proxy } from "../../bench/frontier/proxies.js";
 import { compressorEntry, views } from "../../bench/frontier/views.js";
 import { appendedWordList } from "../../bench/frontier/wordList.js";
+import { admitted } from "../helpers/admitted.js";
 
 describe("assignFolds", () => {
   const servers = loadCorpus().map((s) => s.server);
@@ -98,11 +99,11 @@ describe("mcp-compressor renderings", () => {
     server: "gh",
     uri: "mcp://gh/create_issue",
     key: "gh:create_issue:0",
-    tool: {
+    tool: admitted({
       name: "create_issue",
       description: "Create a new issue. Needs write access.\nSecond line.",
       inputSchema: { type: "object", properties: { owner: { type: "string" }, title: { type: "string" } } },
-    },
+    }),
   };
 
   it("lists a tool per level: whole description, first line to its first period, names only", () => {

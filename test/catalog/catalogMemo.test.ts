@@ -5,7 +5,11 @@ import { BoundedMemo, CatalogMemo } from "../../src/catalog/catalogMemo.js";
 import { createToolHasher, type ToolHasher } from "../../src/catalog/toolHash.js";
 import { ToolCatalog, type ToolCatalogOptions } from "../../src/catalog/toolCatalog.js";
 import type { CompactSchema } from "../../src/catalog/renderTools.js";
-import type { ExposedTool, RawTool } from "../../src/model/types.js";
+import type { RawTool } from "../../src/model/types.js";
+import type { AdmittedExposedTool } from "../../src/catalog/types.js";
+import { admitExposed } from "../../src/upstream/admitTool.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { admitted } from "../helpers/admitted.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
 
 let hasher: ToolHasher;
@@ -13,8 +17,8 @@ beforeAll(async () => {
   hasher = await createToolHasher();
 });
 
-function exposed(tool: RawTool, server = "s"): ExposedTool {
-  return { server, name: `${server}_${tool.name}`, uri: `mcp://${server}/${tool.name}`, tool };
+function exposed(tool: RawTool, server = "s"): AdmittedExposedTool {
+  return { server, name: `${server}_${tool.name}`, uri: `mcp://${server}/${tool.name}`, tool: admitted(tool) };
 }
 
 const issue = (properties: Record<string, unknown>): RawTool => ({
@@ -30,7 +34,7 @@ function storeOf(entries: CacheEntry[] = []): ToolCatalogOptions["store"] {
 }
 
 /** The list `mode` of a new catalog over `tools`, with `memo` (a fresh one when not given). */
-function listed(tools: ExposedTool[], mode: "compact" | "summary" | "full", options: { memo?: CatalogMemo; store?: ToolCatalogOptions["store"]; compactSchema?: CompactSchema } = {}): unknown {
+function listed(tools: AdmittedExposedTool[], mode: "compact" | "summary" | "full", options: { memo?: CatalogMemo; store?: ToolCatalogOptions["store"]; compactSchema?: CompactSchema } = {}): unknown {
   const catalog = new ToolCatalog({ store: options.store ?? storeOf(), hasher, memo: options.memo ?? new CatalogMemo(), ...(options.compactSchema ? { compactSchema: options.compactSchema } : {}) });
   try {
     catalog.setTools(tools, { queue: false });
@@ -61,7 +65,7 @@ describe("the catalog memo", () => {
     const hashed: string[] = [];
     const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };
     const memo = new CatalogMemo();
-    const relist = (): ExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
+    const relist = (): AdmittedExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
     for (let round = 0; round < 3; round++) {
       const catalog = new ToolCatalog({ store: storeOf(), hasher: counting, memo });
       catalog.setTools(relist(), { queue: false });
@@ -119,13 +123,14 @@ describe("the catalog memo", () => {
     expect(first).toEqual(listed(many, "compact"));
   });
 
-  it("serves a tool without a JSON form the old way: quarantined when it nests too deep or has a cycle", () => {
+  it("never meets a tool with a cycle: admission quarantines it before a catalog does", () => {
     const cyclic: Record<string, unknown> = { type: "object" };
     cyclic.properties = { self: cyclic };
     const memo = new CatalogMemo();
     const catalog = new ToolCatalog({ store: storeOf(), hasher, memo });
     try {
-      catalog.setTools([exposed({ name: "loop", inputSchema: cyclic as RawTool["inputSchema"] }), exposed(issue({ a: { type: "string" } }))], { queue: false });
+      const loop = { server: "s", name: "s_loop", uri: "mcp://s/loop", tool: { name: "loop", inputSchema: cyclic } };
+      catalog.setTools(admitExposed([loop, exposed(issue({ a: { type: "string" } }))], silentLogger), { queue: false });
       expect(catalog.names()).toEqual(["s_create_issue"]);
       expect(memo.tools.size).toBe(1);
     } finally {

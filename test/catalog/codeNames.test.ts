@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { assignIdentifiers, codeIdentifier, CodeNames, isPlainIdentifier } from "../../src/code/declarations/codeNames.js";
 import { declarations } from "../../src/code/declarations/declarations.js";
 import { typecheck } from "./typecheck.js";
+import { admitted } from "../helpers/admitted.js";
 
 describe("codeIdentifier", () => {
   it("makes any name an identifier: _ for other characters, _ before a digit, _ after a reserved word", () => {
@@ -75,7 +76,7 @@ describe("CodeNames", () => {
       fc.record({ server: fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom("Math", "default", "a-b")), tool: fc.oneof(fc.string({ maxLength: 5, unit: "binary" }), fc.constantFrom("delete", "constructor", "Promise", "then")) }),
       { numRuns: 80 },
     );
-    const tools = pairs.map(({ server, tool }) => ({ server, key: `${server}:${tool}:h`, tool: { name: tool, inputSchema: { type: "object", properties: {} } } }));
+    const tools = pairs.map(({ server, tool }) => ({ server, key: `${server}:${tool}:h`, tool: admitted({ name: tool, inputSchema: { type: "object", properties: {} } }) }));
     const names = CodeNames.of(tools.map((t) => ({ server: t.server, tool: t.tool.name })));
     const calls = tools.map((t) => `void ${names.namespaceOf(t.server) as string}.${names.functionOf(t.server, t.tool.name) as string}({});`);
     const result = await typecheck({ "decl.ts": declarations(tools, { names }), "use.ts": `${calls.join("\n")}\nexport {};\n` });

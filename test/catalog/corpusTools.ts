@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { CatalogTool } from "../../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { RawTool } from "../../src/model/types.js";
+import { admitted } from "../helpers/admitted.js";
 import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
 
 /** The corpus vendored in the repository, `bench/corpus`. */
@@ -40,7 +41,7 @@ const summarizer = new ExtractiveSummarizer();
  * is written against `neighbours` (its server's tools, as discovery batches them).
  */
 export function catalogTool(server: string, tool: RawTool, summarize = true, neighbours: readonly RawTool[] = []): CatalogTool {
-  const out: CatalogTool = { name: `${server}_${tool.name}`, server, uri: `mcp://${server}/${tool.name}`, key: `${server}:${tool.name}:test`, tool };
+  const out: CatalogTool = { name: `${server}_${tool.name}`, server, uri: `mcp://${server}/${tool.name}`, key: `${server}:${tool.name}:test`, tool: admitted(tool) };
   if (summarize) out.summary = summarizer.summarizeTool(tool, neighbours);
   return out;
 }

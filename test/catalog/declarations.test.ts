@@ -5,12 +5,13 @@ import { ObservedShapes } from "../../src/code/declarations/observedShapes.js";
 import { TYPE_BOUNDS } from "../../src/code/declarations/schemaTypes.js";
 import type { RawTool } from "../../src/model/types.js";
 import { typecheck } from "./typecheck.js";
+import { admitted } from "../helpers/admitted.js";
 
 /** An input schema that names no argument. */
 const NONE = { type: "object", properties: {} };
 
 function tool(name: string, inputSchema: unknown, extra: Partial<RawTool> = {}, server = "s"): DeclaredTool {
-  return { server, key: `${server}:${name}:h`, tool: { name, inputSchema: inputSchema as RawTool["inputSchema"], ...extra } };
+  return { server, key: `${server}:${name}:h`, tool: admitted({ name, inputSchema: inputSchema as RawTool["inputSchema"], ...extra }) };
 }
 
 /** The function line of a tool `t` with `inputSchema` (no doc comment, no named types). */

@@ -4,6 +4,7 @@ import { CodeNames } from "../../src/code/declarations/codeNames.js";
 import { declarations, type DeclaredTool } from "../../src/code/declarations/declarations.js";
 import type { RawTool } from "../../src/model/types.js";
 import { typecheck, type TypecheckResult } from "./typecheck.js";
+import { admitted } from "../helpers/admitted.js";
 
 /**
  * A schema as the generator thinks of it: every model gives a JSON Schema and, separately, values
@@ -272,7 +273,7 @@ function toolsOf(samples: readonly { c: Case }[]): DeclaredTool[] {
   return samples.map((s, i) => {
     const name = `${TOOL_NAMES[i % TOOL_NAMES.length] as string}${i >= TOOL_NAMES.length ? `-${i}` : ""}`;
     const tool: RawTool = { name, inputSchema: inputSchema(s.c) };
-    return { server: SERVER, key: `${SERVER}:${name}:h`, tool };
+    return { server: SERVER, key: `${SERVER}:${name}:h`, tool: admitted(tool) };
   });
 }
 
@@ -312,7 +313,7 @@ describe("declarations (property)", () => {
   it("an invalid argument the declarations accepted would fail the run", async () => {
     // The same harness with an argument the type does take under an @ts-expect-error: the
     // unused directive is itself an error, so a declaration too wide to refuse fails the property.
-    const tools: DeclaredTool[] = [{ server: "s", key: "s:t:h", tool: { name: "t", inputSchema: { type: "object", properties: { a: { type: "string" } } } } }];
+    const tools: DeclaredTool[] = [{ server: "s", key: "s:t:h", tool: admitted({ name: "t", inputSchema: { type: "object", properties: { a: { type: "string" } } } }) }];
     const result = await typecheck({ "decl.ts": declarations(tools), "use.ts": '// @ts-expect-error\nconst bad: Parameters<typeof s.t>[0] = { a: "x" };\nexport {};\n' });
     expect(result.diagnostics.map((d) => d.code)).toEqual([2578]);
   });

@@ -1,30 +1,28 @@
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cacheKey } from "../../src/cache/cacheEntry.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
-import type { ExposedTool } from "../../src/model/types.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import type { AdmittedExposedTool } from "../../src/catalog/types.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
+import { useTempDir } from "../helpers/tempDir.js";
+import { admitted } from "../helpers/admitted.js";
 
 describe("summaries of an older summarizer version", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
-  afterEach(async () => cleanup());
+  const temp = useTempDir();
 
   it("are served at once and summarized again, without waiting for warm --stale", async () => {
     const hasher = await createToolHasher();
-    const tools: ExposedTool[] = ["old", "current", "llm"].map((name) => ({
+    const tools: AdmittedExposedTool[] = ["old", "current", "llm"].map((name) => ({
       server: "s",
       name: `s_${name}`,
       uri: `mcp://s/${name}`,
-      tool: { name, description: `Does the ${name} thing.`, inputSchema: { type: "object" } },
+      tool: admitted({ name, description: `Does the ${name} thing.`, inputSchema: { type: "object" } }),
     }));
-    const store = await JsonlStore.open({ file: path.join(dir, "summaries.jsonl") });
+    const store = await JsonlStore.open({ file: path.join(temp.path, "summaries.jsonl") });
     const summarizerId = new ExtractiveSummarizer().id;
     const by = ["extractive@2", summarizerId, "openai:gpt-4o-mini"];
     for (const [i, exposed] of tools.entries()) {

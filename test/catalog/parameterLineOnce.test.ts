@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { compactDescription } from "../../src/catalog/renderTools.js";
 import { parameterList } from "../../src/catalog/signature.js";
 import type { CatalogTool } from "../../src/catalog/types.js";
+import { admitted } from "../helpers/admitted.js";
 
 const inputSchema = { type: "object", properties: { message: { type: "string" } }, required: ["message"] };
 
@@ -11,7 +12,7 @@ function tool(summary: string | undefined, description = "Echoes back the input 
     server: "everything",
     uri: "mcp://everything/echo",
     key: "everything:echo:0000000000000000",
-    tool: { name: "echo", description, inputSchema },
+    tool: admitted({ name: "echo", description, inputSchema }),
     ...(summary !== undefined ? { summary: { summary, params: {} } } : {}),
   };
 }

@@ -5,6 +5,7 @@ import { GET_SCHEMA, CALL_TOOL, MAX_INDEXED_SERVERS, SEARCH_TOOLS, isMetaTool } 
 import { listedToolTokens, renderTools, tokenReport, toOpenAiFunctions } from "../../src/catalog/renderTools.js";
 import type { CatalogTool, ListedTool } from "../../src/catalog/types.js";
 import { catalogTool, corpusCatalog, loadCorpus } from "./corpusTools.js";
+import { admitted } from "../helpers/admitted.js";
 
 const servers = loadCorpus();
 const catalog = corpusCatalog(servers);
@@ -207,7 +208,7 @@ describe("renderTools over the corpus", () => {
       uri: "mcp://s/t",
       key: "s:t:0",
       summary: { summary: "Lists records of a table with a long enough summary to be worth a line.", params: {} },
-      tool: {
+      tool: admitted({
         name: "t",
         description: "Lists records of a table with a long enough summary to be worth a line. ".repeat(4),
         inputSchema: {
@@ -220,7 +221,7 @@ describe("renderTools over the corpus", () => {
           },
           required: ["table"],
         },
-      },
+      }),
     };
     expect(renderTools([tool], "compact")[0]?.description).toBe(
       "Lists records of a table with a long enough summary to be worth a line\n(table: string, limit?: integer = 30, order?: asc|desc = asc, filter?: object)",

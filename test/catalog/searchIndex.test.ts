@@ -5,6 +5,7 @@ import { getSchemaResult, searchResultText } from "../../src/catalog/metaTools.j
 import { SearchIndex, stem, tokenize } from "../../src/catalog/searchIndex.js";
 import type { CatalogTool } from "../../src/catalog/types.js";
 import { CORPUS_DIR, corpusCatalog } from "./corpusTools.js";
+import { admitted } from "../helpers/admitted.js";
 
 const catalog = corpusCatalog();
 
@@ -19,7 +20,7 @@ function synthetic(
     server,
     uri: `mcp://${server}/${name}`,
     key: `${server}:${name}:0`,
-    tool: { name, description, inputSchema: { type: "object", properties: extra.properties ?? {} } },
+    tool: admitted({ name, description, inputSchema: { type: "object", properties: extra.properties ?? {} } }),
     summary: { summary: extra.summary ?? description, params: {} },
   };
 }

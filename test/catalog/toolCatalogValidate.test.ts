@@ -1,34 +1,28 @@
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
 import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { createLogger } from "../../src/log/logger.js";
-import type { ExposedTool } from "../../src/model/types.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import type { AdmittedExposedTool } from "../../src/catalog/types.js";
+import { admitted } from "../helpers/admitted.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("ToolCatalog.validate", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-  });
-  afterEach(async () => {
-    await cleanup();
-  });
+  const temp = useTempDir();
 
   it("warns once per tool key that calls are forwarded unvalidated, not on every call", async () => {
     const lines: string[] = [];
     const logger = createLogger({ level: "warn", sink: (line) => lines.push(line) });
-    const store = await JsonlStore.open({ file: path.join(dir, "summaries.jsonl"), readOnly: true });
+    const store = await JsonlStore.open({ file: path.join(temp.path, "summaries.jsonl"), readOnly: true });
     const catalog = new ToolCatalog({ store, hasher: await createToolHasher(), logger });
     try {
       // A schema that constrains nothing is skipped by the validator, as gitlab's are.
-      const exposed = (description: string): ExposedTool => ({
+      const exposed = (description: string): AdmittedExposedTool => ({
         server: "loose",
         name: "loose_anything",
         uri: "mcp://loose/anything",
-        tool: { name: "anything", description, inputSchema: { $comment: "accepts anything" } },
+        tool: admitted({ name: "anything", description, inputSchema: { $comment: "accepts anything" } }),
       });
       catalog.setTools([exposed("Does anything.")]);
       const tool = catalog.get("loose_anything");

@@ -8,6 +8,7 @@ import { canonicalJson, createToolHasher, HASHED_TOOL_FIELDS, toolKey } from "..
 import type { ToolHasher } from "../../src/catalog/toolHash.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import type { RawTool } from "../../src/model/types.js";
+import { admitted } from "../helpers/admitted.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CORPUS_DIR = resolve(REPO_ROOT, "bench/corpus/servers");
@@ -98,9 +99,9 @@ describe("canonicalJson", () => {
 
 describe("ToolHasher", () => {
   it("produces pinned golden hashes (a change here means every cached summary is invalidated)", () => {
-    expect(hasher.hash(echo)).toBe("b2693245afe8339f");
-    expect(hasher.hash(createIssue())).toBe("bcfebd0e5db68143");
-    expect(hasher.hash(unicodeKeys)).toBe("472279feaf8600b0");
+    expect(hasher.hash(admitted(echo))).toBe("b2693245afe8339f");
+    expect(hasher.hash(admitted(createIssue()))).toBe("bcfebd0e5db68143");
+    expect(hasher.hash(admitted(unicodeKeys))).toBe("472279feaf8600b0");
   });
 
   it("hashes the canonical form of exactly the model-visible fields", () => {
@@ -118,17 +119,17 @@ describe("ToolHasher", () => {
 
   it("gives 16 lowercase hex characters", () => {
     for (let i = 0; i < 50; i++) {
-      expect(hasher.hash({ name: `t${i}`, inputSchema: { type: "object" } })).toMatch(/^[0-9a-f]{16}$/);
+      expect(hasher.hash(admitted({ name: `t${i}`, inputSchema: { type: "object" } }))).toMatch(/^[0-9a-f]{16}$/);
     }
   });
 
   it("does not depend on key order at any depth", () => {
     const tool = createIssue();
-    expect(hasher.hash(reverseKeys(tool) as RawTool)).toBe(hasher.hash(tool));
+    expect(hasher.hash(admitted(reverseKeys(tool) as RawTool))).toBe(hasher.hash(admitted(tool)));
   });
 
   it("changes when anything the model sees changes", () => {
-    const base = hasher.hash(createIssue());
+    const base = hasher.hash(admitted(createIssue()));
     const props = (tool: RawTool): Record<string, Record<string, unknown>> =>
       tool.inputSchema.properties as Record<string, Record<string, unknown>>;
     const variants: Array<[string, (tool: RawTool) => void]> = [
@@ -150,7 +151,7 @@ describe("ToolHasher", () => {
     for (const [label, change] of variants) {
       const tool = createIssue();
       change(tool);
-      const hash = hasher.hash(tool);
+      const hash = hasher.hash(admitted(tool));
       expect(hash, label).not.toBe(base);
       seen.add(hash);
     }
@@ -158,18 +159,18 @@ describe("ToolHasher", () => {
   });
 
   it("ignores _meta, execution and other keys the model does not see", () => {
-    const base = hasher.hash(createIssue());
+    const base = hasher.hash(admitted(createIssue()));
     const tool = { ...createIssue(), _meta: { "io.example/trace": "abc" }, execution: { taskSupport: "optional" }, icons: [] };
-    expect(hasher.hash(tool)).toBe(base);
+    expect(hasher.hash(admitted(tool))).toBe(base);
   });
 
   it("treats an explicit undefined field like a missing one", () => {
-    expect(hasher.hash({ ...echo, title: undefined, outputSchema: undefined })).toBe(hasher.hash(echo));
+    expect(hasher.hash(admitted({ ...echo, title: undefined, outputSchema: undefined }))).toBe(hasher.hash(admitted(echo)));
   });
 
   it("shares one wasm instance: a second hasher agrees", async () => {
     const second = await createToolHasher();
-    expect(second.hash(createIssue())).toBe(hasher.hash(createIssue()));
+    expect(second.hash(admitted(createIssue()))).toBe(hasher.hash(admitted(createIssue())));
   });
 
   it("builds keys with cacheKey", () => {
@@ -190,10 +191,10 @@ describe("hashes of the real corpus", () => {
     for (const name of files) {
       const data = JSON.parse(await readFile(join(CORPUS_DIR, name), "utf8")) as { server: string; tools: RawTool[] };
       for (const tool of data.tools) {
-        const hash = hasher.hash(tool);
+        const hash = hasher.hash(admitted(tool));
         expect(hash).toMatch(/^[0-9a-f]{16}$/);
-        expect(hasher.hash(tool), `${data.server}:${tool.name} hashed twice`).toBe(hash);
-        expect(hasher.hash(reverseKeys(tool) as RawTool)).toBe(hash);
+        expect(hasher.hash(admitted(tool)), `${data.server}:${tool.name} hashed twice`).toBe(hash);
+        expect(hasher.hash(admitted(reverseKeys(tool) as RawTool))).toBe(hash);
         // Two servers may ship the very same tool (a fork of another server): the same hash is
         // right then, and the cache key still tells them apart by server. Different content with
         // the same hash is a collision.

@@ -1,29 +1,27 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listedToolTokens } from "../../src/catalog/renderTools.js";
 import { openSummaryPipeline } from "../../src/core/summaryPipeline.js";
 import { assignNames } from "../../src/model/names.js";
-import type { ExposedTool } from "../../src/model/types.js";
+import type { AdmittedExposedTool } from "../../src/catalog/types.js";
+import { admitted } from "../helpers/admitted.js";
 import { loadCorpus } from "../catalog/corpusTools.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /** The tools of one corpus server as discovery exposes them. */
-function exposed(serverName: string): ExposedTool[] {
+function exposed(serverName: string): AdmittedExposedTool[] {
   const server = loadCorpus().find((s) => s.server === serverName);
   if (server === undefined) throw new Error(`corpus server ${serverName} missing`);
   const names = assignNames(server.tools.map((t) => ({ server: server.server, tool: t.name, prefix: true })), "_");
-  return server.tools.map((tool, i) => ({ server: server.server, tool, name: names[i]!.name, uri: names[i]!.uri }));
+  return server.tools.map((tool, i) => ({ server: server.server, tool: admitted(tool), name: names[i]!.name, uri: names[i]!.uri }));
 }
 
 describe("summary pipeline", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
-  afterEach(async () => cleanup());
+  const temp = useTempDir();
 
   it("summarizes what the catalog misses into the cache and serves it; a second pipeline on that cache hits", async () => {
-    const cacheFile = path.join(dir, "summaries.jsonl");
+    const cacheFile = path.join(temp.path, "summaries.jsonl");
     const tools = exposed("github");
     const first = await openSummaryPipeline({ cacheFile, env: {} });
     let entries: number;
@@ -55,7 +53,7 @@ describe("summary pipeline", () => {
   });
 
   it("records in each entry the tokens of the tool as summary mode lists it, under its exposed name", async () => {
-    const pipeline = await openSummaryPipeline({ cacheFile: path.join(dir, "summaries.jsonl"), env: {}, separator: "__" });
+    const pipeline = await openSummaryPipeline({ cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, separator: "__" });
     try {
       const names = assignNames(exposed("notion").map((t) => ({ server: t.server, tool: t.tool.name, prefix: true })), "__");
       const tools = exposed("notion").map((t, i) => ({ ...t, name: names[i]!.name }));

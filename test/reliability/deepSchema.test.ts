@@ -8,7 +8,6 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { schemaShape } from "../../src/catalog/compactSchema.js";
-import { renderTools } from "../../src/catalog/renderTools.js";
 import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
 import { canonicalJson, createToolHasher } from "../../src/catalog/toolHash.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
@@ -17,6 +16,7 @@ import { MAX_SCHEMA_DEPTH, schemaTooDeep } from "../../src/upstream/schemaDepth.
 import { createLogger } from "../../src/log/logger.js";
 import { fixtureServerToml, runAbridge, tempDir } from "../helpers/cliHarness.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
+import { admitExposed, admitTool } from "../../src/upstream/admitTool.js";
 
 function deepSchema(levels: number, shape: "properties" | "anyOf" | "items"): Record<string, unknown> {
   let schema: Record<string, unknown> = { type: "string" };
@@ -110,15 +110,17 @@ describe("deep schemas", () => {
       const logger = createLogger({ level: "debug", sink: (line) => lines.push(line) });
       const catalog = new ToolCatalog({ store: await JsonlStore.open({ file: path.join(dir, "s.jsonl") }), hasher: await createToolHasher(), logger });
       const ok = { name: "ok", inputSchema: deepSchema(5, "items") };
-      catalog.setTools([
+      // Admission quarantines the deep tool before the catalog, which takes admitted tools only.
+      catalog.setTools(admitExposed([
         { server: "lib", name: "lib_deep", uri: "lib/deep", tool },
         { server: "lib", name: "lib_ok", uri: "lib/ok", tool: ok },
-      ] as never);
+      ], logger));
       expect(catalog.list("full").map((t) => t.name)).toEqual(["lib_ok"]);
       expect(lines.some((l) => l.includes("quarantined"))).toBe(true);
       // The walks a library caller can reach directly stop at the limit instead of overflowing.
       expect(schemaShape(deepSchema(20_000, "anyOf")).types).toEqual(["object"]);
-      expect(renderTools([{ name: "x_deep", server: "x", uri: "x/deep", key: "x:deep:0", tool }], "summary")).toHaveLength(1);
+      // The renderers take admitted tools only, and a deep tool is never admitted.
+      expect(admitTool(tool)).toMatchObject({ ok: false, problem: { reason: "tooDeep", code: "INPUT_INVALID" } });
     } finally {
       await cleanup();
     }

@@ -6,19 +6,20 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
-import type { CatalogTool } from "../../src/catalog/types.js";
+import type { AdmittedExposedTool, CatalogTool } from "../../src/catalog/types.js";
 import { summarySchema } from "../../src/config/schema.js";
 import { openSummaryPipeline, type SummaryPipeline } from "../../src/core/summaryPipeline.js";
 import { assignNames } from "../../src/model/names.js";
-import type { ExposedTool, RawTool } from "../../src/model/types.js";
+import type { RawTool } from "../../src/model/types.js";
+import { admitted } from "../helpers/admitted.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { ToolSummary } from "../../src/summarize/types.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
 import { waitFor } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const SERVER = "ops";
 
@@ -120,11 +121,11 @@ const LIES: Lie[] = [
 ];
 
 /** The seven tools as discovery exposes them (`ops_delete_repo`, ...). */
-function exposed(): ExposedTool[] {
+function exposed(): AdmittedExposedTool[] {
   const names = assignNames(LIES.map(({ tool }) => ({ server: SERVER, tool: tool.name, prefix: true })), "_");
   return LIES.map(({ tool }) => {
     const assigned = names.find((n) => n.tool === tool.name)!;
-    return { server: SERVER, tool, name: assigned.name, uri: assigned.uri };
+    return { server: SERVER, tool: admitted(tool), name: assigned.name, uri: assigned.uri };
   });
 }
 
@@ -161,17 +162,14 @@ function expectExtractiveServed(pipeline: SummaryPipeline, expected: (tool: RawT
   }
 }
 
-let dir: string;
-let cleanup: () => Promise<void>;
+const temp = useTempDir({ prefix: "abridge-lies-" });
 const closing: Array<() => Promise<void>> = [];
-beforeEach(async () => ({ dir, cleanup } = await tempDir("abridge-lies-")));
 afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
-  await cleanup();
 });
 
 async function open(options: Partial<Parameters<typeof openSummaryPipeline>[0]> = {}): Promise<SummaryPipeline> {
-  const pipeline = await openSummaryPipeline({ cacheFile: path.join(dir, "summaries.jsonl"), env: {}, changeDebounceMs: 10, ...options });
+  const pipeline = await openSummaryPipeline({ cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, changeDebounceMs: 10, ...options });
   closing.push(() => pipeline.close());
   return pipeline;
 }
@@ -202,7 +200,7 @@ describe("lying summaries", () => {
   });
 
   it("lies planted in the cache file are not served: counted, the original shown, then summarized again", async () => {
-    const cacheFile = path.join(dir, "summaries.jsonl");
+    const cacheFile = path.join(temp.path, "summaries.jsonl");
     const first = await open();
     first.catalog.setTools(exposed());
     await first.queue.drain();
@@ -232,8 +230,8 @@ describe("lying summaries", () => {
   it("lies another host writes to a shared Redis are not served when heard", async () => {
     const redis: RedisServer = await startRedis();
     closing.push(() => redis.destroy());
-    const writer = await open({ cacheUrl: redis.url(), spoolFile: path.join(dir, "writer.spool") });
-    const reader = await open({ cacheUrl: redis.url(), spoolFile: path.join(dir, "reader.spool") });
+    const writer = await open({ cacheUrl: redis.url(), spoolFile: path.join(temp.path, "writer.spool") });
+    const reader = await open({ cacheUrl: redis.url(), spoolFile: path.join(temp.path, "reader.spool") });
     // The reader serves the tools and only looks: what it shows comes from the other host.
     reader.catalog.setTools(exposed(), { queue: false });
     const entry = (name: string, summary: ToolSummary, createdAt: string): CacheEntry => {

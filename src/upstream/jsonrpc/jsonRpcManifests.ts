@@ -5,10 +5,9 @@ import { formatPath, valueAt } from "../../config/formatIssues.js";
 import { describeInvalidJson } from "../../config/parseJsonText.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { compareStrings, isObject } from "../../model/json.js";
-import type { JsonObject, RawTool } from "../../model/types.js";
+import type { JsonObject } from "../../model/types.js";
 import { readRegularFile } from "../../util/readRegularFile.js";
-import { normalizeTool } from "../normalizeTool.js";
-import { schemaTooDeep } from "../schemaDepth.js";
+import { admitTool, withoutMembers, type AdmittedTool } from "../admitTool.js";
 
 /** A manifest larger than this is refused unread: a manifest lists tools, it is not a data file. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -37,7 +36,7 @@ export interface HiddenTool {
 
 /** A tool ready to serve: what `tools/list` shows, the JSON-RPC method a call sends, where it came from. */
 export interface ManifestTool {
-  tool: RawTool;
+  tool: AdmittedTool;
   method: string;
   file: string;
   /** Its index in the file's `tools`, for field paths. */
@@ -148,16 +147,22 @@ export function parseManifest(text: string, file: string): ParsedManifest {
     }
     // A mapping for a tool skipped below is not a mapping of nothing: the tool's problem says it.
     if (typeof raw.name === "string") named.add(raw.name);
-    // Depth first: parsing (and everything after) walks the tool recursively.
-    const deep = schemaTooDeep(raw);
-    if (deep !== undefined) {
-      problems.push({ file, field: `tools[${i}]`, message: deep });
+    // The one admission rule (see admitTool): depth first, then nulls dropped; the manifest's own
+    // shape (field types, a non-empty name, mcpExpose) is checked on the normalized form.
+    const admission = admitTool(raw);
+    if (!admission.ok && admission.problem.normalized === undefined) {
+      problems.push({ file, field: `tools[${i}]`, message: admission.problem.message });
       return;
     }
-    const normalized = normalizeTool(raw);
+    const normalized = admission.ok ? admission.tool : (admission.problem.normalized as JsonObject);
     const parsed = toolSchema.safeParse(normalized);
     if (!parsed.success) {
       problems.push(...issueProblems(file, parsed.error, normalized, ["tools", i]));
+      return;
+    }
+    if (!admission.ok) {
+      // Not reached: the shape above asks for a name and an inputSchema too.
+      problems.push({ file, field: formatPath(["tools", i, admission.problem.field]), message: admission.problem.message });
       return;
     }
     const name = parsed.data.name;
@@ -166,7 +171,8 @@ export function parseManifest(text: string, file: string): ParsedManifest {
       return;
     }
     declared.add(name);
-    const { mcpExpose, ...tool } = normalized as JsonObject & { mcpExpose?: boolean };
+    const mcpExpose = parsed.data.mcpExpose;
+    const tool = withoutMembers(admission.tool, "mcpExpose");
     const method = Object.hasOwn(methods, name) ? methods[name] : undefined;
     if (mcpExpose === false) {
       hidden.push({ file, tool: name, kind: "mcpExpose", reason: "mcpExpose is false" });
@@ -184,7 +190,7 @@ export function parseManifest(text: string, file: string): ParsedManifest {
       });
       return;
     }
-    out.push({ tool: tool as RawTool, method, file, index: i });
+    out.push({ tool, method, file, index: i });
   });
   for (const [name, method] of Object.entries(methods)) {
     if (named.has(name)) continue;

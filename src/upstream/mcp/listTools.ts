@@ -1,11 +1,10 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Logger } from "../../log/logger.js";
-import { compareStrings, isObject } from "../../model/json.js";
+import { compareStrings } from "../../model/json.js";
 import type { RawTool } from "../../model/types.js";
 import { listToolsResult } from "./callForwarder.js";
 import { collectPages } from "./collectPages.js";
-import { normalizeTool } from "../normalizeTool.js";
-import { schemaTooDeep } from "../schemaDepth.js";
+import { admitTool, type AdmittedTool } from "../admitTool.js";
 import { UpstreamClient, withEnvelope } from "./upstreamClient.js";
 import { scanHeaderDeclarations } from "./paramHeaders.js";
 
@@ -16,7 +15,7 @@ import { scanHeaderDeclarations } from "./paramHeaders.js";
  * Every page is bounded by `timeoutMs` and by `signal`. Over the stateless revision each page
  * carries the request envelope, and the last page's `ttlMs` is left on the client.
  */
-export async function listTools(client: Client, logger: Logger, timeoutMs: number, signal?: AbortSignal): Promise<RawTool[]> {
+export async function listTools(client: Client, logger: Logger, timeoutMs: number, signal?: AbortSignal): Promise<AdmittedTool[]> {
   const items = await collectPages(
     async (cursor) => {
       const result = await client.request(
@@ -32,26 +31,20 @@ export async function listTools(client: Client, logger: Logger, timeoutMs: numbe
     "tools/list",
     signal,
   );
-  const byName = new Map<string, RawTool>();
+  const byName = new Map<string, AdmittedTool>();
   if (client instanceof UpstreamClient) client.headerDeclarations = new Map();
-  // A tool nested too deep would overflow the stack of every later walk (normalizing, hashing,
-  // rendering, validating): quarantined here, first, with a reason; its siblings are served.
-  const sane = items.filter((item) => {
-    const tooDeep = isObject(item) ? schemaTooDeep(item) : undefined;
-    if (tooDeep === undefined) return true;
-    const name = isObject(item) && typeof item.name === "string" ? item.name : undefined;
-    logger.warn("tool quarantined", { tool: name, reason: tooDeep });
-    return false;
-  });
-  // `null` members mean absent (see normalizeTool): dropped here, before anything reads them.
-  for (const item of sane.map((i) => (isObject(i) ? normalizeTool(i) : i))) {
-    if (!isObject(item) || typeof item.name !== "string" || !isObject(item.inputSchema)) {
-      logger.warn("skipping a malformed tool (no name or inputSchema)", {
-        tool: isObject(item) && typeof item.name === "string" ? item.name : undefined,
-      });
+  // The one admission rule (see admitTool). A tool nested too deep would overflow the stack of
+  // every later walk: quarantined first, with a reason; its siblings are served.
+  const admissions = items.map(admitTool);
+  for (const admission of admissions) {
+    if (!admission.ok && admission.problem.reason === "tooDeep") logger.warn("tool quarantined", { tool: admission.problem.name, reason: admission.problem.message });
+  }
+  for (const admission of admissions) {
+    if (!admission.ok) {
+      if (admission.problem.reason !== "tooDeep") logger.warn("skipping a malformed tool (no name or inputSchema)", { tool: admission.problem.name });
       continue;
     }
-    const tool = item as RawTool;
+    const tool = admission.tool;
     if (!headersValid(client, tool, logger)) continue;
     if (byName.has(tool.name)) {
       logger.warn("skipping a duplicate tool", { tool: tool.name });

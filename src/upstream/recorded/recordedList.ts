@@ -1,15 +1,13 @@
 import { describeInvalidJson } from "../../config/parseJsonText.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
-import { normalizeTool } from "../normalizeTool.js";
-import { schemaTooDeep } from "../schemaDepth.js";
-import type { RawTool } from "../../model/types.js";
+import { admitTool, type AdmittedTool } from "../admitTool.js";
 
 /** A recorded `tools/list` answer: the tools and, when the file names it, the server. */
 export interface RecordedList {
   server?: string;
   /** The `serverInfo` the file carries (as `abridge record` writes it), when it is well formed. */
   serverInfo?: { name: string; version: string };
-  tools: RawTool[];
+  tools: AdmittedTool[];
 }
 
 /**
@@ -43,21 +41,25 @@ export function parseRecordedList(text: string, source: string): RecordedList {
   }
   const problems: string[] = [];
   const seen = new Set<string>();
-  // Depth first: normalizing (and everything after) walks the tool recursively.
-  const tooDeep = tools.map((tool: unknown) => (record(tool) ? schemaTooDeep(tool) : undefined));
-  // `null` members mean absent, as in a live server's list (see normalizeTool).
-  tools = tools.map((tool: unknown, i) => (record(tool) && tooDeep[i] === undefined ? normalizeTool(tool) : tool));
+  const admittedTools: AdmittedTool[] = [];
+  // The one admission rule (see admitTool), as for a live server's list; a recorded name must
+  // also be non-empty and unique.
   (tools as unknown[]).forEach((tool, i) => {
-    const deep = tooDeep[i];
-    if (deep !== undefined) problems.push(`tools[${i}]: ${deep}`);
-    else if (!record(tool)) problems.push(`tools[${i}]: expected an object, got ${Array.isArray(tool) ? "array" : typeof tool}`);
-    else if (typeof tool.name !== "string" || tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(tool.name) ?? "nothing"}`);
-    else if (!record(tool.inputSchema)) problems.push(`tools[${i}].inputSchema: expected an object, got ${JSON.stringify(tool.inputSchema) ?? "nothing"}`);
-    else if (seen.has(tool.name)) problems.push(`tools[${i}].name: "${tool.name}" appears twice`);
-    else seen.add(tool.name);
+    const admission = admitTool(tool);
+    if (!admission.ok) {
+      const { reason, field, message, normalized } = admission.problem;
+      // A recorded name is also non-empty, and the name is reported before the inputSchema.
+      if (reason === "noName" || normalized?.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(normalized?.name) ?? "nothing"}`);
+      else problems.push(`tools[${i}]${field === "" ? "" : `.${field}`}: ${message}`);
+    } else if (admission.tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ""`);
+    else if (seen.has(admission.tool.name)) problems.push(`tools[${i}].name: "${admission.tool.name}" appears twice`);
+    else {
+      seen.add(admission.tool.name);
+      admittedTools.push(admission.tool);
+    }
   });
   if (problems.length > 0) {
     throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: invalid tool list\n${problems.map((p) => `${source}: ${p}`).join("\n")}`);
   }
-  return { ...(server !== undefined ? { server } : {}), ...(serverInfo !== undefined ? { serverInfo } : {}), tools: tools as RawTool[] };
+  return { ...(server !== undefined ? { server } : {}), ...(serverInfo !== undefined ? { serverInfo } : {}), tools: admittedTools };
 }

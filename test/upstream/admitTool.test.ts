@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { admitExposed, admitTool, withoutMembers, type Admission, type AdmittedTool } from "../../src/upstream/admitTool.js";
+import { MAX_SCHEMA_DEPTH } from "../../src/upstream/schemaDepth.js";
+import { ToolCatalog } from "../../src/catalog/toolCatalog.js";
+import { CatalogMemo } from "../../src/catalog/catalogMemo.js";
+import { createToolHasher } from "../../src/catalog/toolHash.js";
+import { createLogger } from "../../src/log/logger.js";
+import type { JsonObject } from "../../src/model/types.js";
+
+/** An input schema nested `levels` objects deep. */
+function deepSchema(levels: number): JsonObject {
+  let schema: JsonObject = { type: "string" };
+  for (let i = 0; i < levels; i++) schema = { type: "object", properties: { next: schema } };
+  return schema;
+}
+
+function refused(admission: Admission): Exclude<Admission, { ok: true }>["problem"] {
+  if (admission.ok) throw new Error(`expected a refusal, got ${JSON.stringify(admission.tool)}`);
+  return admission.problem;
+}
+
+describe("admitTool: the one rule for a tool entering abridge", () => {
+  it("refuses a value that is not an object", () => {
+    for (const [value, kind] of [[[], "array"], ["tool", "string"], [3, "number"], [null, "object"]] as const) {
+      expect(refused(admitTool(value))).toEqual({ reason: "notObject", code: "INPUT_INVALID", field: "", message: `expected an object, got ${kind}` });
+    }
+  });
+
+  it("refuses a tool nested past the depth bound before normalizing it, naming the tool", () => {
+    const problem = refused(admitTool({ name: "deep", description: null, inputSchema: deepSchema(MAX_SCHEMA_DEPTH) }));
+    expect(problem).toEqual({ reason: "tooDeep", code: "INPUT_INVALID", field: "", message: `its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`, name: "deep" });
+  });
+
+  it("refuses a tool without a string name, after nulls are dropped", () => {
+    const problem = refused(admitTool({ name: null, inputSchema: { type: "object" } }));
+    expect(problem).toMatchObject({ reason: "noName", code: "INPUT_INVALID", field: "name", message: "expected a string, got nothing" });
+    expect(problem.normalized).toEqual({ inputSchema: { type: "object" } });
+    expect(refused(admitTool({ name: 7, inputSchema: {} })).message).toBe("expected a string, got 7");
+  });
+
+  it("refuses a tool without an object inputSchema, naming the tool", () => {
+    expect(refused(admitTool({ name: "t", inputSchema: null }))).toEqual({
+      reason: "noInputSchema",
+      code: "INPUT_INVALID",
+      field: "inputSchema",
+      message: "expected an object, got nothing",
+      name: "t",
+      normalized: { name: "t" },
+    });
+    expect(refused(admitTool({ name: "t", inputSchema: [1] })).message).toBe("expected an object, got [1]");
+  });
+
+  it("admits a tool with its nulls dropped, and the same object again by identity", () => {
+    const admission = admitTool({ name: "t", title: null, inputSchema: { type: "object", properties: null }, annotations: { readOnlyHint: null } });
+    if (!admission.ok) throw new Error(admission.problem.message);
+    expect(admission.tool).toEqual({ name: "t", inputSchema: { type: "object" }, annotations: {} });
+    const again = admitTool(admission.tool);
+    expect(again.ok && again.tool).toBe(admission.tool);
+  });
+
+  it("keeps a tool admitted when a member other than name and inputSchema is taken away", () => {
+    const admission = admitTool({ name: "t", inputSchema: {}, mcpExpose: true });
+    if (!admission.ok) throw new Error(admission.problem.message);
+    expect(withoutMembers(admission.tool, "mcpExpose", "name")).toEqual({ name: "t", inputSchema: {} });
+  });
+
+  it("admits a server's exposed tools, leaving a refused one out with a warning", () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: "warn", json: true, sink: (line) => lines.push(line) });
+    const exposed = admitExposed(
+      [
+        { server: "s", name: "s_ok", uri: "mcp://s/ok", tool: { name: "ok", inputSchema: {} } },
+        { server: "s", name: "s_deep", uri: "mcp://s/deep", tool: { name: "deep", inputSchema: deepSchema(MAX_SCHEMA_DEPTH) } },
+      ],
+      logger,
+    );
+    expect(exposed.map((t) => t.name)).toEqual(["s_ok"]);
+    expect(lines.join("\n")).toMatch(/tool quarantined.*"server":"s".*"tool":"deep".*nests deeper/);
+  });
+
+  it("is required by the catalog and the hasher: a raw tool does not compile there", async () => {
+    const hasher = await createToolHasher();
+    const catalog = new ToolCatalog({ store: { get: () => undefined }, hasher, memo: new CatalogMemo() });
+    const raw = { name: "t", inputSchema: { type: "object" } };
+    // @ts-expect-error a tool reaches the catalog only through admitTool
+    catalog.setTools([{ server: "s", name: "s_t", uri: "mcp://s/t", tool: raw }], { queue: false });
+    // @ts-expect-error a tool reaches the hasher only through admitTool
+    hasher.hash(raw);
+    const admitted: AdmittedTool = (admitTool(raw) as { tool: AdmittedTool }).tool;
+    expect(hasher.hash(admitted)).toMatch(/^[0-9a-f]{16}$/);
+    catalog.close();
+  });
+});
