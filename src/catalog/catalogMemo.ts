@@ -65,6 +65,11 @@ export class ToolRecord {
   private readonly views = new Map<string, ListedTool>();
   private readonly verdicts = new Map<string, GuardResult>();
   /**
+   * The same verdicts by summary object: the store keeps one object per cache line, so a relist
+   * meets the same objects and finds its verdict without writing the summary's identity.
+   */
+  private readonly verdictOf = new WeakMap<ToolSummary, GuardResult>();
+  /**
    * Parameter texts by params object: the store keeps one object per cache line, so a relist meets
    * the same objects and writes each one once. Keyed by identity but holding the object's own
    * content, so an object read anew gives the same text.
@@ -98,15 +103,22 @@ export class ToolRecord {
     return form;
   }
 
-  /** The guard's verdict on `summary` for this tool, made by `judge` the first time. */
+  /**
+   * The guard's verdict on `summary` for this tool, made by `judge` the first time: looked up by
+   * the object first (a cache entry read once and met on every relist), then by content (the same
+   * summary read again, or met by another catalog).
+   */
   verdict(summary: ToolSummary, judge: () => GuardResult): GuardResult {
+    let verdict = this.verdictOf.get(summary);
+    if (verdict !== undefined) return verdict;
     const key = this.summaryIdentity(summary);
-    let verdict = this.verdicts.get(key);
+    verdict = this.verdicts.get(key);
     if (verdict === undefined) {
       verdict = judge();
       if (this.verdicts.size >= PER_TOOL) this.verdicts.clear();
       this.verdicts.set(key, verdict);
     }
+    this.verdictOf.set(summary, verdict);
     return verdict;
   }
 

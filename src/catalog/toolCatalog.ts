@@ -220,10 +220,10 @@ export class ToolCatalog {
    * deleting tool a lookup would be served as if abridge had written it).
    */
   private trusted(entry: CacheEntry, tool: CatalogTool["tool"], record: ToolRecord): boolean {
-    const summary = { summary: entry.summary, params: entry.params };
-    // Kept with the tool's record: a new catalog over the same store meets every entry for the
-    // first time, and the guard was two fifths of a warm discovery.
-    const verdict = record.verdict(summary, () => guardSummary(tool, summary));
+    // Kept with the tool's record, by the entry (one object per cache line): a new catalog over
+    // the same store meets every entry for the first time, and the guard was two fifths of a warm
+    // discovery.
+    const verdict = record.verdict(entry, () => guardSummary(tool, { summary: entry.summary, params: entry.params }));
     if (!verdict.ok && !this.reported.has(entry)) {
       this.reported.add(entry);
       this.counters.rejected += 1;

@@ -6,6 +6,8 @@ import { CatalogMemo } from "../../src/catalog/catalogMemo.js";
 import { createToolHasher } from "../../src/catalog/toolHash.js";
 import { createLogger } from "../../src/log/logger.js";
 import type { JsonObject } from "../../src/model/types.js";
+import { parseRecordedList } from "../../src/upstream/recorded/recordedList.js";
+import { parseManifest, renderManifestProblem } from "../../src/upstream/jsonrpc/jsonRpcManifests.js";
 
 /** An input schema nested `levels` objects deep. */
 function deepSchema(levels: number): JsonObject {
@@ -89,5 +91,51 @@ describe("admitTool: the one rule for a tool entering abridge", () => {
     const admitted: AdmittedTool = (admitTool(raw) as { tool: AdmittedTool }).tool;
     expect(hasher.hash(admitted)).toMatch(/^[0-9a-f]{16}$/);
     catalog.close();
+  });
+});
+
+describe("the entry points apply admitTool and word its refusals as they did", () => {
+  const deep = { name: "deep", inputSchema: deepSchema(MAX_SCHEMA_DEPTH) };
+
+  it("a recorded list names every bad tool by index, adding its own rules (a non-empty, unique name)", () => {
+    const text = JSON.stringify({ tools: [[], null, { name: "" }, { name: 5, inputSchema: {} }, { name: "a", inputSchema: null }, deep, { name: "b", inputSchema: {} }, { name: "b", inputSchema: {} }] });
+    let message = "";
+    try {
+      parseRecordedList(text, "r.json");
+    } catch (err) {
+      expect(err).toMatchObject({ code: "INPUT_INVALID" });
+      message = err instanceof Error ? err.message : String(err);
+    }
+    expect(message.split("\n")).toEqual([
+      "r.json: invalid tool list",
+      "r.json: tools[0]: expected an object, got array",
+      "r.json: tools[1]: expected an object, got object",
+      'r.json: tools[2].name: expected a non-empty string, got ""',
+      "r.json: tools[3].name: expected a non-empty string, got 5",
+      "r.json: tools[4].inputSchema: expected an object, got nothing",
+      `r.json: tools[5]: its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`,
+      'r.json: tools[7].name: "b" appears twice',
+    ]);
+  });
+
+  it("a recorded list's tools come out admitted, nulls dropped", () => {
+    const { tools } = parseRecordedList(JSON.stringify([{ name: "t", title: null, inputSchema: { type: "object", properties: null } }]), "r.json");
+    expect(tools).toEqual([{ name: "t", inputSchema: { type: "object" } }]);
+    expect(admitTool(tools[0]).ok && admitTool(tools[0])).toEqual({ ok: true, tool: tools[0] });
+  });
+
+  it("a manifest reports a deep or misshapen tool by field and serves the rest without mcpExpose", () => {
+    const text = JSON.stringify({
+      id: "m",
+      tools: [deep, { name: null, inputSchema: {} }, { name: "x", title: null, inputSchema: { type: "object" }, mcpExpose: true }],
+      implementation: { methods: { deep: "d", x: "x.run" } },
+    });
+    const parsed = parseManifest(text, "/m.json");
+    expect(parsed.problems.map(renderManifestProblem)).toEqual([
+      `/m.json: tools[0]: its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`,
+      "/m.json: tools[1].name: expected a non-empty string, got nothing",
+    ]);
+    expect(parsed.tools.map((t) => t.tool)).toEqual([{ name: "x", inputSchema: { type: "object" } }]);
+    expect(admitTool(parsed.tools[0]?.tool)).toEqual({ ok: true, tool: parsed.tools[0]?.tool });
   });
 });
