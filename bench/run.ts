@@ -8,7 +8,7 @@
  * are measured in this one run, side by side; no benchmark is an assertion, and the exit code is 0
  * whether targets are met or missed (a failed benchmark module exits 1).
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { cacheLoadMarkdown, runCache, type CacheResult } from "./cache.js";
@@ -36,6 +36,7 @@ import { markdownTable, pct } from "./markdownTable.js";
 import { round } from "./measure.js";
 import { compareRuns, comparisonMarkdown, newFigures } from "./previousRun.js";
 import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowStart.js";
+import { RESULTS_DIR, writeResults } from "./standalone.js";
 import { runStartup, type StartupResult } from "./startup.js";
 import { startupUpstreamsMarkdown } from "./startupUpstreams.js";
 import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
@@ -458,17 +459,12 @@ async function main(): Promise<number> {
         `Details (method, per fold, in-sample vs held-out): bench/results/fidelity.md. ◆ = on the tokens/fidelity frontier of that column.\n\n${frontierTable(heldOut)}\n\n` +
         `Lazy break-even: ${heldOut.lazy.breakEvenSearches.toFixed(1)} searches (mean answer ${heldOut.lazy.meanAnswerTokens.toFixed(0)} tokens; right tool in the answer for ${pct(heldOut.lazy.answerRecall)} of queries).`,
     );
-    const dir = path.join(REPO_ROOT, "bench", "results");
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "fidelity.json"), `${JSON.stringify({ startedAt: results.startedAt, ...heldOut }, null, 2)}\n`);
-    await writeFile(path.join(dir, "fidelity.md"), `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`);
+    await writeResults("fidelity", { startedAt: results.startedAt, ...heldOut }, `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`);
   });
   await step("guard", async () => {
     results.guard = runGuardFalseRejects(corpus);
     print(guardFalseRejectsMarkdown(results.guard));
-    const dir = path.join(REPO_ROOT, "bench", "results");
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "guard-false-rejects.json"), `${JSON.stringify({ date: results.startedAt, ...results.guard }, null, 2)}\n`);
+    await writeResults("guard-false-rejects", { date: results.startedAt, ...results.guard });
   });
   await step("cache", async () => {
     results.cache = await runCache({ corpus, signal });
@@ -485,10 +481,7 @@ async function main(): Promise<number> {
   await step("httpEras", async () => {
     results.httpEras = await runHttpEras();
     print(httpErasMarkdown(results.httpEras));
-    const dir = path.join(REPO_ROOT, "bench", "results");
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "httpEras.json"), `${JSON.stringify({ date: results.startedAt, ...results.httpEras }, null, 2)}\n`);
-    await writeFile(path.join(dir, "httpEras.md"), `${httpErasMarkdown(results.httpEras)}\n`);
+    await writeResults("httpEras", { date: results.startedAt, ...results.httpEras }, `${httpErasMarkdown(results.httpEras)}\n`);
   });
   await step("daemonCalls", async () => {
     results.daemonCalls = await runDaemonCalls();
@@ -522,9 +515,7 @@ async function main(): Promise<number> {
   await step("hostileHttp", async () => {
     results.hostileHttp = await runHostileHttp({ full: process.argv.includes("--full") });
     print(hostileHttpMarkdown(results.hostileHttp));
-    const dir = path.join(REPO_ROOT, "bench", "results");
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "hostile-http.json"), `${JSON.stringify({ date: results.startedAt, ...results.hostileHttp }, null, 2)}\n`);
+    await writeResults("hostile-http", { date: results.startedAt, ...results.hostileHttp });
   });
   await step("hostileCache", async () => {
     results.hostileCache = await runHostileCache({ full: process.argv.includes("--full") });
@@ -548,7 +539,7 @@ async function main(): Promise<number> {
   if (listenerWarnings > 0) process.stderr.write(`bench: ${listenerWarnings} MaxListenersExceededWarning(s) during HTTP client calls (SDK client side, see run.ts)\n`);
   results.targets = checkTargets(results);
   results.totalRuntimeMs = performance.now() - started;
-  const dir = path.join(REPO_ROOT, "bench", "results");
+  const dir = RESULTS_DIR;
   // A run of some benchmarks (`--only hostile`) is kept apart from the whole run's latest.json, and
   // compared with the previous run of the same ones (or, the first time, with the whole run's).
   const stem = onlyStem(process.argv.slice(2));
@@ -567,9 +558,7 @@ async function main(): Promise<number> {
   );
   if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time", 0.05, newFigures(previous, results)));
 
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, `${stem}.json`), `${JSON.stringify(results, null, 2)}\n`);
-  await writeFile(path.join(dir, `${stem}.md`), `# abridge benchmarks${stem === "latest" ? "" : ` (--only ${stem})`}\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`);
+  await writeResults(stem, results, `# abridge benchmarks${stem === "latest" ? "" : ` (--only ${stem})`}\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`, dir);
   if (svg !== undefined) await writeFile(path.join(dir, "tokens.svg"), svg);
   return results.failures.length > 0 ? 1 : 0;
 }
