@@ -61,6 +61,19 @@ describe("BoundedMemo", () => {
 });
 
 describe("the catalog memo", () => {
+  it("belongs to whoever makes the catalogs: catalogs without one share nothing through the process", () => {
+    const hashed: string[] = [];
+    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };
+    for (let round = 0; round < 2; round++) {
+      const catalog = new ToolCatalog({ store: storeOf(), hasher: counting });
+      catalog.setTools([exposed(issue({ title: { type: "string" } }))], { queue: false });
+      catalog.setTools([exposed(issue({ title: { type: "string" } }))], { queue: false });
+      catalog.close();
+    }
+    // Once per catalog: a relist within one reuses its record, a second catalog has its own memo.
+    expect(hashed).toEqual(["create_issue", "create_issue"]);
+  });
+
   it("hashes each tool's schema once: a relist of the same tools as new objects walks none of them", () => {
     const hashed: string[] = [];
     const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };

@@ -44,6 +44,10 @@ describe("summary pipeline", () => {
     try {
       const [counts] = second.catalog.setTools(tools);
       expect(counts).toMatchObject({ tools: tools.length, hits: tools.length, queued: 0 });
+      // Each pipeline owns the memo its catalog keeps records in: the first one's is not shared.
+      expect(second.memo).not.toBe(first.memo);
+      expect(second.memo.tools.size).toBe(tools.length);
+      expect(second.catalog.tools().every((t) => t.record !== undefined && second.memo.tools.get(t.record.fingerprint) === t.record)).toBe(true);
       expect(second.queue.stats()).toMatchObject({ queued: 0, running: 0 });
     } finally {
       await second.close();
