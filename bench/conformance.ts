@@ -12,18 +12,18 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startServe, writeFixtureConfig } from "./conformanceServe.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
+import { runStandalone } from "./standalone.js";
 
 const run = promisify(execFile);
 
 const CONFORMANCE_CLI = path.join(REPO_ROOT, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
-const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
 const SUITE_VERSION = "0.1.13";
 /** Scenarios 0.1.13 keeps out of its default ("active") suite; run here anyway and marked. */
 const PENDING = new Set(["json-schema-2020-12", "server-sse-polling"]);
@@ -191,13 +191,17 @@ function markdown(results: ModeResult[]): string {
   return `${lines.join("\n")}\n`;
 }
 
-async function main(argv: string[]): Promise<number> {
+/** What one run of the suite found: each mode's result. */
+interface ConformanceResult {
+  suite: string;
+  results: ModeResult[];
+}
+
+/** Runs the suite against abridge in each mode of `--modes` (default full, compact), printing progress. */
+async function runConformance(argv: readonly string[]): Promise<ConformanceResult> {
   const modesIndex = argv.indexOf("--modes");
   const modes = modesIndex === -1 ? ["full", "compact"] : (argv[modesIndex + 1] ?? "").split(",").filter(Boolean);
-  if (!existsSync(CONFORMANCE_CLI)) {
-    process.stderr.write(`conformance: ${CONFORMANCE_CLI} is missing; install @modelcontextprotocol/conformance@${SUITE_VERSION}\n`);
-    return 2;
-  }
+  if (!existsSync(CONFORMANCE_CLI)) throw new Error(`${CONFORMANCE_CLI} is missing; install @modelcontextprotocol/conformance@${SUITE_VERSION}`);
   const work = await mkdtemp(path.join(os.tmpdir(), "abridge-conformance-"));
   try {
     const config = await writeFixtureConfig(work);
@@ -218,25 +222,21 @@ async function main(argv: string[]): Promise<number> {
         for (const f of s.failures) process.stdout.write(`  FAIL ${s.scenario}/${f.id}: ${f.message} (reason: ${f.reason})\n`);
       }
     }
-    await mkdir(RESULTS_DIR, { recursive: true });
-    await writeFile(
-      path.join(RESULTS_DIR, "conformance.json"),
-      `${JSON.stringify({ suite: `@modelcontextprotocol/conformance@${SUITE_VERSION}`, generatedAt: new Date().toISOString(), results }, null, 2)}\n`,
-    );
-    await writeFile(path.join(RESULTS_DIR, "conformance.md"), markdown(results));
-    process.stdout.write(`conformance: wrote ${path.relative(REPO_ROOT, path.join(RESULTS_DIR, "conformance.md"))}\n`);
-    return results.every((r) => r.ok) ? 0 : 1;
+    return { suite: `@modelcontextprotocol/conformance@${SUITE_VERSION}`, results };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
+// Failing checks are results; only a mode that could not run at all fails the script.
+await runStandalone(import.meta.url, {
+  name: "conformance",
+  run: runConformance,
+  markdown: (r) => markdown(r.results),
+  json: (r, date) => ({ suite: r.suite, generatedAt: date, results: r.results }),
+  markdownFile: (md) => md,
+  failure: (r) => {
+    const notRun = r.results.filter((m) => !m.ok).map((m) => m.mode);
+    return notRun.length === 0 ? undefined : `the suite did not run in ${notRun.join(", ")} mode`;
   },
-  (err: unknown) => {
-    process.stderr.write(`conformance: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+});
