@@ -10,9 +10,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
-import { runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { runAbridge, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { freePort, startNatsServer, type NatsServer } from "../helpers/natsServer.js";
 import { killAll } from "../helpers/processes.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const require = createRequire(import.meta.url);
 const everythingBin = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -125,14 +126,9 @@ function startLine(line: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise
 }
 
 describe("the bus quick start of docs/fleet.md", () => {
-  let dir: string;
-  let cleanupDir: () => Promise<void>;
+  const temp = useTempDir({ prefix: "abridge-bus-quick-start-", scope: "all" });
   const started: Background[] = [];
   const marker = `bus-quick-start-${process.pid}`;
-
-  beforeAll(async () => {
-    ({ dir, cleanup: cleanupDir } = await tempDir("abridge-bus-quick-start-"));
-  });
 
   afterAll(async () => {
     // The workers first (SIGTERM: they end their upstreams), then the NATS server.
@@ -142,7 +138,6 @@ describe("the bus quick start of docs/fleet.md", () => {
     }
     const left = await waitForNoMarkedPids(marker);
     killAll(left);
-    await cleanupDir?.();
     expect(left, "upstreams left behind").toEqual([]);
   });
 
@@ -150,7 +145,7 @@ describe("the bus quick start of docs/fleet.md", () => {
     const lines = await quickStartLines();
     expect(lines.at(-1)).toMatch(/^abridge bus call /);
     const config = await writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
         `state_dir = "state"`,
@@ -160,7 +155,7 @@ describe("the bus quick start of docs/fleet.md", () => {
       ].join("\n") + "\n",
     );
     // `abridge` on the PATH as an installed one would be: the CLI of this checkout.
-    const bin = path.join(dir, "bin");
+    const bin = path.join(temp.path, "bin");
     const { command, args } = abridgeCommand([]);
     await mkdir(bin);
     await writeFile(path.join(bin, "abridge"), `#!/bin/sh\nexec ${[command, ...args].map((a) => `'${a}'`).join(" ")} "$@"\n`);

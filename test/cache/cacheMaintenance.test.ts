@@ -1,24 +1,20 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { clearCache, compactCache, verifyCache } from "../../src/cache/cacheMaintenance.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-maint-" });
 let file: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "abridge-maint-"));
-  file = join(dir, "summaries.jsonl");
+  file = join(temp.path, "summaries.jsonl");
 });
 
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 const a1 = makeEntry("github", "a", "first a");
 const a2 = { ...a1, summary: "second a", createdAt: "2026-11-22T00:00:00Z" };
@@ -32,7 +28,7 @@ async function lines(): Promise<string[]> {
 }
 
 async function leftoverTemps(): Promise<string[]> {
-  return (await readdir(dir)).filter((name) => name !== "summaries.jsonl");
+  return (await readdir(temp.path)).filter((name) => name !== "summaries.jsonl");
 }
 
 describe("verifyCache", () => {
@@ -75,7 +71,7 @@ describe("compactCache", () => {
 
   it("is not disturbed by a temp file a crashed compaction left behind", async () => {
     await writeFile(file, [lineOf(a1), lineOf(a2)].join(""));
-    const leftover = join(dir, `.summaries.jsonl.99999.deadbeef0000.tmp`);
+    const leftover = join(temp.path, `.summaries.jsonl.99999.deadbeef0000.tmp`);
     await writeFile(leftover, lineOf(b).slice(0, 25));
     const store = await JsonlStore.open({ file });
     expect(store.size).toBe(1);
@@ -105,10 +101,10 @@ describe("compactCache", () => {
   });
 
   it("fails with CACHE_IO when the file cannot be replaced", async () => {
-    await writeFile(join(dir, "blocker"), "x");
+    await writeFile(join(temp.path, "blocker"), "x");
     // Reading through a regular file finds nothing; a directory at the path cannot be read.
-    expect(await compactCache(join(dir, "blocker", "summaries.jsonl"))).toEqual({ before: 0, after: 0 });
-    const err = await compactCache(dir).then(
+    expect(await compactCache(join(temp.path, "blocker", "summaries.jsonl"))).toEqual({ before: 0, after: 0 });
+    const err = await compactCache(temp.path).then(
       () => undefined,
       (caught: unknown) => caught,
     );

@@ -1,25 +1,19 @@
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { findPackageRoot, PACKAGE_NAME, resolveCacheDir, resolveCacheFile, resolveStateDir } from "../../src/cache/cachePaths.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/, "");
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-paths-", realPath: true });
 
-beforeEach(async () => {
-  dir = await realpath(await mkdtemp(join(tmpdir(), "abridge-paths-")));
-});
 
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 /** A fake package root named as abridge's package, optionally a git checkout. */
 async function fakePackage(withGit: boolean): Promise<string> {
-  const root = join(dir, "pkg");
+  const root = join(temp.path, "pkg");
   await mkdir(join(root, "dist", "cache"), { recursive: true });
   await writeFile(join(root, "package.json"), JSON.stringify({ name: PACKAGE_NAME }));
   if (withGit) await mkdir(join(root, ".git"));
@@ -75,7 +69,7 @@ describe("findPackageRoot", () => {
     expect(findPackageRoot(join(root, "dist", "cache"))).toBe(root);
     await writeFile(join(root, "dist", "cache", "package.json"), "{ broken");
     expect(findPackageRoot(join(root, "dist", "cache"))).toBe(root);
-    expect(findPackageRoot(dir)).toBeUndefined();
+    expect(findPackageRoot(temp.path)).toBeUndefined();
   });
 });
 

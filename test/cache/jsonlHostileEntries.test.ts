@@ -2,8 +2,7 @@
  * The JSONL summary cache against lines it did not write: dated in the future (they would win every
  * "newest wins" comparison for good) or too large for an entry.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
@@ -13,21 +12,20 @@ import { createLogger } from "../../src/log/logger.js";
 import { ErrorCode, isAbridgeError } from "../../src/model/errors.js";
 import { compactSummaryCache, importSummaryCache, verifySummaryCache } from "../../src/core/cacheAdmin.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const YEAR_9999 = "9999-12-31T23:59:59.000Z";
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-hostile-" });
 let file: string;
 const stores: JsonlStore[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "abridge-hostile-"));
-  file = join(dir, "summaries.jsonl");
+  file = join(temp.path, "summaries.jsonl");
 });
 
 afterEach(async () => {
   await Promise.allSettled(stores.splice(0).map((store) => store.close()));
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function openStore(options: Partial<Parameters<typeof JsonlStore.open>[0]> = {}): Promise<JsonlStore> {
@@ -94,7 +92,7 @@ describe("JSONL summary cache against hostile lines", () => {
   it("import replaces an entry dated past the allowance: it is no newer than anything", async () => {
     const honest = makeEntry("echo", "echo", "Returns its text.");
     await writeFile(file, lineOf({ ...honest, summary: "Wipes disk.", createdAt: YEAR_9999 }));
-    const source = join(dir, "export.jsonl");
+    const source = join(temp.path, "export.jsonl");
     await writeFile(source, lineOf(honest));
     const report = await importSummaryCache(file, source);
     expect(report).toMatchObject({ read: 1, imported: 1, kept: 0 });

@@ -1,7 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { appendFile, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { appendFile, mkdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { compactCache } from "../../src/cache/cacheMaintenance.js";
@@ -11,15 +10,15 @@ import { AbridgeError, isAbridgeError } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
 import { spawnAppendWorker } from "../helpers/spawnAppendWorker.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-store-" });
 let file: string;
 const stores: JsonlStore[] = [];
 const children: ChildProcess[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "abridge-store-"));
-  file = join(dir, "summaries.jsonl");
+  file = join(temp.path, "summaries.jsonl");
 });
 
 afterEach(async () => {
@@ -31,7 +30,6 @@ afterEach(async () => {
       await exited;
     }
   }
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function openStore(options: Partial<Parameters<typeof JsonlStore.open>[0]> = {}): Promise<JsonlStore> {
@@ -60,10 +58,10 @@ async function fileLines(path: string): Promise<string[]> {
 
 describe("JsonlStore", () => {
   it("treats a missing file as empty and creates the directory on the first append", async () => {
-    file = join(dir, "nested", "deeper", "summaries.jsonl");
+    file = join(temp.path, "nested", "deeper", "summaries.jsonl");
     const store = await openStore();
     expect(store.size).toBe(0);
-    expect(existsSync(join(dir, "nested"))).toBe(false);
+    expect(existsSync(join(temp.path, "nested"))).toBe(false);
 
     const entry = makeEntry("github", "create_issue", "Create a GitHub issue.");
     await store.append({ ...entry, params: undefined });
@@ -425,9 +423,9 @@ describe("JsonlStore", () => {
 
     // Move the directory away and put a regular file in its place: the store's path now runs
     // through a non-directory, so mkdir/open fail for real (chmod would not stop root).
-    const moved = `${dir}-moved`;
-    await rename(dir, moved);
-    await writeFile(dir, "not a directory");
+    const moved = `${temp.path}-moved`;
+    await rename(temp.path, moved);
+    await writeFile(temp.path, "not a directory");
     try {
       const entry = makeEntry("github", "new_one");
       const err = await catchError(store.append(entry));
@@ -440,8 +438,8 @@ describe("JsonlStore", () => {
       expect(lines.filter((line) => line.includes("could not append"))).toHaveLength(1);
       expect(await readFile(join(moved, "summaries.jsonl"), "utf8")).toBe(before);
     } finally {
-      await rm(dir, { force: true });
-      await rename(moved, dir);
+      await rm(temp.path, { force: true });
+      await rename(moved, temp.path);
     }
 
     // With the directory back, the next append works and lands on a fresh line.
@@ -464,14 +462,14 @@ describe("JsonlStore", () => {
   });
 
   it("treats a path through a regular file as an empty store whose appends fail", async () => {
-    await writeFile(join(dir, "blocker"), "x");
-    file = join(dir, "blocker", "summaries.jsonl");
+    await writeFile(join(temp.path, "blocker"), "x");
+    file = join(temp.path, "blocker", "summaries.jsonl");
     const store = await openStore();
     expect(store.size).toBe(0);
     const entry = makeEntry("github", "x");
     expect(isAbridgeError(await catchError(store.append(entry)), "CACHE_IO")).toBe(true);
     expect(store.get(entry.key)).toEqual(entry);
-    expect(await readFile(join(dir, "blocker"), "utf8")).toBe("x");
+    expect(await readFile(join(temp.path, "blocker"), "utf8")).toBe("x");
   });
 
   it("refuses appends when read-only or closed; close is idempotent", async () => {

@@ -1,26 +1,20 @@
-import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLines } from "../../src/cache/readLines.js";
 import type { ReadLine, ReadLinesOptions, ReadLinesResult } from "../../src/cache/readLines.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-lines-" });
 
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "abridge-lines-"));
-});
 
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 async function readAll(
   content: string,
   options: Partial<ReadLinesOptions> = {},
 ): Promise<{ lines: ReadLine[]; oversized: number[]; result: ReadLinesResult }> {
-  const file = join(dir, "f.jsonl");
+  const file = join(temp.path, "f.jsonl");
   await writeFile(file, content);
   const handle = await open(file, "r");
   try {

@@ -1,23 +1,17 @@
-import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formatCacheLine, quickLineKey } from "../../src/cache/cacheLineKey.js";
 import { readLines } from "../../src/cache/readLines.js";
 import { scanLineBytes } from "../../src/cache/scanLineBytes.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-let dir: string;
+const temp = useTempDir({ prefix: "abridge-scan-" });
 
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "abridge-scan-"));
-});
 
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 interface Seen {
   lines: { text: string; lineNumber: number; offset: number }[];
@@ -27,7 +21,7 @@ interface Seen {
 
 /** What scanLineBytes and readLines hand on for the same file, in one shape. */
 async function both(content: string, maxLineBytes: number, chunkBytes: number, start = 0): Promise<{ bytes: Seen; text: Seen }> {
-  const file = join(dir, "f.jsonl");
+  const file = join(temp.path, "f.jsonl");
   await writeFile(file, content);
   const end = Buffer.byteLength(content);
   const handle = await open(file, "r");
@@ -84,7 +78,7 @@ describe("scanLineBytes", () => {
   });
 
   it("stops with CANCELLED when its signal is aborted", async () => {
-    const file = join(dir, "f.jsonl");
+    const file = join(temp.path, "f.jsonl");
     await writeFile(file, "a\nb\n");
     const handle = await open(file, "r");
     try {

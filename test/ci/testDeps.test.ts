@@ -8,8 +8,8 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chmod, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "../helpers/cliHarness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const SCRIPT = path.resolve(".ci/test-deps");
 
@@ -51,8 +51,7 @@ interface Run {
   exited: Promise<number | null>;
 }
 
-let dir: string;
-let cleanup: () => Promise<void>;
+const temp = useTempDir({ prefix: "abridge-test-deps-", scope: "all" });
 let bin: string;
 let aptConfig: string;
 let lists: string;
@@ -60,31 +59,26 @@ let log: string;
 let runs = 0;
 
 beforeAll(async () => {
-  ({ dir, cleanup } = await tempDir("abridge-test-deps-"));
-  bin = path.join(dir, "bin");
+  bin = path.join(temp.path, "bin");
   await mkdir(bin);
   for (const tool of TOOLS) await symlink(which(tool), path.join(bin, tool));
   await writeFile(path.join(bin, "apt-get"), FAKE_APT_GET);
   await writeFile(path.join(bin, "sudo"), FAKE_SUDO);
   await chmod(path.join(bin, "apt-get"), 0o755);
   await chmod(path.join(bin, "sudo"), 0o755);
-  lists = path.join(dir, "lists");
+  lists = path.join(temp.path, "lists");
   await mkdir(lists);
-  await mkdir(path.join(dir, "dpkg"));
-  for (const lock of [path.join(lists, "lock"), path.join(dir, "dpkg", "lock-frontend"), path.join(dir, "dpkg", "lock")]) await writeFile(lock, "");
-  aptConfig = path.join(dir, "apt.conf");
-  await writeFile(aptConfig, `Dir::State::Lists "${lists}/";\nDir::State::status "${path.join(dir, "dpkg", "status")}";\n`);
-});
-
-afterAll(async () => {
-  await cleanup?.();
+  await mkdir(path.join(temp.path, "dpkg"));
+  for (const lock of [path.join(lists, "lock"), path.join(temp.path, "dpkg", "lock-frontend"), path.join(temp.path, "dpkg", "lock")]) await writeFile(lock, "");
+  aptConfig = path.join(temp.path, "apt.conf");
+  await writeFile(aptConfig, `Dir::State::Lists "${lists}/";\nDir::State::status "${path.join(temp.path, "dpkg", "status")}";\n`);
 });
 
 /** Runs the script with PATH = the test's bin folder (or `pathDirs`) and the fake apt-get's settings. */
 function runScript(settings: Record<string, string>, pathDirs = [bin]): Run {
-  log = path.join(dir, `apt-get-${++runs}.log`);
+  log = path.join(temp.path, `apt-get-${++runs}.log`);
   const child = spawn(BASH, [SCRIPT], {
-    env: { PATH: pathDirs.join(":"), APT_CONFIG: aptConfig, TMPDIR: dir, FAKE_APT_LOG: log, ...settings },
+    env: { PATH: pathDirs.join(":"), APT_CONFIG: aptConfig, TMPDIR: temp.path, FAKE_APT_LOG: log, ...settings },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -175,7 +169,7 @@ describe(".ci/test-deps", () => {
   });
 
   it("names the packages to install when there is no apt-get", async () => {
-    const noApt = path.join(dir, "no-apt");
+    const noApt = path.join(temp.path, "no-apt");
     await mkdir(noApt);
     for (const tool of TOOLS) await symlink(which(tool), path.join(noApt, tool));
     const run = runScript({}, [noApt]);
@@ -186,7 +180,7 @@ describe(".ci/test-deps", () => {
   });
 
   it("does nothing when the three commands are there", async () => {
-    const present = path.join(dir, "present");
+    const present = path.join(temp.path, "present");
     await mkdir(present);
     for (const command of ["bwrap", "redis-server", "nats-server"]) {
       await writeFile(path.join(present, command), `#!${BASH}\nexit 0\n`);

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ExitCode } from "../../src/cli/command.js";
-import { fixtureServerToml, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /** The first line of stderr: the error itself (a usage line may follow it). */
 function errorLine(stderr: string): string {
@@ -41,14 +42,11 @@ describe("CLI errors end with their code", () => {
 });
 
 describe("abridge call with an unknown server", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
-  afterEach(async () => cleanup());
+  const temp = useTempDir();
 
   it("names the server and suggests one, without speaking of a --server option", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("memory", "echoServer.ts"));
-    const r = await runAbridge(["call", "memx", "echo", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("memory", "echoServer.ts"));
+    const r = await runAbridge(["call", "memx", "echo", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.USAGE);
     const line = errorLine(r.stderr);
     expect(line).toContain('no server "memx"');

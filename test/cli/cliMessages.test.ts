@@ -6,26 +6,24 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ExitCode } from "../../src/cli/command.js";
 import { parseMode } from "../../src/cli/commands/toolsCommand.js";
 import { MODES } from "../../src/config/schema.js";
-import { runAbridge, tempDir } from "../helpers/cliHarness.js";
+import { runAbridge } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /** Non-empty lines of stderr. */
 function lines(text: string): string[] {
   return text.split("\n").filter((line) => line.trim() !== "");
 }
 
-let dir: string;
-let cleanup: () => Promise<void>;
+const temp = useTempDir();
 /** No config anywhere: the current folder is empty and the XDG folder has none. */
 let noConfig: { cwd: string; env: Record<string, string> };
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  noConfig = { cwd: dir, env: { XDG_CONFIG_HOME: path.join(dir, "xdg") } };
+  noConfig = { cwd: temp.path, env: { XDG_CONFIG_HOME: path.join(temp.path, "xdg") } };
 });
-afterEach(async () => cleanup());
 
 describe("a negative number given as a value", () => {
   const cases: { argv: string[]; says: string; usage: string }[] = [
@@ -95,9 +93,9 @@ describe("value errors are followed by the command's usage line", () => {
   }
 
   it("after a value checked against the config too (an unknown server)", async () => {
-    const config = path.join(dir, "abridge.toml");
+    const config = path.join(temp.path, "abridge.toml");
     await writeFile(config, '[servers.memory]\ncommand = "x"\n');
-    const r = await runAbridge(["call", "memx", "echo", "--config", config], { cwd: dir });
+    const r = await runAbridge(["call", "memx", "echo", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.USAGE);
     const [message, usage, ...rest] = lines(r.stderr);
     expect(message).toContain('no server "memx"');
@@ -107,9 +105,9 @@ describe("value errors are followed by the command's usage line", () => {
   });
 
   it("but not after an error that is no command-line error", async () => {
-    const config = path.join(dir, "abridge.toml");
+    const config = path.join(temp.path, "abridge.toml");
     await writeFile(config, 'mode = "tiny"\n');
-    const r = await runAbridge(["servers", "--config", config], { cwd: dir });
+    const r = await runAbridge(["servers", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.USAGE);
     expect(r.stderr).toContain("[CONFIG_INVALID]");
     expect(r.stderr).not.toContain("Usage:");
@@ -123,13 +121,13 @@ describe("the hint when no config is found", () => {
     expect(r.stderr).toContain("[CONFIG_NOT_FOUND]");
     expect(r.stderr).not.toContain("examples/abridge.toml");
     // What works from this folder: the XDG file (found from anywhere), a local file, --config.
-    expect(r.stderr).toContain(`Create ${path.join(dir, "xdg", "abridge", "abridge.toml")} (found from any folder)`);
+    expect(r.stderr).toContain(`Create ${path.join(temp.path, "xdg", "abridge", "abridge.toml")} (found from any folder)`);
     expect(r.stderr).toContain("--config <file>");
   });
 
   it("suggests the example config from a folder that has it", async () => {
-    await mkdir(path.join(dir, "examples"));
-    await writeFile(path.join(dir, "examples", "abridge.toml"), '[servers.memory]\ncommand = "x"\n');
+    await mkdir(path.join(temp.path, "examples"));
+    await writeFile(path.join(temp.path, "examples", "abridge.toml"), '[servers.memory]\ncommand = "x"\n');
     const r = await runAbridge(["servers"], noConfig);
     expect(r.code).toBe(ExitCode.USAGE);
     expect(r.stderr).toContain("[CONFIG_NOT_FOUND]");
@@ -139,7 +137,7 @@ describe("the hint when no config is found", () => {
 
 describe("an error in the config found in the XDG folder", () => {
   it("names the file by its absolute path, not relative to the current folder", async () => {
-    const file = path.join(dir, "xdg", "abridge", "abridge.toml");
+    const file = path.join(temp.path, "xdg", "abridge", "abridge.toml");
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, "[servers.x]\ncommand = 5\n");
     const r = await runAbridge(["servers"], noConfig);
@@ -148,7 +146,7 @@ describe("an error in the config found in the XDG folder", () => {
   });
 
   it("while ./abridge.toml is still named as it is in the current folder", async () => {
-    await writeFile(path.join(dir, "abridge.toml"), "[servers.x]\ncommand = 5\n");
+    await writeFile(path.join(temp.path, "abridge.toml"), "[servers.x]\ncommand = 5\n");
     const r = await runAbridge(["servers"], noConfig);
     expect(r.code).toBe(ExitCode.USAGE);
     expect(lines(r.stderr)[0]).toBe("abridge: abridge.toml: servers.x.command: expected a non-empty string, got 5 [CONFIG_INVALID]");

@@ -2,9 +2,10 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /**
  * Runs the CLI as a real process, reads the first chunk of its stdout and then closes the pipe,
@@ -29,23 +30,16 @@ async function readALittle(argv: string[]): Promise<{ code: number | null; signa
 }
 
 describe("a closed stdout ends the command quietly", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `pipe-${path.basename(dir)}`;
-  });
+  const temp = useTempDir({ marker: "pipe" });
   afterEach(async () => {
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("abridge tools | head: no stack trace, exit 0, no child left", async () => {
     // 3,000 tools listed in full: about 200 KB of output.
     const config = await writeConfig(
-      dir,
-      `cache_dir = "cache"\n` + fixtureServerToml("big", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--name", marker], "connect_timeout_ms = 120000"),
+      temp.path,
+      `cache_dir = "cache"\n` + fixtureServerToml("big", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--name", temp.marker], "connect_timeout_ms = 120000"),
     );
     const r = await readALittle(["tools", "--config", config]);
     expect(r.first).toContain("big_");
@@ -61,9 +55,9 @@ describe("a closed stdout ends the command quietly", () => {
       description: `Tool number ${i}. ${"It does a thing with the given value and returns the result. ".repeat(6)}`,
       inputSchema: { type: "object", properties: { value: { type: "string", description: "The value" } }, required: ["value"] },
     }));
-    const input = path.join(dir, `${marker}.json`);
+    const input = path.join(temp.path, `${temp.marker}.json`);
     await writeFile(input, JSON.stringify({ tools }));
-    const r = await readALittle(["render", "--input", input, "--mode", "full", "--json", "--cache-dir", path.join(dir, "cache")]);
+    const r = await readALittle(["render", "--input", input, "--mode", "full", "--json", "--cache-dir", path.join(temp.path, "cache")]);
     expect(r.first).toContain('{"tools":[');
     expect(r.stderr).not.toMatch(/EPIPE|Unhandled|^\s+at /m);
     expect(r.stderr).toBe("");

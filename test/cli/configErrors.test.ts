@@ -1,7 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runAbridge, tempDir } from "../helpers/cliHarness.js";
+import { describe, expect, it } from "vitest";
+import { runAbridge } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 // Each kind of bad config file, run through the real CLI: the message names the file, the field
 // path and what was wrong; the exit code is 2; nothing is started.
@@ -81,15 +82,12 @@ const CASES: { name: string; file: string; text: string; expect: string[]; env?:
 ];
 
 describe("config errors through the CLI", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
-  afterEach(async () => cleanup());
+  const temp = useTempDir();
 
   it.each(CASES)("$name", async (c) => {
-    const file = path.join(dir, c.file);
+    const file = path.join(temp.path, c.file);
     await writeFile(file, c.text);
-    const r = await runAbridge(["servers", "--config", file], { cwd: dir, env: c.env ?? {} });
+    const r = await runAbridge(["servers", "--config", file], { cwd: temp.path, env: c.env ?? {} });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("CONFIG_INVALID");
     for (const part of c.expect) expect(r.stderr).toContain(part);
@@ -98,15 +96,15 @@ describe("config errors through the CLI", () => {
 
   it("never prints a secret from the environment, even when the file is invalid", async () => {
     const secret = "sk-test-abridge-secret-value-123456";
-    const file = path.join(dir, "abridge.toml");
+    const file = path.join(temp.path, "abridge.toml");
     await writeFile(file, '[servers.a]\ncommand = "x"\nenv = { TOKEN = "${SECRET_TOKEN}" }\nheaders = 5\ntimeout_ms = -1\n');
-    const r = await runAbridge(["servers", "--config", file, "--log-level", "debug"], { cwd: dir, env: { SECRET_TOKEN: secret } });
+    const r = await runAbridge(["servers", "--config", file, "--log-level", "debug"], { cwd: temp.path, env: { SECRET_TOKEN: secret } });
     expect(r.code).toBe(2);
     expect(r.stderr + r.stdout).not.toContain(secret);
   });
 
   it("reports a --config path that does not exist with exit 2", async () => {
-    const r = await runAbridge(["servers", "--config", path.join(dir, "nope.toml")], { cwd: dir });
+    const r = await runAbridge(["servers", "--config", path.join(temp.path, "nope.toml")], { cwd: temp.path });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("CONFIG_NOT_FOUND");
     expect(r.stderr).toContain("nope.toml");

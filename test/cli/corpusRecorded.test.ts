@@ -1,25 +1,23 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 
 describe("the whole corpus as recorded servers", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ scope: "all" });
   let config: string;
   const files = readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort();
   const recorded = files.map((f) => JSON.parse(readFileSync(path.join(CORPUS, f), "utf8")) as { server: string; tools: { name: string }[] });
   beforeAll(async () => {
-    ({ dir, cleanup } = await tempDir());
-    config = await writeConfig(dir, `cache_dir = "cache"\n` + recorded.map((r, i) => `[servers.${r.server}]\nrecorded = ${JSON.stringify(path.join(CORPUS, files[i]!))}\n`).join(""));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n` + recorded.map((r, i) => `[servers.${r.server}]\nrecorded = ${JSON.stringify(path.join(CORPUS, files[i]!))}\n`).join(""));
   });
-  afterAll(async () => cleanup());
 
   it("serves every corpus file: each server ready with the tools it recorded", async () => {
     expect(files.length).toBeGreaterThanOrEqual(100);
-    const r = await runAbridge(["servers", "--json", "--config", config], { cwd: dir });
+    const r = await runAbridge(["servers", "--json", "--config", config], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const statuses = JSON.parse(r.stdout) as { name: string; transport: string; state: string; toolCount: number }[];
     expect(statuses).toHaveLength(files.length);
@@ -31,7 +29,7 @@ describe("the whole corpus as recorded servers", () => {
   }, 300_000);
 
   it("searches the whole catalog from the terminal", async () => {
-    const r = await runAbridge(["search", "open a pull request", "--limit", "5", "--json", "--config", config], { cwd: dir });
+    const r = await runAbridge(["search", "open a pull request", "--limit", "5", "--json", "--config", config], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const results = JSON.parse(r.stdout) as { server: string; tool: string }[];
     expect(results).toHaveLength(5);

@@ -5,9 +5,10 @@ import { ExitCode } from "../../src/cli/command.js";
 import { isAbridgeError } from "../../src/model/errors.js";
 import { assertNotNested, childMarkerEnv, PARENT_CONFIGS_ENV } from "../../src/upstream/mcp/nestedAbridge.js";
 import { abridgeCommand, abridgeServerToml } from "../helpers/abridgeCommand.js";
-import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /**
  * A nested abridge answers `initialize` once its own servers are up: on a loaded machine a chain of
@@ -37,25 +38,22 @@ describe("the nesting marker", () => {
 });
 
 describe("abridge among its own servers", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let marker: string;
   let session: ServeSession | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = path.basename(dir);
+    marker = path.basename(temp.path);
   });
   afterEach(async () => {
     await session?.close();
     session = undefined;
     // Every process of these tests carries the temp dir's name: the configs live there.
     expect(await waitForNoMarkedPids(marker, 20_000)).toEqual([]);
-    await cleanup();
   });
 
   /** A Claude-style mcp.json reused as abridge's config, still holding its `abridge` entry. */
   async function selfListingMcpJson(): Promise<string> {
-    const file = path.join(dir, "claude_desktop_config.json");
+    const file = path.join(temp.path, "claude_desktop_config.json");
     const abridge = abridgeCommand(["serve", "--config", file]);
     const echo = fixtureCommand("echoServer.ts", ["--tools", "0", "--name", marker]);
     await writeFile(
@@ -71,12 +69,12 @@ describe("abridge among its own servers", () => {
 
   it("abridge tools: the abridge entry is refused with a clear error, the other servers work", async () => {
     const config = await selfListingMcpJson();
-    const r = await runAbridge(["tools", "--config", config], { cwd: dir });
+    const r = await runAbridge(["tools", "--config", config], { cwd: temp.path });
     expect(r.stdout).toContain("echo_echo");
     expect(r.stderr).toContain('abridge: server abridge failed to start: refused to start: it is abridge serving a config that an abridge above it serves already');
     expect(r.stderr).toContain('remove the "abridge" entry');
     expect(r.code).toBe(ExitCode.FAILURE);
-    const servers = await runAbridge(["servers", "--json", "--config", config], { cwd: dir });
+    const servers = await runAbridge(["servers", "--json", "--config", config], { cwd: temp.path });
     const status = (JSON.parse(servers.stdout) as { name: string; state: string; error?: { code: string } }[]).find((s) => s.name === "abridge");
     expect(status?.state).toBe("failed");
     expect(status?.error?.code).toBe("CONFIG_RECURSION");
@@ -93,24 +91,24 @@ describe("abridge among its own servers", () => {
   }, 90_000);
 
   it("a loop through two configs is caught where it closes", async () => {
-    const a = path.join(dir, "a.toml");
-    const b = path.join(dir, "b.toml");
+    const a = path.join(temp.path, "a.toml");
+    const b = path.join(temp.path, "b.toml");
     await writeFile(a, `cache_dir = "cache-a"\n` + abridgeServerToml("b", ["serve", "--config", b], SLOW_START));
     // b lists only once its echo server is up, however long a busy machine takes to start it.
     await writeFile(b, `cache_dir = "cache-b"\nstartup_grace_ms = 60000\n` + abridgeServerToml("a", ["serve", "--config", a], SLOW_START) + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]));
-    const r = await runAbridge(["tools", "--config", a], { cwd: dir });
+    const r = await runAbridge(["tools", "--config", a], { cwd: temp.path });
     // a -> b -> a: the second a refuses; b serves its echo server and a lists it.
     expect(r.stdout).toContain("b_echo_echo");
     expect(r.code).toBe(ExitCode.OK);
   }, 150_000);
 
   it("abridge in front of abridge with another config works, and compact shows each parameter line once", async () => {
-    const inner = await writeConfig(dir, `cache_dir = "inner-cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker]));
-    const outer = path.join(dir, "outer.toml");
+    const inner = await writeConfig(temp.path, `cache_dir = "inner-cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker]));
+    const outer = path.join(temp.path, "outer.toml");
     await writeFile(outer, `cache_dir = "outer-cache"\n` + abridgeServerToml("inner", ["serve", "--config", inner, "--mode", "compact"], SLOW_START));
-    const warm = await runAbridge(["summarize", "warm", "--config", outer], { cwd: dir });
+    const warm = await runAbridge(["summarize", "warm", "--config", outer], { cwd: temp.path });
     expect(warm.code).toBe(ExitCode.OK);
-    const r = await runAbridge(["tools", "--mode", "compact", "--config", outer], { cwd: dir });
+    const r = await runAbridge(["tools", "--mode", "compact", "--config", outer], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.OK);
     expect(r.stdout).toContain("inner_everything_echo");
     // `tools` prints each name, then its description indented by four spaces.

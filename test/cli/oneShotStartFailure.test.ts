@@ -7,10 +7,11 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ExitCode } from "../../src/cli/command.js";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
-import { fixtureServerToml, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /** Non-empty lines of `text`. */
 function lines(text: string): string[] {
@@ -18,15 +19,12 @@ function lines(text: string): string[] {
 }
 
 describe("a one-shot command whose server fails to start", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let gate: string;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
     // Never created: the server exits with code 3 at every start.
-    gate = path.join(dir, "gate");
+    gate = path.join(temp.path, "gate");
   });
-  afterEach(async () => cleanup());
 
   const commands: { name: string; argv: string[] }[] = [
     { name: "tools", argv: ["tools"] },
@@ -36,8 +34,8 @@ describe("a one-shot command whose server fails to start", () => {
   ];
   for (const command of commands) {
     it(`${command.name}: one line with the exit code and the server's stderr, no retry promised, exit 1`, async () => {
-      const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
-      const r = await runAbridge([...command.argv, "--config", config], { cwd: dir });
+      const config = await writeConfig(temp.path, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+      const r = await runAbridge([...command.argv, "--config", config], { cwd: temp.path });
       expect(r.code).toBe(ExitCode.FAILURE);
       expect(lines(r.stderr)).toEqual([
         "abridge: server gated failed to start: the server process exited with code 3 before it was ready (stderr: gated fixture: gate closed) [UPSTREAM_START_FAILED]",
@@ -46,8 +44,8 @@ describe("a one-shot command whose server fails to start", () => {
   }
 
   it("summarize warm: the failure is shown once, in its table row, with the exit code and the error code; exit 1", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
-    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_CACHE_DIR: path.join(dir, "cache") } });
+    const config = await writeConfig(temp.path, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path, env: { ABRIDGE_CACHE_DIR: path.join(temp.path, "cache") } });
     expect(r.code).toBe(ExitCode.FAILURE);
     const said = `${r.stdout}\n${r.stderr}`.split("exited with code 3").length - 1;
     expect(said, `${r.stdout}\n${r.stderr}`).toBe(1);
@@ -57,8 +55,8 @@ describe("a one-shot command whose server fails to start", () => {
   });
 
   it("logs the failure once and without a retry when the log says more", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
-    const r = await runAbridge(["tools", "--config", config, "--log-level", "debug"], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const r = await runAbridge(["tools", "--config", config, "--log-level", "debug"], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.FAILURE);
     const failed = lines(r.stderr).filter((line) => line.includes("upstream failed to start"));
     expect(failed).toHaveLength(1);
@@ -68,8 +66,8 @@ describe("a one-shot command whose server fails to start", () => {
   });
 
   it("names the signal that ended a server's process", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate, "--signal", "SIGKILL"]));
-    const r = await runAbridge(["tools", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate, "--signal", "SIGKILL"]));
+    const r = await runAbridge(["tools", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(ExitCode.FAILURE);
     expect(lines(r.stderr)).toEqual([
       "abridge: server gated failed to start: the server process was ended by SIGKILL before it was ready (stderr: gated fixture: gate closed) [UPSTREAM_START_FAILED]",
@@ -78,16 +76,13 @@ describe("a one-shot command whose server fails to start", () => {
 });
 
 describe("serve with a server that fails to start", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
-  afterEach(async () => cleanup());
+  const temp = useTempDir();
 
   it("says it retries in the background, and brings the server up once it can start", async () => {
-    const gate = path.join(dir, "gate");
-    const config = await writeConfig(dir, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
+    const gate = path.join(temp.path, "gate");
+    const config = await writeConfig(temp.path, fixtureServerToml("gated", "gatedServer.ts", ["--gate", gate]));
     const { command, args } = abridgeCommand(["serve", "--config", config, "--log-level", "info"]);
-    const child = spawn(command, args, { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["pipe", "ignore", "pipe"] });
+    const child = spawn(command, args, { cwd: temp.path, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["pipe", "ignore", "pipe"] });
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     let stderr = "";
     const checks = new Set<() => void>();

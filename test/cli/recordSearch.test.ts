@@ -3,8 +3,9 @@ import { createRequire } from "node:module";
 import { copyFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { fixturePath } from "../helpers/processes.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 const memoryBin = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-memory/dist/index.js");
@@ -35,46 +36,39 @@ const ECHO_TOOLS = [
 ];
 
 describe("abridge record", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `record-${path.basename(dir)}`;
-  });
+  const temp = useTempDir({ marker: "record" });
   afterEach(async () => {
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("follows nextCursor and writes every page's tools exactly as sent, with serverInfo and the package", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("echo", "echoServer.ts", ["--tools", "5", "--page-size", "3", "--name", marker]));
-    const r = await runAbridge(["record", "echo", "--config", config, "--package", "echo-fixture@1.0.0"], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("echo", "echoServer.ts", ["--tools", "5", "--page-size", "3", "--name", temp.marker]));
+    const r = await runAbridge(["record", "echo", "--config", config, "--package", "echo-fixture@1.0.0"], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const recorded = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(recorded).toEqual({ server: "echo", package: "echo-fixture@1.0.0", serverInfo: { name: marker, version: "1.0.0" }, tools: ECHO_TOOLS });
+    expect(recorded).toEqual({ server: "echo", package: "echo-fixture@1.0.0", serverInfo: { name: temp.marker, version: "1.0.0" }, tools: ECHO_TOOLS });
     // Key order too: the file is the server's answer, not a re-arrangement of it.
     expect(JSON.stringify(recorded.tools)).toBe(JSON.stringify(ECHO_TOOLS));
   }, 60_000);
 
   it("keeps what the bridge would clean up (nulls) and ignores allow/deny: the raw answer", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("nulls", "nullFieldsServer.ts", [marker], `deny = ["ping"]`));
-    const r = await runAbridge(["record", "nulls", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("nulls", "nullFieldsServer.ts", [temp.marker], `deny = ["ping"]`));
+    const r = await runAbridge(["record", "nulls", "--config", config], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const expected = JSON.parse(readFileSync(fixturePath("nullTools.json"), "utf8")) as { tools: unknown[] };
     expect((JSON.parse(r.stdout) as { tools: unknown[] }).tools).toEqual(expected.tools);
   }, 60_000);
 
   it("a recorded file serves the same tools as the live server it came from", async () => {
-    const live = fixtureServerToml("echo", "echoServer.ts", ["--tools", "5", "--page-size", "3", "--name", marker]);
-    const liveConfig = await writeConfig(dir, live);
-    const recorded = await runAbridge(["record", "echo", "--config", liveConfig], { cwd: dir });
+    const live = fixtureServerToml("echo", "echoServer.ts", ["--tools", "5", "--page-size", "3", "--name", temp.marker]);
+    const liveConfig = await writeConfig(temp.path, live);
+    const recorded = await runAbridge(["record", "echo", "--config", liveConfig], { cwd: temp.path });
     expect(recorded.code, recorded.stderr).toBe(0);
-    await writeFile(path.join(dir, "echo.json"), recorded.stdout);
-    const fromLive = await runAbridge(["tools", "--json", "--config", liveConfig, "--cache-dir", "cache"], { cwd: dir });
-    const replayConfig = path.join(dir, "replay.toml");
+    await writeFile(path.join(temp.path, "echo.json"), recorded.stdout);
+    const fromLive = await runAbridge(["tools", "--json", "--config", liveConfig, "--cache-dir", "cache"], { cwd: temp.path });
+    const replayConfig = path.join(temp.path, "replay.toml");
     await writeFile(replayConfig, `[servers.echo]\nrecorded = "echo.json"\n`);
-    const fromFile = await runAbridge(["tools", "--json", "--config", replayConfig, "--cache-dir", "cache"], { cwd: dir });
+    const fromFile = await runAbridge(["tools", "--json", "--config", replayConfig, "--cache-dir", "cache"], { cwd: temp.path });
     expect(fromLive.code, fromLive.stderr).toBe(0);
     expect(fromFile.code, fromFile.stderr).toBe(0);
     expect(JSON.parse(fromFile.stdout)).toEqual(JSON.parse(fromLive.stdout));
@@ -82,10 +76,10 @@ describe("abridge record", () => {
 
   it("reproduces the corpus file of a published server (memory, the version in the corpus)", async () => {
     const config = await writeConfig(
-      dir,
-      `[servers.memory]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(memoryBin)}, ${JSON.stringify(marker)}]\nenv = { MEMORY_FILE_PATH = ${JSON.stringify(path.join(dir, "memory.jsonl"))} }\n`,
+      temp.path,
+      `[servers.memory]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(memoryBin)}, ${JSON.stringify(temp.marker)}]\nenv = { MEMORY_FILE_PATH = ${JSON.stringify(path.join(temp.path, "memory.jsonl"))} }\n`,
     );
-    const r = await runAbridge(["record", "memory", "--config", config, "--package", "@modelcontextprotocol/server-memory@2026.8.31"], { cwd: dir });
+    const r = await runAbridge(["record", "memory", "--config", config, "--package", "@modelcontextprotocol/server-memory@2026.8.31"], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const corpus = JSON.parse(readFileSync(path.join(CORPUS, "memory.json"), "utf8")) as { package: string; tools: unknown[] };
     const recorded = JSON.parse(r.stdout) as { package: string; tools: unknown[] };
@@ -94,8 +88,8 @@ describe("abridge record", () => {
   }, 60_000);
 
   it("an unknown server is a usage error with a suggestion", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("echo", "echoServer.ts", [marker]));
-    const r = await runAbridge(["record", "ecoh", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("echo", "echoServer.ts", [temp.marker]));
+    const r = await runAbridge(["record", "ecoh", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain('no server "ecoh"');
@@ -104,8 +98,8 @@ describe("abridge record", () => {
   });
 
   it("a server that does not start is exit 1 with its reason, and nothing on stdout", async () => {
-    const config = await writeConfig(dir, `[servers.broken]\ncommand = ${JSON.stringify(path.join(dir, "no-such-server"))}\nargs = [${JSON.stringify(marker)}]\nconnect_timeout_ms = 20000\n`);
-    const r = await runAbridge(["record", "broken", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, `[servers.broken]\ncommand = ${JSON.stringify(path.join(temp.path, "no-such-server"))}\nargs = [${JSON.stringify(temp.marker)}]\nconnect_timeout_ms = 20000\n`);
+    const r = await runAbridge(["record", "broken", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("server broken failed to start");
@@ -113,27 +107,24 @@ describe("abridge record", () => {
   }, 60_000);
 
   it("a disabled server is refused rather than started", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("echo", "echoServer.ts", [marker], "enabled = false"));
-    const r = await runAbridge(["record", "echo", "--config", config], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("echo", "echoServer.ts", [temp.marker], "enabled = false"));
+    const r = await runAbridge(["record", "echo", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("server echo is disabled");
   });
 });
 
 describe("abridge search", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let config: string;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    await copyFile(path.join(CORPUS, "filesystem.json"), path.join(dir, "filesystem.json"));
-    await copyFile(path.join(CORPUS, "github.json"), path.join(dir, "github.json"));
-    config = await writeConfig(dir, `cache_dir = "cache"\n[servers.fs]\nrecorded = "filesystem.json"\n[servers.gh]\nrecorded = "github.json"\n`);
+    await copyFile(path.join(CORPUS, "filesystem.json"), path.join(temp.path, "filesystem.json"));
+    await copyFile(path.join(CORPUS, "github.json"), path.join(temp.path, "github.json"));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n[servers.fs]\nrecorded = "filesystem.json"\n[servers.gh]\nrecorded = "github.json"\n`);
   });
-  afterEach(async () => cleanup());
 
   it("prints a ranked table of the configured catalog", async () => {
-    const r = await runAbridge(["search", "create an issue in a repository", "--limit", "3", "--config", config], { cwd: dir });
+    const r = await runAbridge(["search", "create an issue in a repository", "--limit", "3", "--config", config], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^#\s+tool\s+score\s+summary$/);
@@ -143,7 +134,7 @@ describe("abridge search", () => {
   });
 
   it("--json gives the ranking with scores, best first, and honours --limit", async () => {
-    const r = await runAbridge(["search", "read a file", "--limit", "4", "--json", "--config", config], { cwd: dir });
+    const r = await runAbridge(["search", "read a file", "--limit", "4", "--json", "--config", config], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const results = JSON.parse(r.stdout) as { name: string; server: string; tool: string; score: number; signature: string }[];
     expect(results).toHaveLength(4);
@@ -153,10 +144,10 @@ describe("abridge search", () => {
   });
 
   it("says so when nothing matches, and rejects a bad --limit", async () => {
-    const none = await runAbridge(["search", "zzqx", "--config", config], { cwd: dir });
+    const none = await runAbridge(["search", "zzqx", "--config", config], { cwd: temp.path });
     expect(none.code).toBe(0);
     expect(none.stdout).toBe('No tool matches "zzqx".\n');
-    const bad = await runAbridge(["search", "file", "--limit", "0", "--config", config], { cwd: dir });
+    const bad = await runAbridge(["search", "file", "--limit", "0", "--config", config], { cwd: temp.path });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--limit: expected an integer from 1 to 50");
   });

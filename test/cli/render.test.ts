@@ -1,11 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listedToolTokens } from "../../src/catalog/renderTools.js";
 import { assignNames } from "../../src/model/names.js";
 import { runAbridge, tempDir } from "../helpers/cliHarness.js";
 import { UNIT_TEST_SERVERS } from "../helpers/corpusServers.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 
@@ -15,10 +16,7 @@ function corpusFiles(): string[] {
 }
 
 describe("abridge render", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => ({ dir, cleanup } = await tempDir()));
-  afterAll(async () => cleanup());
+  const temp = useTempDir({ scope: "all" });
 
   it("renders every corpus file in every mode as a valid tools/list result", async () => {
     const files = corpusFiles();
@@ -26,7 +24,7 @@ describe("abridge render", () => {
     for (const file of files) {
       const recorded = JSON.parse(readFileSync(path.join(CORPUS, file), "utf8")) as { server: string; tools: { name: string }[] };
       for (const mode of ["full", "summary", "compact", "lazy"]) {
-        const r = await runAbridge(["render", "--input", path.join(CORPUS, file), "--mode", mode, "--json", "--cache-dir", dir], { cwd: dir });
+        const r = await runAbridge(["render", "--input", path.join(CORPUS, file), "--mode", mode, "--json", "--cache-dir", temp.path], { cwd: temp.path });
         expect(r.code, `${file} ${mode}: ${r.stderr}`).toBe(0);
         const listed = JSON.parse(r.stdout) as { tools: { name: string; description?: string; inputSchema: unknown }[] };
         const names = listed.tools.map((t) => t.name);
@@ -48,14 +46,14 @@ describe("abridge render", () => {
 
   it("reads a bare array from stdin and prints token counts", async () => {
     const tools = [{ name: "say", description: "Says a thing out loud to everyone in the room. Use this tool to speak.", inputSchema: { type: "object", properties: { text: { type: "string", description: "What to say" } }, required: ["text"] } }];
-    const r = await runAbridge(["render", "--server", "voice", "--tokens", "--cache-dir", dir], { cwd: dir, stdin: JSON.stringify(tools) });
+    const r = await runAbridge(["render", "--server", "voice", "--tokens", "--cache-dir", temp.path], { cwd: temp.path, stdin: JSON.stringify(tools) });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("voice_say");
     expect(r.stdout).toMatch(/tokens before -> after \(compact\): \d+ -> \d+/);
   });
 
   it("needs --server for stdin without a server field", async () => {
-    const r = await runAbridge(["render", "--cache-dir", dir], { cwd: dir, stdin: "[]" });
+    const r = await runAbridge(["render", "--cache-dir", temp.path], { cwd: temp.path, stdin: "[]" });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--server NAME");
   });
@@ -66,7 +64,7 @@ describe("abridge render", () => {
     ["a tool without a name", '[{"inputSchema": {}}]', "<stdin>: tools[0].name: expected a non-empty string"],
     ["a tool without a schema", '[{"name": "a"}]', "<stdin>: tools[0].inputSchema: expected an object"],
   ])("rejects %s with exit 2", async (_name, input, message) => {
-    const r = await runAbridge(["render", "--server", "s", "--cache-dir", dir], { cwd: dir, stdin: input });
+    const r = await runAbridge(["render", "--server", "s", "--cache-dir", temp.path], { cwd: temp.path, stdin: input });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(message);
     expect(r.stderr).toContain("INPUT_INVALID");

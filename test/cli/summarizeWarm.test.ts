@@ -4,8 +4,9 @@ import { createRequire } from "node:module";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cacheEntrySchema } from "../../src/cache/cacheEntry.js";
 import { ExitCode } from "../../src/cli/command.js";
-import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const require = createRequire(import.meta.url);
 const everythingBin = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -118,28 +119,21 @@ async function cacheLines(dir: string): Promise<unknown[]> {
 }
 
 describe("abridge summarize warm (end to end)", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `warm-${path.basename(dir)}`;
-  });
+  const temp = useTempDir({ marker: "warm" });
   afterEach(async () => {
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("fills every summary from a fixture and a published server, and the second run makes no summarizer call", async () => {
     const config = await writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
-        fixtureServerToml("echo", "echoServer.ts", ["--tools", "6", "--name", marker]),
-        `[servers.everything]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(everythingBin)}, "stdio", ${JSON.stringify(marker)}]\n`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "6", "--name", temp.marker]),
+        `[servers.everything]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(everythingBin)}, "stdio", ${JSON.stringify(temp.marker)}]\n`,
       ].join("\n"),
     );
-    const first = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const first = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(first.stderr).not.toContain("failed");
     expect(first.code).toBe(0);
     const rows = first.stdout.split("\n");
@@ -155,60 +149,60 @@ describe("abridge summarize warm (end to end)", () => {
     expect(printed.footer).toMatchObject({ summarizer: "extractive@3", fallback: 0 });
     expect(printed.footer.generated).toBe(printed.total.tools);
 
-    const lines = await cacheLines(dir);
+    const lines = await cacheLines(temp.path);
     expect(lines).toHaveLength(8 + everythingTools);
     for (const line of lines) expect(cacheEntrySchema.safeParse(line).success).toBe(true);
 
-    const second = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const second = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(second.code).toBe(0);
     expect(second.stdout).toContain("summarizer extractive@3: 0 requests, 0 generated");
     expectConsistent(parseWarm(second.stdout));
     const echoAgain = second.stdout.split("\n").find((l) => l.startsWith("echo "));
     expect(echoAgain?.split(/\s+/).slice(1, 5)).toEqual(["8", "8", "0", "0"]);
-    expect(await cacheLines(dir)).toHaveLength(lines.length);
+    expect(await cacheLines(temp.path)).toHaveLength(lines.length);
 
     // --force redoes every tool; --server limits it to one.
-    const forced = await runAbridge(["summarize", "warm", "--config", config, "--server", "echo", "--force"], { cwd: dir });
+    const forced = await runAbridge(["summarize", "warm", "--config", config, "--server", "echo", "--force"], { cwd: temp.path });
     expect(forced.code).toBe(0);
     expect(forced.stdout.split("\n").find((l) => l.startsWith("echo "))?.split(/\s+/).slice(1, 5)).toEqual(["8", "8", "8", "0"]);
     expect(forced.stdout).not.toMatch(/^everything /m);
 
-    const status = await runAbridge(["summarize", "status", "--config", config, "--json"], { cwd: dir });
+    const status = await runAbridge(["summarize", "status", "--config", config, "--json"], { cwd: temp.path });
     expect(status.code).toBe(0);
     const report = JSON.parse(status.stdout) as { servers: { server: string; tools: number; cached: number; missing: number }[] };
     expect(report.servers.find((s) => s.server === "echo")).toMatchObject({ tools: 8, cached: 8, missing: 0 });
   });
 
   it("redoes entries of another summarizer with --stale", async () => {
-    const config = await writeConfig(dir, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker])].join("\n"));
-    expect((await runAbridge(["summarize", "warm", "--config", config], { cwd: dir })).code).toBe(0);
+    const config = await writeConfig(temp.path, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker])].join("\n"));
+    expect((await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path })).code).toBe(0);
     // Rewrite every entry as if another summarizer had made it.
-    const file = path.join(dir, "cache", "summaries.jsonl");
+    const file = path.join(temp.path, "cache", "summaries.jsonl");
     const written = await readFile(file, "utf8");
     const rewrite = (by: string): Promise<void> =>
       import("node:fs/promises").then((fs) => fs.writeFile(file, written.replaceAll('"summarizer":"extractive@3"', `"summarizer":"${by}"`)));
     await rewrite("openai:some-model");
-    const plain = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const plain = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(plain.stdout).toContain("0 generated");
-    const stale = await runAbridge(["summarize", "warm", "--config", config, "--stale"], { cwd: dir });
+    const stale = await runAbridge(["summarize", "warm", "--config", config, "--stale"], { cwd: temp.path });
     expect(stale.code).toBe(0);
     expect(stale.stdout).toContain("3 generated");
     // An older version of the summarizer in use is redone without --stale.
     await rewrite("extractive@0");
-    const older = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const older = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(older.stdout).toContain("3 generated");
   });
 
   it("reports a server that fails to start, warms the others, and exits 1", async () => {
     const config = await writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
-        fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]),
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]),
         `[servers.broken]\ncommand = "/nonexistent/abridge-no-such-binary"\nconnect_timeout_ms = 5000\n`,
       ].join("\n"),
     );
-    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^broken\s+0\s.*failed/m);
     expect(r.stdout).toMatch(/^echo\s+3\s+0\s+3\s+0/m);
@@ -216,8 +210,8 @@ describe("abridge summarize warm (end to end)", () => {
   });
 
   it("rejects an unknown --server with a suggestion and exit 2", async () => {
-    const config = await writeConfig(dir, fixtureServerToml("echo", "echoServer.ts", ["--name", marker]));
-    const r = await runAbridge(["summarize", "warm", "--config", config, "--server", "ecko"], { cwd: dir });
+    const config = await writeConfig(temp.path, fixtureServerToml("echo", "echoServer.ts", ["--name", temp.marker]));
+    const r = await runAbridge(["summarize", "warm", "--config", config, "--server", "ecko"], { cwd: temp.path });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no server "ecko"');
     expect(r.stderr).toContain('did you mean "echo"');
@@ -225,30 +219,25 @@ describe("abridge summarize warm (end to end)", () => {
 });
 
 describe("abridge summarize warm with an LLM summarizer", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "llm" });
   let llm: FakeOpenAi;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `llm-${path.basename(dir)}`;
     llm = await startFakeOpenAi();
   });
   afterEach(async () => {
     await llm.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   /** Two servers: echo with 2 + 3 tools, other with 2 + 1; `summary` lines go under `[summary]`. */
   const configWith = (summary: string[]): Promise<string> =>
     writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
         ["[summary]", 'summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, ...summary].join("\n"),
-        fixtureServerToml("echo", "echoServer.ts", ["--tools", "3", "--name", marker]),
-        fixtureServerToml("other", "echoServer.ts", ["--tools", "1", "--name", marker]),
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "3", "--name", temp.marker]),
+        fixtureServerToml("other", "echoServer.ts", ["--tools", "1", "--name", temp.marker]),
       ].join("\n"),
     );
   const serverRows = (printed: PrintedWarm): PrintedRow[] => printed.rows.filter((r) => r.label !== "(shared)");
@@ -256,7 +245,7 @@ describe("abridge summarize warm with an LLM summarizer", () => {
   it("exits SUMMARIZER_FAILED when every call fails, with rows and footer saying fallback; --allow-fallback accepts it and --stale redoes it", async () => {
     llm.setDefault({ kind: "status", status: 500 });
     const config = await configWith(["max_retries = 1"]);
-    const failed = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const failed = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(failed.code).toBe(ExitCode.SUMMARIZER_FAILED);
     expect(failed.code).not.toBe(0);
     expect(failed.stderr).toMatch(/every call to the summarizer openai:\S+ failed.*--allow-fallback.*\[SUMMARIZER_FAILED\]$/m);
@@ -273,11 +262,11 @@ describe("abridge summarize warm with an LLM summarizer", () => {
     expect(printed.footer.retries).toBeGreaterThan(0);
     expect(printed.footer.causes).toBe(`${printed.total.fallback} after a failed call`);
     expect(failed.stdout).toContain(`every summarizer call failed: all ${printed.total.fallback} summaries written are extractive`);
-    const lines = await cacheLines(dir);
+    const lines = await cacheLines(temp.path);
     expect(lines).toHaveLength(printed.total.tools!);
     for (const line of lines) expect(line).toMatchObject({ summarizer: "extractive@3", fallback: expect.stringContaining("500") });
 
-    const accepted = await runAbridge(["summarize", "warm", "--config", config, "--force", "--allow-fallback"], { cwd: dir });
+    const accepted = await runAbridge(["summarize", "warm", "--config", config, "--force", "--allow-fallback"], { cwd: temp.path });
     expect(accepted.code).toBe(0);
     expect(accepted.stderr).not.toContain("[SUMMARIZER_FAILED]");
     const again = parseWarm(accepted.stdout);
@@ -287,7 +276,7 @@ describe("abridge summarize warm with an LLM summarizer", () => {
 
     // The endpoint is back: --stale redoes the fallbacks, as the footer said.
     llm.setDefault({ kind: "ok" });
-    const redone = await runAbridge(["summarize", "warm", "--config", config, "--stale"], { cwd: dir });
+    const redone = await runAbridge(["summarize", "warm", "--config", config, "--stale"], { cwd: temp.path });
     expect(redone.code).toBe(0);
     const fixed = parseWarm(redone.stdout);
     expectConsistent(fixed);
@@ -299,7 +288,7 @@ describe("abridge summarize warm with an LLM summarizer", () => {
     // One tool per request, one request at a time, no retries: exactly the first two tools fail.
     llm.script({ kind: "status", status: 500 }, { kind: "status", status: 500 });
     const config = await configWith(["batch_size = 1", "max_concurrency = 1", "max_retries = 0"]);
-    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(0);
     expect(r.stderr).not.toContain("[SUMMARIZER_FAILED]");
     const printed = parseWarm(r.stdout);
@@ -316,7 +305,7 @@ describe("abridge summarize warm with an LLM summarizer", () => {
 
   it("counts every summary the LLM wrote as generated when every call succeeds", async () => {
     const config = await configWith(["batch_size = 2"]);
-    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const r = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(0);
     const printed = parseWarm(r.stdout);
     expectConsistent(printed);
@@ -325,7 +314,7 @@ describe("abridge summarize warm with an LLM summarizer", () => {
     expect(printed.total.generated).toBe(sent);
     expect(printed.footer).toMatchObject({ requests: llm.requests.length, fallback: 0, causes: "", retries: 0 });
     expect(r.stdout).not.toContain("summarizer call");
-    const lines = await cacheLines(dir);
+    const lines = await cacheLines(temp.path);
     expect(lines).toHaveLength(printed.total.tools!);
     for (const line of lines) expect(line).toMatchObject({ summarizer: expect.stringMatching(/^openai:/) });
     for (const line of lines) expect(line).not.toHaveProperty("fallback");

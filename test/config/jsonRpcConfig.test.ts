@@ -1,10 +1,11 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/loadConfig.js";
 import { parseBackendAddress } from "../../src/config/backendAddress.js";
 import { startJsonRpcBackend, writeBackendManifests, type Backend } from "../fixtures/jsonRpcBackend.js";
-import { runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const parse = (toml: string) => parseConfigText(toml, { file: "/etc/abridge/abridge.toml", env: {} });
 
@@ -44,33 +45,30 @@ describe("jsonrpc = \"...\" in the config", () => {
 });
 
 describe("jsonrpc servers through the CLI", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ prefix: "abridge-jrpc-" });
   let backend: Backend | undefined;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir("abridge-jrpc-")));
   afterEach(async () => {
     await backend?.close();
     backend = undefined;
-    await cleanup();
   });
 
   it("a manifests folder that is missing is a config error (exit 2) naming the field and the folder", async () => {
-    const config = await writeConfig(dir, `[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "nowhere"\n`);
-    const r = await runAbridge(["tools", "--config", config, "--cache-dir", "cache"], { cwd: dir });
+    const config = await writeConfig(temp.path, `[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "nowhere"\n`);
+    const r = await runAbridge(["tools", "--config", config, "--cache-dir", "cache"], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(dir, "nowhere")} (ENOENT)`);
+    expect(r.stderr).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(temp.path, "nowhere")} (ENOENT)`);
     expect(r.stderr).toContain("[CONFIG_INVALID]");
   });
 
   it("a bad manifest is reported with file and field, the others load, and `abridge call` reaches the backend", async () => {
-    const manifests = path.join(dir, "manifests");
+    const manifests = path.join(temp.path, "manifests");
     await writeBackendManifests(manifests);
     await mkdir(path.join(manifests, "more"), { recursive: true });
     await writeFile(path.join(manifests, "more", "bad.json"), JSON.stringify({ id: "bad", tools: "none", implementation: { methods: {} } }));
-    backend = await startJsonRpcBackend(path.join(dir, "svc.sock"));
-    const config = await writeConfig(dir, `[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "manifests"\n`);
-    const tools = await runAbridge(["tools", "--json", "--config", config, "--cache-dir", "cache"], { cwd: dir });
+    backend = await startJsonRpcBackend(path.join(temp.path, "svc.sock"));
+    const config = await writeConfig(temp.path, `[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "manifests"\n`);
+    const tools = await runAbridge(["tools", "--json", "--config", config, "--cache-dir", "cache"], { cwd: temp.path });
     expect(tools.code, tools.stderr).toBe(0);
     expect(tools.stderr).toContain(`${path.join(manifests, "more", "bad.json")}: tools: expected an array of tools, got a string`);
     expect(tools.stderr).toContain("CONFIG_INVALID");
@@ -78,7 +76,7 @@ describe("jsonrpc servers through the CLI", () => {
     expect(names).toContain("svc_add");
     expect(names).not.toContain("svc_internal");
 
-    const call = await runAbridge(["call", "svc", "add", "--args", JSON.stringify({ a: 40, b: 2 }), "--config", config, "--cache-dir", "cache"], { cwd: dir });
+    const call = await runAbridge(["call", "svc", "add", "--args", JSON.stringify({ a: 40, b: 2 }), "--config", config, "--cache-dir", "cache"], { cwd: temp.path });
     expect(call.code, call.stderr).toBe(0);
     expect(call.stdout).toContain("42");
   }, 60_000);

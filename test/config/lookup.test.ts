@@ -1,13 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { findConfigPath } from "../../src/config/findConfigPath.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
 import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-let root: string;
+const temp = useTempDir({ prefix: "abridge-config-" });
 let cwd: string;
 let home: string;
 let xdg: string;
@@ -29,22 +29,18 @@ async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
 }
 
 beforeEach(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), "abridge-config-"));
-  cwd = path.join(root, "project");
-  home = path.join(root, "home");
-  xdg = path.join(root, "xdg");
+  cwd = path.join(temp.path, "project");
+  home = path.join(temp.path, "home");
+  xdg = path.join(temp.path, "xdg");
   await mkdir(cwd, { recursive: true });
   await mkdir(home, { recursive: true });
 });
 
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
-});
 
 describe("findConfigPath", () => {
   it("prefers --config, then $ABRIDGE_CONFIG, then ./abridge.toml, then the XDG folder", async () => {
-    const fromFlag = await put(path.join(root, "flag.toml"), "");
-    const fromEnv = await put(path.join(root, "env.toml"), "");
+    const fromFlag = await put(path.join(temp.path, "flag.toml"), "");
+    const fromEnv = await put(path.join(temp.path, "env.toml"), "");
     const local = await put(path.join(cwd, "abridge.toml"), "");
     const inXdg = await put(path.join(xdg, "abridge", "abridge.toml"), "");
     const env = { ABRIDGE_CONFIG: fromEnv, XDG_CONFIG_HOME: xdg, HOME: home };
@@ -68,12 +64,12 @@ describe("findConfigPath", () => {
     expect(flag.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
     expect(flag.message).toBe(`config file ${path.join(cwd, "missing.toml")} (from --config) does not exist`);
 
-    const fromEnv = await rejection(findConfigPath({ cwd, env: { ABRIDGE_CONFIG: path.join(root, "nope.toml") } }));
+    const fromEnv = await rejection(findConfigPath({ cwd, env: { ABRIDGE_CONFIG: path.join(temp.path, "nope.toml") } }));
     expect(fromEnv.code).toBe(ErrorCode.CONFIG_NOT_FOUND);
-    expect(fromEnv.message).toContain(path.join(root, "nope.toml"));
+    expect(fromEnv.message).toContain(path.join(temp.path, "nope.toml"));
     expect(fromEnv.message).toContain("$ABRIDGE_CONFIG");
 
-    const dir = await rejection(findConfigPath({ configPath: root, cwd, env: {} }));
+    const dir = await rejection(findConfigPath({ configPath: temp.path, cwd, env: {} }));
     expect(dir.message).toContain("is a directory");
   });
 
@@ -106,7 +102,7 @@ describe("loadConfig", () => {
 
   it("reads an mcp.json named by $ABRIDGE_CONFIG and logs a warning for envFile", async () => {
     const file = await put(
-      path.join(root, "mcp.json"),
+      path.join(temp.path, "mcp.json"),
       JSON.stringify({ servers: { a: { command: "x", envFile: ".env" } } }),
     );
     const lines: string[] = [];

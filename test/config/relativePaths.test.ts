@@ -1,9 +1,10 @@
 import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/loadConfig.js";
-import { pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { pidsWithMarker, runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const DIR = path.resolve("/srv/abridge-conf");
 
@@ -70,30 +71,23 @@ describe("relative paths in server entries", () => {
 });
 
 describe("a relative command through the CLI", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `rel-${path.basename(dir)}`;
-  });
+  const temp = useTempDir({ marker: "rel" });
   afterEach(async () => {
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("starts ./server.sh from the config's folder whatever folder abridge runs in", async () => {
-    const { command, args } = fixtureCommand("echoServer.ts", ["--tools", "1", "--name", marker]);
+    const { command, args } = fixtureCommand("echoServer.ts", ["--tools", "1", "--name", temp.marker]);
     const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
     // The script checks its working directory too: a file next to the config must be at `./`.
-    await writeFile(path.join(dir, "here.txt"), "");
-    const script = path.join(dir, "server.sh");
+    await writeFile(path.join(temp.path, "here.txt"), "");
+    const script = path.join(temp.path, "server.sh");
     await writeFile(
       script,
       ["#!/bin/sh", '[ -f ./here.txt ] || { echo "not started in the config folder" >&2; exit 3; }', `exec ${[command, ...args].map(quote).join(" ")}`].join("\n") + "\n",
     );
     await chmod(script, 0o755);
-    const config = await writeConfig(dir, ['cache_dir = "cache"', "[servers.rel]", 'command = "./server.sh"'].join("\n"));
+    const config = await writeConfig(temp.path, ['cache_dir = "cache"', "[servers.rel]", 'command = "./server.sh"'].join("\n"));
 
     const r = await runAbridge(["tools", "--config", config, "--json"], { cwd: "/" });
     expect(r.stderr).toBe("");

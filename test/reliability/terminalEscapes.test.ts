@@ -8,28 +8,24 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
 import { stripControl } from "../../src/util/stripControl.js";
-import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
 describe("terminal escapes from an upstream", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ prefix: "abridge-escapes-", marker: "escapes" });
   let config: string;
-  let marker: string;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir("abridge-escapes-"));
-    marker = `escapes-${path.basename(dir)}`;
-    config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("host", "misbehavingServer.ts", ["--escapes", "--marker", marker]));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("host", "misbehavingServer.ts", ["--escapes", "--marker", temp.marker]));
   });
   afterEach(async () => {
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("`abridge tools` prints the text without the control sequences", async () => {
-    const run = await runAbridge(["tools", "--config", config], { cwd: dir });
+    const run = await runAbridge(["tools", "--config", config], { cwd: temp.path });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("Fails on purpose. red");
     expect(run.stdout).toContain("host_fail");
@@ -41,16 +37,16 @@ describe("terminal escapes from an upstream", () => {
   });
 
   it("summaries are stored without control characters, and compact mode prints clean", async () => {
-    const warm = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir });
+    const warm = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(warm.code).toBe(0);
-    const entries = (await readFile(path.join(dir, "cache", "summaries.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry);
+    const entries = (await readFile(path.join(temp.path, "cache", "summaries.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry);
     const fail = entries.find((e) => e.tool === "fail");
     expect(fail?.summary).toContain("Fails on purpose.");
     for (const e of entries) {
       expect(e.summary).not.toMatch(CONTROL);
       for (const text of Object.values(e.params)) expect(text).not.toMatch(CONTROL);
     }
-    const compact = await runAbridge(["tools", "--config", config, "--mode", "compact"], { cwd: dir });
+    const compact = await runAbridge(["tools", "--config", config, "--mode", "compact"], { cwd: temp.path });
     expect(compact.stdout).not.toMatch(CONTROL);
   });
 

@@ -1,10 +1,11 @@
 import path from "node:path";
 import { createRequire } from "node:module";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { CallToolResult } from "../../src/model/types.js";
 import { decodeResult } from "../../src/result/shapeResult.js";
-import { tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const require = createRequire(import.meta.url);
 const memoryBin = require.resolve("@modelcontextprotocol/server-memory/dist/index.js");
@@ -21,26 +22,19 @@ const entities = [
  * `compact` and `structured = "text-only"`.
  */
 describe("result shaping seen by the SDK client through serve (published memory server)", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "shaping" });
   let session: ServeSession | undefined;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `shaping-${path.basename(dir)}`;
-  });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   const config = (extra: string): Promise<string> =>
     writeConfig(
-      dir,
-      `cache_dir = "cache"\n[servers.memory]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(memoryBin)}, ${JSON.stringify(marker)}]\n` +
-        `env = { MEMORY_FILE_PATH = ${JSON.stringify(path.join(dir, "memory.jsonl"))} }\n${extra}`,
+      temp.path,
+      `cache_dir = "cache"\n[servers.memory]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(memoryBin)}, ${JSON.stringify(temp.marker)}]\n` +
+        `env = { MEMORY_FILE_PATH = ${JSON.stringify(path.join(temp.path, "memory.jsonl"))} }\n${extra}`,
     );
 
   it("full mode: the client validates structuredContent against the outputSchema and reads the compact text as tables", async () => {

@@ -1,8 +1,8 @@
-import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { clientPrefixedMatches } from "../../src/model/names.js";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Result = { isError?: boolean; content: { type: string; text: string }[] };
 
@@ -33,23 +33,16 @@ describe("clientPrefixedMatches", () => {
 });
 
 describe("get_schema and call_tool take the names clients show", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "prefixed" });
   let session: ServeSession | undefined;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `prefixed-${path.basename(dir)}`;
-  });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   const config = (extra = ""): Promise<string> =>
-    writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker]) + extra);
+    writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", temp.marker]) + extra);
 
   it("compact: get_schema of each client's name is the schema of everything_echo", async () => {
     session = await serveOverStdio(await config(), ["--mode", "compact"]);
@@ -73,7 +66,7 @@ describe("get_schema and call_tool take the names clients show", () => {
 
   it("an ambiguous name is the usual unknown-tool error, listing the tools it could mean", async () => {
     // A `prefix = false` server exposes `echo`: Gemini's name then reads as `echo` or `everything_echo`.
-    const extra = fixtureServerToml("plain", "echoServer.ts", ["--tools", "0", "--name", marker], "prefix = false");
+    const extra = fixtureServerToml("plain", "echoServer.ts", ["--tools", "0", "--name", temp.marker], "prefix = false");
     session = await serveOverStdio(await config(extra), ["--mode", "compact"]);
     const result = (await session.client.callTool({ name: "get_schema", arguments: { tool: "mcp_abridge_everything_echo" } })) as Result;
     expect(result.isError).toBe(true);

@@ -1,30 +1,25 @@
 import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
 import { httpLegacyTranscript } from "../helpers/legacyTranscript.js";
 import { serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
 import { REVISION, statelessMeta, statelessRequest } from "../helpers/statelessClient.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const GOLDEN = new URL("../fixtures/legacyTranscript.json", import.meta.url);
 
 describe("abridge serve --http speaks both eras", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "dual" });
   let config: string;
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `dual-${path.basename(dir)}`;
     // The config the legacy transcript was recorded with (the marker only names the processes).
-    config = await writeConfig(dir, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker])].join("\n"));
+    config = await writeConfig(temp.path, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
   });
   afterEach(async () => {
     await serve?.stop();
     serve = undefined;
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("answers a client of the handshake era byte for byte as before revision 2026-07-28", async () => {

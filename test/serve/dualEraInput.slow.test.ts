@@ -1,9 +1,10 @@
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
 import { REVISION, statelessMeta, statelessRequest } from "../helpers/statelessClient.js";
 import { Watch } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const ALL = { sampling: {}, elicitation: {}, roots: {} };
 
@@ -43,22 +44,19 @@ async function listen(url: string, filter: Record<string, unknown>): Promise<{ f
 }
 
 describe("abridge serve --http: input_required and subscriptions/listen for 2026-07-28 clients", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let serve: HttpServeProcess | undefined;
   let marker: string;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = path.basename(dir);
+    marker = path.basename(temp.path);
     // The conformance fixture asks the client for input during some calls; the marker names its process.
-    const config = await writeConfig(dir, [`cache_dir = "cache"`, "mode = \"full\"", TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    const config = await writeConfig(temp.path, [`cache_dir = "cache"`, "mode = \"full\"", TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
     serve = await serveOverHttp(config);
   });
   afterEach(async () => {
     await serve?.stop();
     serve = undefined;
     expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
   });
 
   it("turns an upstream's elicitation into input_required and resumes the same call with the answer", async () => {

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
 import { stdioLegacyTranscript } from "../helpers/legacyTranscript.js";
 import { BIN } from "../helpers/serveHarness.js";
 import { REVISION, statelessMeta } from "../helpers/statelessClient.js";
 import { Watch } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const GOLDEN = new URL("../fixtures/legacyTranscript.json", import.meta.url);
 
@@ -49,15 +49,11 @@ function answers(child: ChildProcess): {
 }
 
 describe("abridge serve over stdio speaks both eras", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "dual-stdio" });
   let config: string;
   let running: { child: ChildProcess; exited: Promise<unknown> } | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `dual-stdio-${path.basename(dir)}`;
-    config = await writeConfig(dir, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker])].join("\n"));
+    config = await writeConfig(temp.path, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
   });
   afterEach(async () => {
     if (running !== undefined) {
@@ -65,8 +61,7 @@ describe("abridge serve over stdio speaks both eras", () => {
       await running.exited;
     }
     running = undefined;
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("answers a client of the handshake era byte for byte as before revision 2026-07-28", async () => {
@@ -109,7 +104,7 @@ describe("abridge serve over stdio speaks both eras", () => {
   });
 
   it("carries list changes on subscriptions/listen until the client cancels it", async () => {
-    const conformance = await writeConfig(dir, [`cache_dir = "cache2"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    const conformance = await writeConfig(temp.path, [`cache_dir = "cache2"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [temp.marker], "prefix = false")].join("\n"));
     running = serveStdio(conformance);
     const client = answers(running.child);
     const frames = (subscription: string): Record<string, unknown>[] =>

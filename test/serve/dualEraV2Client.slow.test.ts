@@ -2,8 +2,9 @@ import path from "node:path";
 import { Client as V2Client, StreamableHTTPClientTransport as V2HttpTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/client/stdio";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, TEST_STARTUP_GRACE, writeConfig } from "../helpers/cliHarness.js";
 import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /**
  * The SDK's own client of revision 2026-07-28 (the v2 `@modelcontextprotocol/client`) in front of
@@ -17,21 +18,18 @@ function v2Client(): V2Client {
 }
 
 describe("a 2026-07-28 client of the v2 SDK through abridge serve", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let marker: string;
   let config: string;
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = path.basename(dir);
-    config = await writeConfig(dir, [`cache_dir = "cache"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    marker = path.basename(temp.path);
+    config = await writeConfig(temp.path, [`cache_dir = "cache"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
   });
   afterEach(async () => {
     await serve?.stop();
     serve = undefined;
     expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
   });
 
   it("over HTTP: negotiates 2026-07-28, lists with caching hints and answers an elicitation through input_required", async () => {

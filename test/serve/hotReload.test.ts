@@ -1,34 +1,28 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 import { Watch } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Text = { type: string; text: string };
 
 describe("hot reload of the config", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "reload" });
   let session: ServeSession | undefined;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `reload-${path.basename(dir)}`;
-  });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("adds, removes and re-filters servers without a restart and without dropping a call in flight", async () => {
     const base = `cache_dir = "cache"\nmode = "full"\n`;
-    const slow = fixtureServerToml("slow", "slowServer.ts", ["--name", marker]);
-    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]);
-    const config = await writeConfig(dir, base + slow + echo);
+    const slow = fixtureServerToml("slow", "slowServer.ts", ["--name", temp.marker]);
+    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]);
+    const config = await writeConfig(temp.path, base + slow + echo);
     session = await serveOverStdio(config);
     let changes = 0;
     const changed = new Watch();
@@ -45,9 +39,9 @@ describe("hot reload of the config", () => {
     const inFlight = session.client.callTool({ name: slowTool, arguments: { ms: 3000 } }, undefined, { timeout: 30_000 });
 
     // Remove echo, add a second echo under another name with a deny filter; write by rename like editors do.
-    const next = base + slow + fixtureServerToml("echo2", "echoServer.ts", ["--tools", "1", "--name", marker], 'deny = ["tool_*"]');
-    await writeFile(path.join(dir, "abridge.toml.tmp"), next);
-    await rename(path.join(dir, "abridge.toml.tmp"), config);
+    const next = base + slow + fixtureServerToml("echo2", "echoServer.ts", ["--tools", "1", "--name", temp.marker], 'deny = ["tool_*"]');
+    await writeFile(path.join(temp.path, "abridge.toml.tmp"), next);
+    await rename(path.join(temp.path, "abridge.toml.tmp"), config);
 
     // Listed again after each list_changed until the edit shows: a list that changes after the
     // client listed it is announced, so one that is not there yet comes with a notification.
@@ -68,7 +62,7 @@ describe("hot reload of the config", () => {
   });
 
   it("keeps the running config when an edit is invalid, and says why", async () => {
-    const config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]));
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]));
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\nmode = "tiny"\n`);
     await session.untilStderr("config edit rejected", "the rejection in the log");
@@ -78,17 +72,17 @@ describe("hot reload of the config", () => {
   });
 
   it("keeps settings opened at start (audit log) and says they need a restart", async () => {
-    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", marker]);
-    const config = await writeConfig(dir, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
+    const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]);
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n` + echo);
     await session.untilStderr("take effect after a restart", "the restart notice");
     expect(session.stderr()).toMatch(/keys=.*audit_log/);
     await session.client.callTool({ name: "echo_echo", arguments: { text: "where does this go" } });
-    const audit1 = await readFile(path.join(dir, "audit1.jsonl"), "utf8");
+    const audit1 = await readFile(path.join(temp.path, "audit1.jsonl"), "utf8");
     expect(audit1).toContain('"tool":"echo"');
     // Still the running setting: no argument values, and no second log.
     expect(audit1).not.toContain("where does this go");
-    await expect(readFile(path.join(dir, "audit2.jsonl"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
+    await expect(readFile(path.join(temp.path, "audit2.jsonl"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });
   });
 });

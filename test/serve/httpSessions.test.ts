@@ -1,36 +1,30 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { parseConfigText } from "../../src/config/loadConfig.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
-import { fixtureServerToml, pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("HTTP sessions in process", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "sess" });
   let bridge: Bridge | undefined;
   let http: HttpFrontend | undefined;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `sess-${path.basename(dir)}`;
-  });
   afterEach(async () => {
     await http?.close();
     await bridge?.close();
     http = undefined;
     bridge = undefined;
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   async function start(extra = ""): Promise<{ url: string; bridge: Bridge }> {
-    const toml = `audit_log = "audit.jsonl"\n${extra}\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]);
-    const config = parseConfigText(toml, { file: path.join(dir, "abridge.toml"), env: {} });
-    bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {}, stateDir: path.join(dir, "state") });
+    const toml = `audit_log = "audit.jsonl"\n${extra}\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker]);
+    const config = parseConfigText(toml, { file: path.join(temp.path, "abridge.toml"), env: {} });
+    bridge = await Bridge.open({ config, cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, stateDir: path.join(temp.path, "state") });
     await bridge.start();
     http = await startHttpServer(bridge, { port: 0 });
     return { url: http.url, bridge };
@@ -58,7 +52,7 @@ describe("HTTP sessions in process", () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     await client.callTool({ name: "echo_echo", arguments: { text: "audited" } });
     await client.close();
-    const lines = (await readFile(path.join(dir, "audit.jsonl"), "utf8")).trim().split("\n");
+    const lines = (await readFile(path.join(temp.path, "audit.jsonl"), "utf8")).trim().split("\n");
     const record = JSON.parse(lines.at(-1)!) as { client?: string; tool: string; outcome: string };
     expect(record).toMatchObject({ tool: "echo", outcome: "ok" });
     expect(record.client).toMatch(/^http:[0-9a-f-]{36}$/);

@@ -10,7 +10,8 @@ import path from "node:path";
 import { parseConfigText } from "../../src/config/loadConfig.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { startHttpServer, type HttpFrontend } from "../../src/serve/httpServer.js";
-import { fixtureServerToml, pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 import { Watch } from "../helpers/waitFor.js";
 
 const ACCEPT = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -64,17 +65,15 @@ function sseMessages(text: string): Record<string, unknown>[] {
 }
 
 describe("serve --http transport on the wire", () => {
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ scope: "all", marker: "wire" });
   let bridge: Bridge | undefined;
   let frontend: HttpFrontend;
   let small: HttpFrontend;
 
   // One bridge for the file: the tests are about the transport, each on sessions of its own.
   beforeAll(async () => {
-    let dir: string;
-    ({ dir, cleanup } = await tempDir());
-    marker = `wire-${path.basename(dir)}`;
+    const dir = temp.path;
+    const marker = temp.marker;
     // Generous start-up limits: tsx fixtures start slowly on a loaded machine.
     const slowStart = "connect_timeout_ms = 120000";
     const toml =
@@ -90,8 +89,7 @@ describe("serve --http transport on the wire", () => {
   afterAll(async () => {
     await Promise.allSettled([frontend?.close(), small?.close()]);
     await bridge?.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   /** Initializes a session (declaring `capabilities`) and returns the headers its requests carry. */

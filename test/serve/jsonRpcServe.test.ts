@@ -4,32 +4,30 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MODES, type Mode } from "../../src/config/schema.js";
 import { EXPOSED_TOOLS, startJsonRpcBackend, writeBackendManifests, type Backend } from "../fixtures/jsonRpcBackend.js";
-import { tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Text = { type: string; text: string };
 type Result = { content?: unknown; isError?: boolean; structuredContent?: unknown; _meta?: unknown };
 const textOf = (result: Result): string => (result.content as Text[])[0]!.text;
 
 describe("abridge serve in front of a JSON-RPC backend", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ prefix: "abridge-jrpc-" });
   let config: string;
   let manifests: string;
   let backend: Backend;
   let session: ServeSession | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir("abridge-jrpc-"));
-    manifests = path.join(dir, "manifests");
+    manifests = path.join(temp.path, "manifests");
     await writeBackendManifests(manifests);
-    backend = await startJsonRpcBackend(path.join(dir, "svc.sock"));
-    config = await writeConfig(dir, `cache_dir = "cache"\n[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "manifests"\ntimeout_ms = 5000\n`);
+    backend = await startJsonRpcBackend(path.join(temp.path, "svc.sock"));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n[servers.svc]\njsonrpc = "unix:svc.sock"\nmanifests = "manifests"\ntimeout_ms = 5000\n`);
   });
   afterEach(async () => {
     await session?.close();
     session = undefined;
     await backend.close();
-    await cleanup();
   });
 
   /** Calls `name` directly, or through `call_tool` in lazy mode, where only meta-tools are listed. */

@@ -6,36 +6,32 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { configFileSchema, type Config } from "../../src/config/schema.js";
 import { Bridge } from "../../src/core/bridge.js";
 import { createMcpFrontend } from "../../src/serve/mcpFrontend.js";
-import { pidsWithMarker, tempDir } from "../helpers/cliHarness.js";
+import { pidsWithMarker } from "../helpers/cliHarness.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../helpers/fakeOpenAi.js";
 import { fixtureServer } from "../helpers/processes.js";
 import { Watch } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("summaries arriving while serving", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "lc" });
   let llm: FakeOpenAi;
   let bridge: Bridge | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `lc-${path.basename(dir)}`;
     llm = await startFakeOpenAi();
   });
   afterEach(async () => {
     await bridge?.close();
     bridge = undefined;
     await llm.close();
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("serves originals at once, then changes the list once with one debounced list_changed", async () => {
     // The LLM answers slowly: discovery must not wait for it.
     llm.setDefault({ kind: "ok", delayMs: 1500 });
     const file = configFileSchema.parse({ summary: { summarizer: "openai", base_url: llm.baseUrl, batch_size: 50 } });
-    const config: Config = { ...file, source: path.join(dir, "abridge.toml"), servers: [fixtureServer("echo", "echoServer.ts", ["--tools", "3", "--name", marker])] };
-    bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {}, changeDebounceMs: 200 });
+    const config: Config = { ...file, source: path.join(temp.path, "abridge.toml"), servers: [fixtureServer("echo", "echoServer.ts", ["--tools", "3", "--name", temp.marker])] };
+    bridge = await Bridge.open({ config, cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, changeDebounceMs: 200 });
     await bridge.start();
 
     const frontend = createMcpFrontend(bridge, { mode: "summary" });
@@ -66,7 +62,7 @@ describe("summaries arriving while serving", () => {
     // The same list again in a later process: every summary is a hit, no LLM request, same bytes.
     const served = JSON.stringify(bridge.list("summary"));
     await bridge.close();
-    bridge = await Bridge.open({ config, cacheFile: path.join(dir, "summaries.jsonl"), env: {} });
+    bridge = await Bridge.open({ config, cacheFile: path.join(temp.path, "summaries.jsonl"), env: {} });
     await bridge.start();
     expect(JSON.stringify(bridge.list("summary"))).toBe(served);
     expect(llm.requests).toHaveLength(1);

@@ -2,8 +2,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MODES } from "../../src/config/schema.js";
-import { fixtureServerToml, runAbridge, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const RECORDED = fileURLToPath(new URL("../fixtures/nullTools.json", import.meta.url));
 
@@ -19,26 +20,21 @@ function nullPaths(value: unknown, at = "$"): string[] {
 }
 
 describe("tools with null members", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "nulls" });
   let config: string;
   let session: ServeSession | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `nulls-${path.basename(dir)}`;
-    config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("nulls", "nullFieldsServer.ts", [marker]));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("nulls", "nullFieldsServer.ts", [temp.marker]));
   });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   for (const mode of MODES) {
     it(`abridge render --mode ${mode} of a recorded list with nulls`, async () => {
-      const r = await runAbridge(["render", "--input", RECORDED, "--mode", mode, "--json", "--cache-dir", path.join(dir, "cache")], { cwd: dir });
+      const r = await runAbridge(["render", "--input", RECORDED, "--mode", mode, "--json", "--cache-dir", path.join(temp.path, "cache")], { cwd: temp.path });
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       const { tools } = JSON.parse(r.stdout) as { tools: Listed[] };

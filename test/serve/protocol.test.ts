@@ -21,10 +21,11 @@ import {
   type ClientCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, writeConfig } from "../helpers/cliHarness.js";
 import { fixtureCommand, isAlive, killAll } from "../helpers/processes.js";
 import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
 import { MessageLog } from "../helpers/messageLog.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
 
@@ -94,17 +95,15 @@ async function initialize(raw: RawServe): Promise<Message> {
 }
 
 describe("abridge serve over stdio, raw JSON-RPC", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let marker: string;
   let config: string;
   let raw: RawServe | undefined;
 
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
     marker = `protocol-${randomUUID()}`;
     config = await writeConfig(
-      dir,
+      temp.path,
       fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker], "prefix = false") + fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
     );
   });
@@ -117,11 +116,10 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
     }
     raw = undefined;
     killAll(pidsWithMarker(marker));
-    await cleanup();
   });
 
   it("answers malformed JSON -32700, invalid requests -32600, unknown methods -32601, bad params -32602, and keeps serving", async () => {
-    raw = startRaw(config, path.join(dir, "cache"));
+    raw = startRaw(config, path.join(temp.path, "cache"));
     const init = await initialize(raw);
     expect(init.result?.serverInfo).toMatchObject({ name: "abridge" });
     let nextId = 100;
@@ -159,7 +157,7 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
   });
 
   it("passes every progress notification of the slow fixture through, and notifications/cancelled cancels the upstream call", async () => {
-    raw = startRaw(config, path.join(dir, "cache"), { ABRIDGE_LOG_LEVEL: "debug" });
+    raw = startRaw(config, path.join(temp.path, "cache"), { ABRIDGE_LOG_LEVEL: "debug" });
     await initialize(raw);
 
     const done = await raw.request(30, "tools/call", { name: "slow_sleep", arguments: { ms: 400, steps: 4 }, _meta: { progressToken: "p-30" } });
@@ -192,7 +190,7 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
       await direct.close();
     }
 
-    raw = startRaw(config, path.join(dir, "cache"));
+    raw = startRaw(config, path.join(temp.path, "cache"));
     await initialize(raw);
     const answer = await raw.request(40, "tools/call", { name: "test_structured_content", arguments: {} });
     const result = answer.result as CallToolResult;
@@ -205,7 +203,7 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
   });
 
   it("ends, with every upstream it started, when stdin closes", async () => {
-    raw = startRaw(config, path.join(dir, "cache"));
+    raw = startRaw(config, path.join(temp.path, "cache"));
     await initialize(raw);
     await raw.request(50, "tools/list");
     const upstreams = pidsWithMarker(marker);
@@ -220,17 +218,15 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
 });
 
 describe("abridge serve over HTTP: what upstreams send back during a call", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let marker: string;
   let serve: HttpServeProcess | undefined;
   const clients: Client[] = [];
 
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
     marker = `protocol-http-${randomUUID()}`;
-    const config = await writeConfig(dir, fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker], "prefix = false"));
-    serve = await serveOverHttp(config, ["--cache-dir", path.join(dir, "cache"), "--no-watch", "--mode", "full"]);
+    const config = await writeConfig(temp.path, fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker], "prefix = false"));
+    serve = await serveOverHttp(config, ["--cache-dir", path.join(temp.path, "cache"), "--no-watch", "--mode", "full"]);
   });
 
   afterEach(async () => {
@@ -239,7 +235,6 @@ describe("abridge serve over HTTP: what upstreams send back during a call", () =
     await serve?.stop();
     serve = undefined;
     killAll(pidsWithMarker(marker));
-    await cleanup();
   });
 
   async function connect(name: string, capabilities: ClientCapabilities = { sampling: {}, elicitation: {} }): Promise<Client> {

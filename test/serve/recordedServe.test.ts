@@ -4,37 +4,33 @@ import { readdirSync, readFileSync } from "node:fs";
 import { copyFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, runAbridge, tempDir, TEST_STARTUP_GRACE, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, TEST_STARTUP_GRACE, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { MessageLog } from "../helpers/messageLog.js";
 import { killAll } from "../helpers/processes.js";
 import { BIN, serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const CORPUS = path.resolve("bench/corpus/servers");
 
 type Text = { type: string; text: string };
 
 describe("abridge serve with a recorded server", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "recorded" });
   let config: string;
   let session: ServeSession | undefined;
   const github = JSON.parse(readFileSync(path.join(CORPUS, "github.json"), "utf8")) as { tools: { name: string; description: string; inputSchema: unknown }[] };
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `recorded-${path.basename(dir)}`;
-    await copyFile(path.join(CORPUS, "github.json"), path.join(dir, "github.json"));
+    await copyFile(path.join(CORPUS, "github.json"), path.join(temp.path, "github.json"));
     // A live server beside it: a recorded server changes nothing for the others.
     config = await writeConfig(
-      dir,
-      [`cache_dir = "cache"`, `[servers.gh]\nrecorded = "github.json"\n`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker])].join("\n"),
+      temp.path,
+      [`cache_dir = "cache"`, `[servers.gh]\nrecorded = "github.json"\n`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker])].join("\n"),
     );
   });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("lists its tools, hands out their full schemas, and refuses a call with UPSTREAM_RECORDED", async () => {
@@ -71,7 +67,7 @@ describe("abridge serve with a recorded server", () => {
   it("lazy: search_tools finds recorded tools in the order `abridge search` prints, and call_tool is refused", async () => {
     // Summaries first, so serve and the CLI rank the same cached text (serve would otherwise be
     // summarizing in the background while it answers).
-    const warm = await runAbridge(["summarize", "warm", "--server", "gh", "--config", config], { cwd: dir });
+    const warm = await runAbridge(["summarize", "warm", "--server", "gh", "--config", config], { cwd: temp.path });
     expect(warm.code, warm.stderr).toBe(0);
     session = await serveOverStdio(config, ["--mode", "lazy"]);
     const query = "list pull requests of a repository";
@@ -80,7 +76,7 @@ describe("abridge serve with a recorded server", () => {
     const fromServe = lines.map((line) => /^([A-Za-z0-9_-]+)\(/.exec(line)?.[1]);
     expect(fromServe[0]).toBe("gh_list_pull_requests");
 
-    const cli = await runAbridge(["search", query, "--limit", "5", "--json", "--config", config], { cwd: dir });
+    const cli = await runAbridge(["search", query, "--limit", "5", "--json", "--config", config], { cwd: temp.path });
     expect(cli.code, cli.stderr).toBe(0);
     expect((JSON.parse(cli.stdout) as { name: string }[]).map((r) => r.name)).toEqual(fromServe);
 
@@ -90,9 +86,9 @@ describe("abridge serve with a recorded server", () => {
   }, 60_000);
 
   it("`servers` shows it as recorded and ready, with the file's serverInfo", async () => {
-    await writeFile(path.join(dir, "small.json"), JSON.stringify({ serverInfo: { name: "small", version: "2.0.0" }, tools: [{ name: "ping", inputSchema: { type: "object" } }] }));
-    const small = await writeConfig(dir, `[servers.small]\nrecorded = "small.json"\n`);
-    const r = await runAbridge(["servers", "--json", "--config", small], { cwd: dir });
+    await writeFile(path.join(temp.path, "small.json"), JSON.stringify({ serverInfo: { name: "small", version: "2.0.0" }, tools: [{ name: "ping", inputSchema: { type: "object" } }] }));
+    const small = await writeConfig(temp.path, `[servers.small]\nrecorded = "small.json"\n`);
+    const r = await runAbridge(["servers", "--json", "--config", small], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const [status] = JSON.parse(r.stdout) as { name: string; transport: string; state: string; toolCount: number; serverInfo: unknown }[];
     expect(status).toMatchObject({ name: "small", transport: "recorded", state: "ready", toolCount: 1, serverInfo: { name: "small", version: "2.0.0" } });
@@ -171,32 +167,25 @@ class RawServe {
 }
 
 describe("abridge serve: recorded files that are no regular file, and many recorded servers", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ marker: "recorded-raw" });
   let serve: RawServe | undefined;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `recorded-raw-${path.basename(dir)}`;
-  });
   afterEach(async () => {
     await serve?.kill();
     serve = undefined;
-    killAll(await waitForNoMarkedPids(marker));
-    await cleanup();
+    killAll(await waitForNoMarkedPids(temp.marker));
   });
 
   it("a FIFO as recorded file is reported by name; the other servers serve, and stdin EOF ends serve", async () => {
     // Four: as many as libuv's threads for file operations, which an open that waits for a
     // writer would each hold for good.
-    const fifos = [1, 2, 3, 4].map((i) => path.join(dir, `pipe${i}.json`));
+    const fifos = [1, 2, 3, 4].map((i) => path.join(temp.path, `pipe${i}.json`));
     for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
     const config = await writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
         ...fifos.map((fifo, i) => `[servers.pipe${i + 1}]\nrecorded = ${JSON.stringify(fifo)}\n`),
-        fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker]),
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker]),
       ].join("\n"),
     );
     serve = RawServe.start(config);
@@ -220,12 +209,12 @@ describe("abridge serve: recorded files that are no regular file, and many recor
     let total = 0;
     const entries: string[] = [];
     for (const [i, file] of files.entries()) {
-      await copyFile(path.join(CORPUS, file), path.join(dir, `s${i}.json`));
+      await copyFile(path.join(CORPUS, file), path.join(temp.path, `s${i}.json`));
       total += (JSON.parse(readFileSync(path.join(CORPUS, file), "utf8")) as { tools: unknown[] }).tools.length;
       entries.push(`[servers.s${i}]\nrecorded = "s${i}.json"\n`);
     }
     // A grace longer than any load: a list that waits must wait for every recorded server.
-    const config = await writeConfig(dir, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, ...entries].join("\n"));
+    const config = await writeConfig(temp.path, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, ...entries].join("\n"));
     serve = RawServe.start(config);
     await serve.initialize();
     const listed = await serve.request(2, "tools/list");

@@ -1,10 +1,10 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { connectRawStdio } from "../../bench/rawStdioClient.js";
 import type { Connected } from "../../bench/mcpTarget.js";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const RAW_ECHO = path.resolve(import.meta.dirname, "../fixtures/rawEchoServer.ts");
 
@@ -13,26 +13,22 @@ const RAW_ECHO = path.resolve(import.meta.dirname, "../fixtures/rawEchoServer.ts
  * pair the benchmark uses to show abridge's own share of a call.
  */
 describe("serve between SDK-free peers", () => {
-  let dir: string;
+  const temp = useTempDir({ prefix: "abridge-raw-peers-" });
   let client: Connected | undefined;
 
-  beforeEach(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), "abridge-raw-peers-"));
-  });
   afterEach(async () => {
     await client?.close();
     client = undefined;
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("lists and calls the raw echo through serve for a raw client, concurrent calls matched by id", async () => {
-    const config = path.join(dir, "abridge.toml");
+    const config = path.join(temp.path, "abridge.toml");
     const echo = abridgeCommand([]);
     await writeFile(
       config,
       `mode = "compact"\n[servers.echo]\ncommand = ${JSON.stringify(echo.command)}\nargs = ${JSON.stringify([echo.args[0], echo.args[1], RAW_ECHO])}\n`,
     );
-    const serve = abridgeCommand(["serve", "--config", config, "--cache-dir", dir, "--no-watch"]);
+    const serve = abridgeCommand(["serve", "--config", config, "--cache-dir", temp.path, "--no-watch"]);
     client = await connectRawStdio(serve.command, serve.args);
     expect(await client.listTools()).toBe(2);
     const texts = await Promise.all(

@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
-import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, writeConfig } from "../helpers/cliHarness.js";
 import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Text = { type: string; text: string };
 
@@ -36,21 +36,16 @@ const INITIALIZE = {
 };
 
 describe("abridge serve --http", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "http" });
   let config: string;
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `http-${path.basename(dir)}`;
-    config = await writeConfig(dir, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker])].join("\n"));
+    config = await writeConfig(temp.path, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
   });
   afterEach(async () => {
     await serve?.stop();
     serve = undefined;
-    expect(pidsWithMarker(marker)).toEqual([]);
-    await cleanup();
+    expect(pidsWithMarker(temp.marker)).toEqual([]);
   });
 
   it("serves two independent sessions that share the upstreams", async () => {

@@ -1,8 +1,8 @@
-import path from "node:path";
 import { createRequire } from "node:module";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const require = createRequire(import.meta.url);
 const everythingBin = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -11,29 +11,24 @@ const filesystemBin = require.resolve("@modelcontextprotocol/server-filesystem/d
 type Text = { type: string; text: string };
 
 describe("abridge serve over stdio, every mode", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "serve" });
   let config: string;
   let session: ServeSession | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `serve-${path.basename(dir)}`;
     config = await writeConfig(
-      dir,
+      temp.path,
       [
         `cache_dir = "cache"`,
-        fixtureServerToml("echo", "echoServer.ts", ["--tools", "4", "--name", marker]),
-        `[servers.everything]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(everythingBin)}, "stdio", ${JSON.stringify(marker)}]\n`,
-        `[servers.fs]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(filesystemBin)}, ${JSON.stringify(dir)}, ${JSON.stringify(marker)}]\n`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "4", "--name", temp.marker]),
+        `[servers.everything]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(everythingBin)}, "stdio", ${JSON.stringify(temp.marker)}]\n`,
+        `[servers.fs]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(filesystemBin)}, ${JSON.stringify(temp.path)}, ${JSON.stringify(temp.marker)}]\n`,
       ].join("\n"),
     );
   });
   afterEach(async () => {
     await session?.close();
     session = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("full: upstream tools only renamed, calls forwarded to fixture and published servers", async () => {
@@ -53,7 +48,7 @@ describe("abridge serve over stdio, every mode", () => {
     expect((r1.content as Text[])[0]!.text).toBe("hi");
     const r2 = await session.client.callTool({ name: "everything_echo", arguments: { message: "round trip" } });
     expect((r2.content as Text[])[0]!.text).toContain("round trip");
-    const r3 = await session.client.callTool({ name: "fs_list_directory", arguments: { path: dir } });
+    const r3 = await session.client.callTool({ name: "fs_list_directory", arguments: { path: temp.path } });
     expect((r3.content as Text[])[0]!.text).toContain("abridge.toml");
   });
 

@@ -13,10 +13,11 @@ import { writeFile } from "node:fs/promises";
 import http from "node:http";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { MessageLog } from "../helpers/messageLog.js";
 import { fixtureCommand, killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Message = Record<string, unknown> & { id?: unknown; method?: string; result?: Record<string, unknown> };
 
@@ -111,13 +112,11 @@ function spawnServe(config: string, dir: string, extra: string[] = []): ServeChi
 }
 
 describe("nothing is sent to a client before its session has begun", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let marker: string;
   let serve: ServeChild | undefined;
 
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
     marker = `session-start-${randomUUID()}`;
   });
 
@@ -130,13 +129,12 @@ describe("nothing is sent to a client before its session has begun", () => {
     }
     serve = undefined;
     killAll(await waitForNoMarkedPids(marker));
-    await cleanup();
   });
 
   it("over stdio: silent until initialize, answers it first, holds back until initialized, then announces changes of lists the client has seen", async () => {
-    const gate = (name: string): string => path.join(dir, `gate-${name}`);
+    const gate = (name: string): string => path.join(temp.path, `gate-${name}`);
     const config = await writeConfig(
-      dir,
+      temp.path,
       HEAD +
         fixtureServerToml("lc", "listChangedServer.ts", ["--marker", marker], SLOW_START) +
         fixtureServerToml("res", "resourceServer.ts", ["--marker", marker], SLOW_START) +
@@ -144,7 +142,7 @@ describe("nothing is sent to a client before its session has begun", () => {
         gatedResourceServerToml("early", gate("early"), marker) +
         gatedResourceServerToml("after", gate("after"), marker),
     );
-    serve = spawnServe(config, dir);
+    serve = spawnServe(config, temp.path);
 
     // stdin open, nothing sent: the upstreams come up, one of them (with resources and prompts)
     // at once, one late.
@@ -205,15 +203,15 @@ describe("nothing is sent to a client before its session has begun", () => {
   }, 240_000);
 
   it("over HTTP: the session's GET stream carries nothing from before initialized, then real changes", async () => {
-    const gate = path.join(dir, "gate-early");
+    const gate = path.join(temp.path, "gate-early");
     const config = await writeConfig(
-      dir,
+      temp.path,
       HEAD +
         fixtureServerToml("lc", "listChangedServer.ts", ["--marker", marker], SLOW_START) +
         fixtureServerToml("res", "resourceServer.ts", ["--marker", marker], SLOW_START) +
         gatedResourceServerToml("early", gate, marker),
     );
-    serve = spawnServe(config, dir, ["--http", "127.0.0.1:0"]);
+    serve = spawnServe(config, temp.path, ["--http", "127.0.0.1:0"]);
     const url = await serve.until(() => /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(serve!.stderr())?.[1], "the HTTP URL");
     await serve.ready("lc");
     await serve.ready("res");

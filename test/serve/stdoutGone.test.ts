@@ -1,25 +1,18 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("abridge serve when the client stops reading", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `epipe-${path.basename(dir)}`;
-  });
+  const temp = useTempDir({ marker: "epipe" });
   afterEach(async () => {
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("shuts down in order on EPIPE and ends its upstream children", async () => {
-    const config = await writeConfig(dir, `cache_dir = "cache"\n` + fixtureServerToml("slow", "slowServer.ts", ["--name", marker]));
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("slow", "slowServer.ts", ["--name", temp.marker]));
     const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--log-level", "info"], {
       stdio: ["pipe", "pipe", "pipe"],
     });

@@ -2,15 +2,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FileReadError, readRegularFile } from "../../src/util/readRegularFile.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("readRegularFile", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir("abridge-read-")));
-  afterEach(async () => cleanup());
+  const temp = useTempDir({ prefix: "abridge-read-" });
 
   const refusal = (file: string, maxBytes: number, options = {}): Promise<FileReadError> =>
     readRegularFile(file, maxBytes, options).then(
@@ -24,22 +21,22 @@ describe("readRegularFile", () => {
     );
 
   it("reads a regular file up to the bound exactly, through a link unless told not to", async () => {
-    const file = path.join(dir, "a.json");
+    const file = path.join(temp.path, "a.json");
     await writeFile(file, "é".repeat(8));
     expect(await readRegularFile(file, 16)).toBe("é".repeat(8));
-    await symlink(file, path.join(dir, "link.json"));
-    expect(await readRegularFile(path.join(dir, "link.json"), 16)).toBe("é".repeat(8));
-    expect((await refusal(path.join(dir, "link.json"), 16, { noFollow: true })).message).toBe("cannot read it (ELOOP)");
+    await symlink(file, path.join(temp.path, "link.json"));
+    expect(await readRegularFile(path.join(temp.path, "link.json"), 16)).toBe("é".repeat(8));
+    expect((await refusal(path.join(temp.path, "link.json"), 16, { noFollow: true })).message).toBe("cannot read it (ELOOP)");
     expect((await refusal(file, 15)).message).toBe("it is 16 bytes, over the 15-byte limit");
   });
 
   it("refuses a FIFO without waiting for a writer, a folder, and a missing file, saying which", async () => {
-    const fifo = path.join(dir, "pipe");
+    const fifo = path.join(temp.path, "pipe");
     execFileSync("mkfifo", [fifo]);
     expect((await refusal(fifo, 1024)).message).toBe("it is a FIFO, not a regular file");
-    await mkdir(path.join(dir, "folder"));
-    expect((await refusal(path.join(dir, "folder"), 1024)).message).toBe("it is a directory, not a regular file");
-    const missing = await refusal(path.join(dir, "none"), 1024);
+    await mkdir(path.join(temp.path, "folder"));
+    expect((await refusal(path.join(temp.path, "folder"), 1024)).message).toBe("it is a directory, not a regular file");
+    const missing = await refusal(path.join(temp.path, "none"), 1024);
     expect(missing.message).toBe("cannot read it (ENOENT)");
     expect(missing.code).toBe("ENOENT");
   });

@@ -1,30 +1,27 @@
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../../src/model/errors.js";
 import { loadManifests, parseManifest, renderManifestProblem } from "../../../src/upstream/jsonrpc/jsonRpcManifests.js";
-import { tempDir } from "../../helpers/cliHarness.js";
+import { useTempDir } from "../../helpers/tempDir.js";
 
 const tool = (name: string, extra: Record<string, unknown> = {}) => ({ name, inputSchema: { type: "object" }, ...extra });
 const manifest = (id: string, tools: unknown[], methods: Record<string, unknown>) => JSON.stringify({ id, tools, implementation: { methods } });
 
 describe("JSON-RPC manifests", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir("abridge-manifests-")));
-  afterEach(async () => cleanup());
+  const temp = useTempDir({ prefix: "abridge-manifests-" });
 
   it("reads every *.json below the folder in path order, skipping dot names and symlinked folders", async () => {
-    await mkdir(path.join(dir, "b", "deep"), { recursive: true });
-    await mkdir(path.join(dir, ".hidden"));
-    await writeFile(path.join(dir, "a.json"), manifest("a", [tool("one")], { one: "m.one" }));
-    await writeFile(path.join(dir, "b", "deep", "c.json"), manifest("c", [tool("two")], { two: "m.two" }));
-    await writeFile(path.join(dir, "b", "notes.txt"), "not a manifest");
-    await writeFile(path.join(dir, ".#a.json"), "{ an editor's lock file");
-    await writeFile(path.join(dir, ".hidden", "h.json"), manifest("h", [tool("hidden")], { hidden: "m.h" }));
+    await mkdir(path.join(temp.path, "b", "deep"), { recursive: true });
+    await mkdir(path.join(temp.path, ".hidden"));
+    await writeFile(path.join(temp.path, "a.json"), manifest("a", [tool("one")], { one: "m.one" }));
+    await writeFile(path.join(temp.path, "b", "deep", "c.json"), manifest("c", [tool("two")], { two: "m.two" }));
+    await writeFile(path.join(temp.path, "b", "notes.txt"), "not a manifest");
+    await writeFile(path.join(temp.path, ".#a.json"), "{ an editor's lock file");
+    await writeFile(path.join(temp.path, ".hidden", "h.json"), manifest("h", [tool("hidden")], { hidden: "m.h" }));
     // A link back to the folder itself: followed, the walk would never end.
-    await symlink(dir, path.join(dir, "b", "loop"));
-    const set = await loadManifests(dir, "servers.x.manifests");
+    await symlink(temp.path, path.join(temp.path, "b", "loop"));
+    const set = await loadManifests(temp.path, "servers.x.manifests");
     expect(set.files).toBe(2);
     expect(set.tools.map((t) => [t.tool.name, t.method])).toEqual([
       ["one", "m.one"],
@@ -89,23 +86,23 @@ describe("JSON-RPC manifests", () => {
   });
 
   it("gives a tool declared by two files to the first, and reports the second with its field", async () => {
-    await writeFile(path.join(dir, "a.json"), manifest("a", [tool("same")], { same: "a.same" }));
-    await writeFile(path.join(dir, "b.json"), manifest("b", [tool("other"), tool("same")], { other: "b.other", same: "b.same" }));
-    const set = await loadManifests(dir, "servers.x.manifests");
+    await writeFile(path.join(temp.path, "a.json"), manifest("a", [tool("same")], { same: "a.same" }));
+    await writeFile(path.join(temp.path, "b.json"), manifest("b", [tool("other"), tool("same")], { other: "b.other", same: "b.same" }));
+    const set = await loadManifests(temp.path, "servers.x.manifests");
     expect(set.tools.map((t) => `${t.tool.name}:${t.method}`)).toEqual(["same:a.same", "other:b.other"]);
     expect(set.problems.map(renderManifestProblem)).toEqual([
-      `${path.join(dir, "b.json")}: tools[1].name: "same" is already declared by ${path.join(dir, "a.json")}; this declaration is skipped`,
+      `${path.join(temp.path, "b.json")}: tools[1].name: "same" is already declared by ${path.join(temp.path, "a.json")}; this declaration is skipped`,
     ]);
   });
 
   it("a folder that is not there, or not a folder, is a config error naming the field", async () => {
-    await expect(loadManifests(path.join(dir, "none"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: cannot read the manifests folder ${path.join(dir, "none")} (ENOENT)`);
-    await writeFile(path.join(dir, "file.json"), "{}");
-    await expect(loadManifests(path.join(dir, "file.json"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: ${path.join(dir, "file.json")} is not a folder`);
+    await expect(loadManifests(path.join(temp.path, "none"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: cannot read the manifests folder ${path.join(temp.path, "none")} (ENOENT)`);
+    await writeFile(path.join(temp.path, "file.json"), "{}");
+    await expect(loadManifests(path.join(temp.path, "file.json"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: ${path.join(temp.path, "file.json")} is not a folder`);
   });
   it("refuses a symbolic link that leads out of the folder, naming the link and quoting nothing of its target", async () => {
-    const outside = path.join(dir, "outside");
-    const folder = path.join(dir, "manifests");
+    const outside = path.join(temp.path, "outside");
+    const folder = path.join(temp.path, "manifests");
     await mkdir(outside);
     await mkdir(path.join(folder, "data"), { recursive: true });
     // What /proc/self/environ holds: were it read, invalid JSON whose first bytes V8 quotes.
@@ -118,11 +115,11 @@ describe("JSON-RPC manifests", () => {
     // A link that stays inside is read, also when the folder is reached through a link itself.
     await writeFile(path.join(folder, "data", "kept.txt"), manifest("kept", [tool("kept")], { kept: "m.kept" }));
     await symlink(path.join("data", "kept.txt"), path.join(folder, "kept.json"));
-    await symlink(folder, path.join(dir, "current"));
+    await symlink(folder, path.join(temp.path, "current"));
 
     // Named by their real paths (the temp folder may itself be reached through a link).
     const [realSecret, realOutside, realFolder] = await Promise.all([secret, path.join(outside, "m.json"), folder].map((p) => realpath(p)));
-    for (const root of [folder, path.join(dir, "current")]) {
+    for (const root of [folder, path.join(temp.path, "current")]) {
       const set = await loadManifests(root, "servers.x.manifests");
       expect(set.tools.map((t) => t.tool.name)).toEqual(["kept"]);
       const lines = set.problems.map(renderManifestProblem);
@@ -135,13 +132,13 @@ describe("JSON-RPC manifests", () => {
   });
 
   it("says where a manifest's JSON breaks without quoting any of it", async () => {
-    await writeFile(path.join(dir, "env.json"), "ABRIDGE_TOKEN=tok-4f1c9e\nHOME=/root\n");
-    await writeFile(path.join(dir, "late.json"), '{\n  "id": "m",\n  "tools": [tok-77aa31]\n}');
-    const set = await loadManifests(dir, "servers.x.manifests");
+    await writeFile(path.join(temp.path, "env.json"), "ABRIDGE_TOKEN=tok-4f1c9e\nHOME=/root\n");
+    await writeFile(path.join(temp.path, "late.json"), '{\n  "id": "m",\n  "tools": [tok-77aa31]\n}');
+    const set = await loadManifests(temp.path, "servers.x.manifests");
     const lines = set.problems.map(renderManifestProblem);
     expect(lines).toEqual([
-      `${path.join(dir, "env.json")}: expected JSON, got invalid JSON at line 1, column 1: expected a value (string, number, object, array, true, false or null)`,
-      `${path.join(dir, "late.json")}: expected JSON, got invalid JSON at line 3, column 13: expected a value (string, number, object, array, true, false or null)`,
+      `${path.join(temp.path, "env.json")}: expected JSON, got invalid JSON at line 1, column 1: expected a value (string, number, object, array, true, false or null)`,
+      `${path.join(temp.path, "late.json")}: expected JSON, got invalid JSON at line 3, column 13: expected a value (string, number, object, array, true, false or null)`,
     ]);
     expect(lines.join("\n")).not.toContain("tok-");
   });

@@ -8,8 +8,8 @@ import type { ServerStatus } from "../../../src/model/types.js";
 import { exposesTool } from "../../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../../src/upstream/upstreamPool.js";
 import { BACKEND_MANIFESTS, EXPOSED_TOOLS, startJsonRpcBackend, writeBackendManifests, type Backend } from "../../fixtures/jsonRpcBackend.js";
-import { tempDir } from "../../helpers/cliHarness.js";
 import { fixtureCommand, serverConfig } from "../../helpers/processes.js";
+import { useTempDir } from "../../helpers/tempDir.js";
 
 const FAST_BACKOFF = { baseMs: 20, factor: 2, capMs: 100, resetAfterMs: 30_000 };
 
@@ -30,8 +30,7 @@ function stateReached(pool: UpstreamPool, server: string, state: ServerStatus["s
 }
 
 describe("a JSON-RPC backend in the upstream pool", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir({ prefix: "abridge-jrpc-" });
   let socket: string;
   let manifests: string;
   let backend: Backend | undefined;
@@ -39,9 +38,8 @@ describe("a JSON-RPC backend in the upstream pool", () => {
   let pool: UpstreamPool | undefined;
 
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir("abridge-jrpc-"));
-    socket = path.join(dir, "backend.sock");
-    manifests = path.join(dir, "manifests");
+    socket = path.join(temp.path, "backend.sock");
+    manifests = path.join(temp.path, "manifests");
     await writeBackendManifests(manifests);
   });
   afterEach(async () => {
@@ -55,7 +53,6 @@ describe("a JSON-RPC backend in the upstream pool", () => {
       await exited;
     }
     child = undefined;
-    await cleanup();
   });
 
   const config = (fields: Partial<ServerConfig> = {}): ServerConfig =>
@@ -220,7 +217,7 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     expect(p.tools()).toEqual([]);
     expect(p.status("svc")?.error?.code).toBe("CONFIG_INVALID");
     const back = new Promise<void>((resolve) => p.once("toolsChanged", () => resolve()));
-    const staging = path.join(dir, "staging");
+    const staging = path.join(temp.path, "staging");
     await writeBackendManifests(staging);
     await rename(staging, manifests);
     await back;
@@ -240,7 +237,7 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     expect(await p.callTool("svc", "add", { a: 1, b: 1 })).toEqual({ content: [{ type: "text", text: "2" }] });
     expect(backend.stats().connections).toBe(connectionsBefore);
 
-    const other = path.join(dir, "other");
+    const other = path.join(temp.path, "other");
     await rename(manifests, other);
     expect(await p.reconfigure([config({ manifests: other })])).toMatchObject({ changed: ["svc"] });
     expect(p.status("svc")).toMatchObject({ state: "ready" });
@@ -248,9 +245,9 @@ describe("a JSON-RPC backend in the upstream pool", () => {
   });
 
   it("a manifests folder that cannot be read fails the pool's start with CONFIG_INVALID naming the field", async () => {
-    const error = await openPool({ manifests: path.join(dir, "missing") }).catch((err: unknown) => err);
+    const error = await openPool({ manifests: path.join(temp.path, "missing") }).catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    expect((error as Error).message).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(dir, "missing")} (ENOENT)`);
+    expect((error as Error).message).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(temp.path, "missing")} (ENOENT)`);
   });
 
   it("bad manifests are reported naming file and field while the others load", async () => {

@@ -1,11 +1,11 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { isAbridgeError } from "../../../src/model/errors.js";
 import { exposesTool } from "../../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../../src/upstream/upstreamPool.js";
-import { tempDir } from "../../helpers/cliHarness.js";
 import { serverConfig } from "../../helpers/processes.js";
+import { useTempDir } from "../../helpers/tempDir.js";
 
 const TOOLS = [
   { name: "read_page", description: "Reads a page.", inputSchema: { type: "object", properties: { id: { type: "string" } } } },
@@ -13,20 +13,17 @@ const TOOLS = [
 ];
 
 describe("a recorded server in the upstream pool", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   let pool: UpstreamPool | undefined;
-  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
   afterEach(async () => {
     await pool?.close();
     pool = undefined;
-    await cleanup();
   });
 
-  const recorded = (name: string, file: string, fields = {}) => serverConfig({ name, transport: "recorded", recorded: path.join(dir, file), ...fields });
+  const recorded = (name: string, file: string, fields = {}) => serverConfig({ name, transport: "recorded", recorded: path.join(temp.path, file), ...fields });
 
   it("applies allow/deny, refuses calls and other requests with UPSTREAM_RECORDED, and has no resources", async () => {
-    await writeFile(path.join(dir, "wiki.json"), JSON.stringify({ tools: TOOLS }));
+    await writeFile(path.join(temp.path, "wiki.json"), JSON.stringify({ tools: TOOLS }));
     pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json", { deny: ["write_*"] })], separator: "_", exposes: exposesTool });
     await pool.start();
     expect(pool.tools().map((t) => t.name)).toEqual(["wiki_read_page"]);
@@ -40,14 +37,14 @@ describe("a recorded server in the upstream pool", () => {
   });
 
   it("a bad file fails the pool's start with CONFIG_INVALID; after a reload it only marks the server failed", async () => {
-    await writeFile(path.join(dir, "bad.json"), JSON.stringify({ tools: [{ name: "" }] }));
+    await writeFile(path.join(temp.path, "bad.json"), JSON.stringify({ tools: [{ name: "" }] }));
     pool = new UpstreamPool({ servers: [recorded("bad", "bad.json")], separator: "_", exposes: exposesTool });
     const error = await pool.start().catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    expect((error as Error).message).toContain(`servers.bad.recorded: ${path.join(dir, "bad.json")}: tools[0].name`);
+    expect((error as Error).message).toContain(`servers.bad.recorded: ${path.join(temp.path, "bad.json")}: tools[0].name`);
     await pool.close();
 
-    await writeFile(path.join(dir, "good.json"), JSON.stringify(TOOLS));
+    await writeFile(path.join(temp.path, "good.json"), JSON.stringify(TOOLS));
     pool = new UpstreamPool({ servers: [recorded("good", "good.json")], separator: "_", exposes: exposesTool });
     await pool.start();
     await pool.reconfigure([recorded("good", "good.json"), recorded("bad", "bad.json")]);
@@ -56,7 +53,7 @@ describe("a recorded server in the upstream pool", () => {
   });
 
   it("refresh reads the file again and reports a changed list", async () => {
-    const file = path.join(dir, "wiki.json");
+    const file = path.join(temp.path, "wiki.json");
     await writeFile(file, JSON.stringify(TOOLS.slice(0, 1)));
     pool = new UpstreamPool({ servers: [recorded("wiki", "wiki.json")], separator: "_", exposes: exposesTool });
     await pool.start();
@@ -71,7 +68,7 @@ describe("a recorded server in the upstream pool", () => {
   it("names a recorded server's tools by the time it settles, before the pool's start has finished", async () => {
     const servers = [];
     for (let i = 0; i < 5; i++) {
-      await writeFile(path.join(dir, `w${i}.json`), JSON.stringify(TOOLS));
+      await writeFile(path.join(temp.path, `w${i}.json`), JSON.stringify(TOOLS));
       servers.push(recorded(`w${i}`, `w${i}.json`));
     }
     pool = new UpstreamPool({ servers, separator: "_", exposes: exposesTool });
