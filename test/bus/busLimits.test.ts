@@ -25,11 +25,7 @@ beforeAll(async () => {
 
 afterAll(async () => rig?.close());
 
-/** Polls a file the upstream process appends to (no event of ours announces it); a hang guard, not a timing check. */
-function poll(holds: () => boolean, what: string): Promise<void> {
-  return waitFor(holds, { what });
-}
-
+/** The lines of a file the upstream process appends to: no event of ours announces them, so waits on them poll. */
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
 }
@@ -73,7 +69,7 @@ describe("abridge bus: limits on calls", () => {
       const held = Array.from({ length: 15 }, (_, i) => `h${i + 1}`);
       for (const id of held) call("R", id, "up_hold", { name: id });
       for (const id of ["h12", "h13", "h14", "h15"]) expect(outcome(await answerTo(answers, id))).toBe("busy (retryable)");
-      await poll(() => lines(files.arrivals).length >= 7, "seven calls at the upstream");
+      await waitFor(() => lines(files.arrivals).length >= 7, { what: "seven calls at the upstream" });
       expect(lines(files.arrivals).sort()).toEqual(["h1", "h2", "h3", "h4", "h5", "h6", "h7"]);
       const busy = body(await answerTo(answers, "h12")) as { error: { message: string } };
       expect(busy.error.message).toContain("at its limit (8 calls running, 4 waiting)");
@@ -84,7 +80,7 @@ describe("abridge bus: limits on calls", () => {
 
       // T takes that slot again and holds it: now all 8 run, and R fills the queue.
       call("T", "t1", "up_hold", { name: "t1" });
-      await poll(() => lines(files.arrivals).includes("t1"), "t1 at the upstream");
+      await waitFor(() => lines(files.arrivals).includes("t1"), { what: "t1 at the upstream" });
       // U arrives to a full queue: it waits in place of R's newest waiting call, which is refused.
       call("U", "u1", "up_echo", { text: "fair" });
       expect(outcome(await answerTo(answers, "h11"))).toBe("busy (retryable)");
@@ -178,7 +174,7 @@ describe("abridge bus: limits on calls", () => {
     try {
       call("R", "s1", "up_hold", { name: "s1" }, "stopping");
       call("R", "s2", "up_hold", { name: "s2" }, "stopping");
-      await poll(() => lines(files.arrivals).includes("s1"), "s1 at the upstream");
+      await waitFor(() => lines(files.arrivals).includes("s1"), { what: "s1 at the upstream" });
       expect(await worker.stop()).toBe(0);
       expect(outcome(await answerTo(answers, "s1"))).toBe("shutting_down (retryable)");
       expect(outcome(await answerTo(answers, "s2"))).toBe("shutting_down (retryable)");
@@ -201,7 +197,7 @@ describe("abridge bus: refresh requests", () => {
       // The next re-list hangs until the test lets it go.
       await writeFile(files.listHold, "");
       raw.publish("tool.meta.mcp.refresh.lists", JSON.stringify({ id: "first" }), { headers: requestHeaders(), reply: "reply.Q.first" });
-      await poll(() => lines(files.lists).length === listsAtStart + 1, "the first re-list to reach the upstream");
+      await waitFor(() => lines(files.lists).length === listsAtStart + 1, { what: "the first re-list to reach the upstream" });
       // 300 more while it runs: 250 without a reply subject (two-byte bodies), 50 with one.
       for (let i = 0; i < 250; i++) raw.publish("tool.meta.mcp.refresh.lists", "{}", { headers: requestHeaders() });
       for (let i = 0; i < 50; i++) raw.publish("tool.meta.mcp.refresh.lists", JSON.stringify({ id: `r${i}` }), { headers: requestHeaders(), reply: `reply.Q.r${i}` });

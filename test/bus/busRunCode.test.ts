@@ -7,13 +7,17 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusCallError, BusClient } from "../../src/index.js";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { fixtureServerToml, pidsWithMarker, writeConfig } from "../helpers/cliHarness.js";
-import { body, BusRig, requestHeaders } from "./busHarness.js";
+import { waitFor } from "../helpers/waitFor.js";
+import { body, BusRig, requestHeaders, type WorkerProcess } from "./busHarness.js";
 
 let rig: BusRig;
 let client: BusClient;
 let raw: NatsConnection;
 let marker: string;
+let worker: WorkerProcess;
 
 beforeAll(async () => {
   rig = await BusRig.open("bus-run");
@@ -21,10 +25,11 @@ beforeAll(async () => {
   marker = rig.marker;
   const config = await writeConfig(
     rig.dir,
-    ['cache_dir = "cache"', 'state_dir = "state"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker]), fixtureServerToml("slow", "slowServer.ts", ["--marker", marker])].join("\n"),
+    // Debug: the worker logs the slow fixture's stderr, where a test sees a call reach it.
+    ['cache_dir = "cache"', 'state_dir = "state"', 'log_level = "debug"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker]), fixtureServerToml("slow", "slowServer.ts", ["--marker", marker])].join("\n"),
   );
   // One slot and one place in the queue: a run holds the slot while it runs.
-  await rig.worker({ config, nats: rig.nats.url, agent: "alpha", args: ["--max-concurrent", "1", "--max-queued", "1"] });
+  worker = await rig.worker({ config, nats: rig.nats.url, agent: "alpha", args: ["--max-concurrent", "1", "--max-queued", "1"] });
   client = await rig.client();
 }, 120_000);
 
@@ -106,9 +111,16 @@ describe("abridge bus: programs through BusClient.runCode", () => {
   it("keeps two requesters' runs apart", async () => {
     const other = await BusClient.connect({ nats: rig.nats.url });
     try {
-      // The first run holds the only slot (it sleeps); the second waits in the only queue place.
-      const first = client.runCode("alpha", 'console.log("first"); await slow.sleep({ ms: 1500 }); return "one";');
+      // The first run holds the only slot (its call waits for a gate file) until the second has
+      // been sent, so the second waits in the only queue place or runs after it.
+      const gate = path.join(rig.dir, "gate-first");
+      const sleeping = (): number => worker.stderr().split("sleeping ").length;
+      const before = sleeping();
+      const first = client.runCode("alpha", `console.log("first"); await slow.sleep({ gate: ${JSON.stringify(gate)} }); return "one";`);
+      // The harness gives the worker's stderr as text only: polled for the new line.
+      await waitFor(() => sleeping() > before, { what: "the first run's call at the slow fixture", detail: () => worker.stderr().slice(-2000) });
       const second = other.runCode("alpha", 'console.log("second"); return "two";');
+      await writeFile(gate, "");
       const [a, b] = await Promise.all([first, second]);
       expect(a.result).toMatchObject({ ok: true, returnJson: '"one"', console: [{ text: "first" }] });
       expect(b.result).toMatchObject({ ok: true, returnJson: '"two"', console: [{ text: "second" }] });

@@ -15,6 +15,7 @@ import { ClaimGate } from "../../src/summarize/claimGate.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
 import { fakeHash, makeEntry } from "../helpers/cacheEntries.js";
 import { startRedis, type RedisServer } from "../helpers/redisServer.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const HASH = "abridge:summaries";
 const CHANNEL = "abridge:landed:0";
@@ -23,31 +24,6 @@ const YEAR_9999 = "9999-12-31T23:59:59.000Z";
 /** An ISO time `minutes` from now. */
 function inMinutes(minutes: number): string {
   return new Date(Date.now() + minutes * 60_000).toISOString();
-}
-
-/** Resolves once `check` holds, checked on every call of the returned `changed` (no polling). */
-function watch(): { changed: () => void; until: (check: () => boolean, what: string) => Promise<void> } {
-  const waiters = new Set<() => void>();
-  return {
-    changed: () => {
-      for (const waiter of [...waiters]) waiter();
-    },
-    until: (check, what) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`timed out waiting for ${what}`));
-        }, 30_000);
-        const waiter = (): void => {
-          if (!check()) return;
-          clearTimeout(timer);
-          waiters.delete(waiter);
-          resolve();
-        };
-        waiters.add(waiter);
-        waiter();
-      }),
-  };
 }
 
 describe("RedisStore against hostile entries", () => {
@@ -79,12 +55,12 @@ describe("RedisStore against hostile entries", () => {
   /** Keys of the entries a store is told of, and a way to wait for one. */
   function listen(store: RedisStore): { keys: string[]; until: (key: string) => Promise<void> } {
     const keys: string[] = [];
-    const news = watch();
+    const news = new Watch();
     store.onRemoteEntry((entry) => {
       keys.push(entry.key);
       news.changed();
     });
-    return { keys, until: (key) => news.until(() => keys.includes(key), `${key} to be heard`) };
+    return { keys, until: (key) => news.until(() => keys.includes(key), { what: `${key} to be heard` }) };
   }
 
   async function stored(key: string): Promise<CacheEntry | undefined> {
@@ -258,7 +234,7 @@ describe("RedisStore against hostile entries", () => {
     const claimKey = `abridge:claim:${key}`;
     await admin.set(claimKey, "another-host", "PX", 60_000);
     const tries: number[] = [];
-    const tried = watch();
+    const tried = new Watch();
     const watcher = await redis.admin();
     const monitor = await watcher.monitor();
     let gate: ClaimGate | undefined;
@@ -271,7 +247,7 @@ describe("RedisStore against hostile entries", () => {
         }
       });
       let resumed = 0;
-      const resumes = watch();
+      const resumes = new Watch();
       gate = new ClaimGate({
         source: store,
         pollMs: 50,
@@ -287,7 +263,7 @@ describe("RedisStore against hostile entries", () => {
       gate.noteQueued(key);
       expect(await gate.acquire([input])).toEqual([]);
       expect(gate.parkedCount).toBe(1);
-      await tried.until(() => tries.length >= 6, "six tries of the claim");
+      await tried.until(() => tries.length >= 6, { what: "six tries of the claim" });
       const gaps = tries.slice(1).map((at, i) => at - tries[i]!);
       // 50 ms before the first retry, then each refusal doubles the wait (jitter keeps at least
       // half of it): the fifth wait is at least 400 ms where a fixed poll waits 50. Redis's own
@@ -295,7 +271,7 @@ describe("RedisStore against hostile entries", () => {
       expect(gaps[4]).toBeGreaterThanOrEqual(390);
 
       await admin.del(claimKey);
-      await resumes.until(() => resumed === 1, "the job to run once the claim was freed");
+      await resumes.until(() => resumed === 1, { what: "the job to run once the claim was freed" });
       expect(gate.parkedCount).toBe(0);
     } finally {
       gate?.close();

@@ -7,14 +7,13 @@ import { RedisStore, type RedisStoreOptions } from "../../src/cache/redisStore.j
 import { createLogger, SecretSet } from "../../src/log/logger.js";
 import { ErrorCode } from "../../src/model/errors.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { freePort, startRedis, type RedisServer } from "../helpers/redisServer.js";
 import { Watch, waitFor } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("RedisStore", () => {
   let redis: RedisServer;
-  let dir: string;
-  let cleanup: () => Promise<void>;
+  const temp = useTempDir();
   const stores: RedisStore[] = [];
   let admin: Redis;
 
@@ -27,12 +26,10 @@ describe("RedisStore", () => {
     await redis.destroy();
   });
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
     await admin.flushall();
   });
   afterEach(async () => {
     await Promise.all(stores.splice(0).map((s) => s.close()));
-    await cleanup();
   });
 
   async function open(options: Partial<RedisStoreOptions> = {}): Promise<RedisStore> {
@@ -93,9 +90,8 @@ describe("RedisStore", () => {
     expect(first.granted).toBe(true);
     expect((await b.claim(key)).granted).toBe(false);
     if (!first.granted) throw new Error("unreachable");
-    // Renewed past several lease lengths, it stays held. The time passing is what is tested: the
-    // lease would run out within it without the renewals.
     for (let i = 0; i < 4; i++) {
+      // Fixed sleep, kept: proves the lease is NOT lost as time passes; 4 × 500 ms = two 1 s leases, renewed every half lease.
       await new Promise((r) => setTimeout(r, 500));
       expect(await first.lease.renew()).toBe(true);
     }
@@ -158,7 +154,7 @@ describe("RedisStore", () => {
 
   it("opens at once with Redis down, spools what it writes, and flushes and loads when Redis comes", async () => {
     const port = await freePort();
-    const spoolFile = path.join(dir, "spool", "cache.jsonl");
+    const spoolFile = path.join(temp.path, "spool", "cache.jsonl");
     const lines: string[] = [];
     const logger = createLogger({ level: "info", sink: (line) => lines.push(line) });
     const store = await open({ url: `redis://127.0.0.1:${port}/0`, spoolFile, logger, client: { maxReconnectDelayMs: 200 } });
@@ -201,7 +197,7 @@ describe("RedisStore", () => {
 
   it("flushes a spool left by an earlier run that ended during an outage", async () => {
     const port = await freePort();
-    const spoolFile = path.join(dir, "spool.jsonl");
+    const spoolFile = path.join(temp.path, "spool.jsonl");
     const first = await RedisStore.open({ url: `redis://127.0.0.1:${port}/0`, spoolFile, startWaitMs: 500 });
     const entry = makeEntry("s", "t", "Kept across runs.");
     await first.append(entry);

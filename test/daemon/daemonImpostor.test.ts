@@ -17,6 +17,7 @@ import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { lockFilePath, type LockInfo } from "../../src/daemon/wire/lockfile.js";
 import { parseAddress } from "../../src/daemon/wire/protocol.js";
+import { Watch } from "../helpers/waitFor.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -54,11 +55,11 @@ async function impostor(port: number, hello: HelloAnswer): Promise<Listener> {
   const chunks: Buffer[] = [];
   const sockets = new Set<Socket>();
   let accepted = 0;
-  const waiting: { n: number; resolve: () => void }[] = [];
+  const accepting = new Watch();
   const server = createServer((socket) => {
     sockets.add(socket);
     accepted += 1;
-    for (const w of waiting.filter((w) => accepted >= w.n)) w.resolve();
+    accepting.changed();
     socket.on("error", () => undefined);
     socket.once("close", () => sockets.delete(socket));
     let buffered = "";
@@ -81,7 +82,7 @@ async function impostor(port: number, hello: HelloAnswer): Promise<Listener> {
   cleanups.push(closeWith(server, sockets));
   return {
     received: () => Buffer.concat(chunks).toString("utf8"),
-    connections: (n) => (accepted >= n ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve }))),
+    connections: (n) => accepting.until(() => accepted >= n, { what: `${n} connections to the impostor` }),
   };
 }
 

@@ -75,8 +75,7 @@ describe("fleet: one LLM request per tool across every host", () => {
     const second = await openHost(toml);
     await second.bridge.start();
     await waitFor(() => second.bridge.stats().queue.waiting === 3, { what: "the second host's jobs to wait" });
-    // Three lease lengths: without renewals the second host would have taken the jobs over. The
-    // time passing is what is tested (leases that outlive it only by being renewed), so it is waited out.
+    // Fixed sleep, kept: proves the second host does NOT take the jobs over; 3 s = three 1 s leases, so only renewals keep the claim.
     await new Promise((r) => setTimeout(r, 3_000));
     expect(llm.requests).toHaveLength(1);
     expect(second.bridge.stats().queue).toMatchObject({ waiting: 3, requests: 0 });

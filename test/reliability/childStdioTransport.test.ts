@@ -13,6 +13,7 @@ import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
 import { ChildStdioTransport, responseIdOfDroppedLine } from "../../src/upstream/process/childStdioTransport.js";
 import { BoundedLineReader } from "../../src/util/boundedLineReader.js";
 import { alivePids, fixtureCommand, killAll } from "../helpers/processes.js";
+import { Watch } from "../helpers/waitFor.js";
 
 const pids: number[] = [];
 const clients: Client[] = [];
@@ -116,11 +117,8 @@ async function stallingServer(params: { maxQueuedBytes?: number } = {}) {
   const transport = new ChildStdioTransport({ ...fixtureCommand("rawEchoServer.ts", ["--stall"]), stderr: "pipe", ...params });
   let stderr = "";
   const answered = new Map<number, JSONRPCMessage>();
-  const watchers: { check: () => boolean; resolve: () => void }[] = [];
-  const changed = (): void => {
-    for (const w of watchers.splice(0)) if (!w.check()) watchers.push(w);
-    else w.resolve();
-  };
+  const watch = new Watch();
+  const changed = (): void => watch.changed();
   transport.stderr!.on("data", (b: Buffer) => {
     stderr += b.toString("utf8");
     changed();
@@ -130,11 +128,7 @@ async function stallingServer(params: { maxQueuedBytes?: number } = {}) {
     changed();
   };
   /** Resolves once `check` holds, checked at every answer and stderr line. */
-  const until = (check: () => boolean): Promise<void> =>
-    new Promise((resolve) => {
-      if (check()) resolve();
-      else watchers.push({ check, resolve });
-    });
+  const until = (check: () => boolean, what: string): Promise<void> => watch.until(check, { what, detail: () => `stderr so far: ${stderr.slice(-2000)}` });
   await transport.start();
   pids.push(transport.childPid!);
   const call = (id: number, name: string, args: Record<string, unknown>): Promise<void> =>
@@ -146,7 +140,7 @@ describe("ChildStdioTransport writing to a server that stops reading", () => {
   it("keeps one drain listener on the child's stdin while thousands of requests wait, and delivers them all once it reads again", async () => {
     const { transport, answered, until, call, stderr } = await stallingServer();
     void call(0, "stall", {});
-    await until(() => stderr().includes("stalled"));
+    await until(() => stderr().includes("stalled"), "the server to report that it stalled");
     const stdin = transport.stdin!;
     const text = "x".repeat(1024);
     const calls = 5_000;
@@ -162,7 +156,7 @@ describe("ChildStdioTransport writing to a server that stops reading", () => {
     expect(transport.queuedBytes).toBeGreaterThan(1024 * 1024);
     await Promise.all(sent);
     process.kill(transport.childPid!, "SIGUSR2");
-    await until(() => answered.size === calls + 1);
+    await until(() => answered.size === calls + 1, "every call answered");
     for (let id = 1; id <= calls; id++) {
       expect((answered.get(id) as { result?: { content: { text: string }[] } }).result?.content[0]?.text).toBe(`${id} ${text}`);
     }
@@ -176,7 +170,7 @@ describe("ChildStdioTransport writing to a server that stops reading", () => {
     const { transport, answered, until, call, stderr } = await stallingServer({ maxQueuedBytes: limit });
     const pid = transport.childPid!;
     void call(0, "stall", {});
-    await until(() => stderr().includes("stalled"));
+    await until(() => stderr().includes("stalled"), "the server to report that it stalled");
     const text = "y".repeat(1024);
     const outcomes = await Promise.allSettled(Array.from({ length: 2_000 }, (_, i) => call(i + 1, "echo", { text })));
     const refused = outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ id: i + 1, error: o.reason as AbridgeError }] : []));
@@ -192,11 +186,11 @@ describe("ChildStdioTransport writing to a server that stops reading", () => {
     expect(transport.queuedBytes).toBeLessThanOrEqual(limit + text.length + 200);
     expect(transport.backlogged).toBe(true);
     process.kill(pid, "SIGUSR2");
-    await until(() => answered.size === accepted.length + 1);
+    await until(() => answered.size === accepted.length + 1, "every accepted call answered");
     expect([...answered.keys()].sort((a, b) => a - b)).toEqual([0, ...accepted]);
     expect(transport.backlogged).toBe(false);
     await call(9_999, "echo", { text: "after" });
-    await until(() => answered.has(9_999));
+    await until(() => answered.has(9_999), "the answer to call 9999");
     expect(transport.childPid).toBe(pid);
     expect(transport.pid).toBe(pid);
     await transport.close();
@@ -214,7 +208,7 @@ describe("ChildStdioTransport writing to a server that stops reading", () => {
       expect(error.message).toMatch(/cannot be written as JSON/);
     }
     await call(2, "echo", { text: "still here" });
-    await until(() => answered.has(2));
+    await until(() => answered.has(2), "the answer to call 2");
     expect((answered.get(2) as { result?: { content: { text: string }[] } }).result?.content[0]?.text).toBe("still here");
     expect(answered.has(1)).toBe(false);
     expect(transport.pid).toBe(pid);

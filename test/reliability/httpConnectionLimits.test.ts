@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startHttpServer } from "../../src/serve/httpServer.js";
 import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
-import { waitFor } from "../helpers/waitFor.js";
+import { Watch, waitFor } from "../helpers/waitFor.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -55,7 +55,7 @@ function callBody(id: number, name: string, text: string): Record<string, unknow
 class Flood {
   readonly sockets: Socket[] = [];
   closed = 0;
-  private readonly waiters = new Set<() => void>();
+  private readonly closes = new Watch();
 
   async open(url: string, count: number, first?: (socket: Socket, index: number) => void): Promise<void> {
     const { hostname, port } = new URL(url);
@@ -64,7 +64,7 @@ class Flood {
       socket.on("error", () => undefined);
       socket.once("close", () => {
         this.closed += 1;
-        for (const waiter of [...this.waiters]) waiter();
+        this.closes.changed();
       });
       this.sockets.push(socket);
       await once(socket, "connect");
@@ -74,15 +74,7 @@ class Flood {
 
   /** Resolves once the server has closed at least `count` of the sockets (on each close, no polling). */
   closedAtLeast(count: number): Promise<void> {
-    return new Promise((resolve) => {
-      const check = (): void => {
-        if (this.closed < count) return;
-        this.waiters.delete(check);
-        resolve();
-      };
-      this.waiters.add(check);
-      check();
-    });
+    return this.closes.until(() => this.closed >= count, { what: `the server to close ${count} sockets`, detail: () => `closed so far: ${this.closed}` });
   }
 
   destroy(): void {

@@ -4,13 +4,14 @@
  * search_tools and run_code; a client's notifications/cancelled ends its run and aborts the run's
  * call at the upstream; runs of two clients at once each get their own console and return value.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverHttp, serveOverStdio, type HttpServeProcess, type ServeSession } from "../helpers/serveHarness.js";
 import { waitFor } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 type Text = { type: string; text: string };
 
@@ -72,38 +73,38 @@ async function checkCodeMode(clients: () => Promise<Client>, stderr: { untilStde
   await waitFor(async () => (await auditLines(audit)).some((r) => r.tool === "echo" && typeof r.run === "string"), { what: "the later run's call in the audit log" });
   expect((await auditLines(audit)).filter((r) => r.run === record.run).map((r) => r.tool)).toEqual(["sleep"]);
 
-  // Two clients' runs at once: each gets its own console and return value.
+  // Two clients' runs at once: each gets its own console and return value. Run a's call holds at
+  // the slow fixture until b has been answered, so the two runs overlap.
+  const gate = path.join(path.dirname(audit), "gate-a");
   const other = await clients();
-  const [a, b] = await Promise.all([
-    client.callTool({ name: "run_code", arguments: { code: 'console.log("mine: a"); await slow.sleep({ ms: 300 }); return "a";' } }),
-    other.callTool({ name: "run_code", arguments: { code: 'console.log("mine: b"); await echo.echo({ text: "x" }); return "b";' } }),
-  ]);
+  const running = client.callTool({ name: "run_code", arguments: { code: `console.log("mine: a"); await slow.sleep({ gate: ${JSON.stringify(gate)} }); return "a";` } });
+  // The cancelled run above wrote the first "sleeping" line: run a's call writes the second.
+  await stderr.untilStderr(/sleeping \d+[\s\S]*sleeping \d+/, "run a's call at the slow fixture");
+  const b = await other.callTool({ name: "run_code", arguments: { code: 'console.log("mine: b"); await echo.echo({ text: "x" }); return "b";' } });
+  await writeFile(gate, "");
+  const a = await running;
   expect(text(a)).toMatch(/^\[log\] mine: a\n"a"\n\(1 call, \d+ ms\)$/);
   expect(text(b)).toMatch(/^\[log\] mine: b\n"b"\n\(1 call, \d+ ms\)$/);
 }
 
 describe("code mode served", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  let marker: string;
+  const temp = useTempDir({ marker: "code-serve" });
   let audit: string;
   let config: (mode?: string) => Promise<string>;
   let sessions: ServeSession[];
   let http: HttpServeProcess | undefined;
   beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir());
-    marker = `code-serve-${path.basename(dir)}`;
-    audit = path.join(dir, "audit.jsonl");
+    audit = path.join(temp.path, "audit.jsonl");
     sessions = [];
     config = (mode) =>
       writeConfig(
-        dir,
+        temp.path,
         [
           ...(mode !== undefined ? [`mode = "${mode}"`] : []),
           `cache_dir = "cache"`,
           `audit_log = "audit.jsonl"`,
-          fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", marker]),
-          fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
+          fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker]),
+          fixtureServerToml("slow", "slowServer.ts", ["--marker", temp.marker]),
         ].join("\n"),
       );
   });
@@ -111,8 +112,7 @@ describe("code mode served", () => {
     for (const session of sessions) await session.close();
     await http?.stop();
     http = undefined;
-    expect(await waitForNoMarkedPids(marker)).toEqual([]);
-    await cleanup();
+    expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
   it("over stdio, with mode = \"code\" in the config", async () => {

@@ -7,6 +7,7 @@ import { exposesTool } from "../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../src/upstream/upstreamPool.js";
 import type { UpstreamPoolOptions } from "../../src/upstream/upstreamPool.js";
 import { alivePids, killAll } from "../helpers/processes.js";
+import { Watch } from "../helpers/waitFor.js";
 
 export { memoryLogger, type MemoryLogger } from "../helpers/memoryLogger.js";
 
@@ -34,18 +35,16 @@ export function makePool(options: Partial<UpstreamPoolOptions> & Pick<UpstreamPo
   return pool;
 }
 
-/** Resolves when `predicate(pool)` holds, checked on every status change. */
-export function waitForStatus(pool: UpstreamPool, predicate: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (predicate()) return resolve();
-    const check = (): void => {
-      if (predicate()) {
-        pool.off("statusChanged", check);
-        resolve();
-      }
-    };
-    pool.on("statusChanged", check);
-  });
+/** Resolves when `predicate(pool)` holds, checked now and on every status change (a hang guard, not a timing check). */
+export async function waitForStatus(pool: UpstreamPool, predicate: () => boolean, what = "the pool's servers to reach the state the test waits for"): Promise<void> {
+  const statuses = new Watch();
+  const changed = (): void => statuses.changed();
+  pool.on("statusChanged", changed);
+  try {
+    await statuses.until(predicate, { what, detail: () => `statuses: ${JSON.stringify(pool.servers().map((s) => [s.name, s.state]))}` });
+  } finally {
+    pool.off("statusChanged", changed);
+  }
 }
 
 afterEach(async () => {

@@ -9,7 +9,7 @@ import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { MAX_BUFFERED_ANSWER_BYTES } from "../../../src/daemon/server/daemonSession.js";
 import { parseAddress } from "../../../src/daemon/wire/protocol.js";
-import { Watch, waitFor } from "../../helpers/waitFor.js";
+import { settled, Watch, waitFor } from "../../helpers/waitFor.js";
 import { memoryLogger, startDaemon, testSetup } from "../daemonHarness.js";
 
 function rawSocket(address: string): Promise<Socket> {
@@ -54,7 +54,7 @@ describe("the daemon under misbehaving clients", { timeout: 60_000 }, () => {
     // A refused connect ends the flood as soon as the daemon closes its listener, the first step
     // of stopping, which may be before the stop has finished: wait for it (bounded) to read why.
     if (stopped === undefined) {
-      stopped = await Promise.race([daemon.closed, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000).unref())]);
+      stopped = await settled(daemon.closed, { what: "the daemon to stop", timeoutMs: 15_000 });
     }
     expect(stopped).toBe("idle");
     // At least the first connection; how many more fit in the idle window depends on how fast the

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { readLock } from "../../../src/daemon/wire/lockfile.js";
 import { parseAddress } from "../../../src/daemon/wire/protocol.js";
 import { RawClient, startDaemon, testSetup } from "../daemonHarness.js";
+import { settled } from "../../helpers/waitFor.js";
 
 /** A connection that never ends its side; `ended` settles when the daemon has ended its own. */
 function openSilently(address: string): Promise<{ socket: Socket; ended: Promise<void> }> {
@@ -36,11 +37,7 @@ describe("stopping a daemon with connections open", { timeout: 60_000 }, () => {
     expect(await refusal).toContain('"ok":false');
     const client = await RawClient.connect(daemon.address);
     expect(await client.request({ op: "stats", token: daemon.token, id: 1 })).toMatchObject({ id: 1, ok: true });
-    const stopped = await Promise.race([
-      daemon.close({ graceMs: 200 }).then(() => "stopped"),
-      new Promise<string>((resolve) => setTimeout(() => resolve("still stopping after 10 s"), 10_000).unref()),
-    ]);
-    expect(stopped).toBe("stopped");
+    await settled(daemon.close({ graceMs: 200 }), { what: "the daemon to stop with connections open", timeoutMs: 10_000 });
     // The daemon's side of both has ended (these clients keep theirs open: `end`, not `close`).
     await Promise.all([silent.ended, refused.ended]);
     expect(await client.next()).toBeUndefined();
