@@ -77,9 +77,9 @@ function normalizeList(list: unknown[], depth: number): unknown[] {
  * `"outputSchema": null`, `"title": null`, `"description": null` or `"properties": null` where the
  * spec has an optional member, and every reader downstream (hash, summarizer, renderer, policy,
  * argument validation, an SDK client validating the list we pass on) expects the member to be
- * either there with its type or missing. So tools are normalized once, where they enter (an
- * upstream's `tools/list`, a recorded list given to `render`), and the hash is taken of the
- * normalized form: a tool hashes the same whether its server writes `null` or leaves the member
+ * either there with its type or missing. So tools are normalized once, where they enter, by
+ * `admitTool` (an upstream's `tools/list`, a recorded list, a JSON-RPC manifest), and the hash is
+ * taken of the normalized form: a tool hashes the same whether its server writes `null` or leaves the member
  * out, and a server that stops sending nulls keeps its cached summaries.
  *
  * Drops every null top-level member, null members of `annotations`, and null keywords of
