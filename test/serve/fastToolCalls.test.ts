@@ -6,6 +6,8 @@
  * upstream, relayed sampling, aborting on close) must still happen. Real bridges over real fixture
  * servers; the client side is a pair of in-process streams written line by line.
  */
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Bridge } from "../../src/core/bridge.js";
@@ -207,12 +209,17 @@ describe("the stdio fast path of tools/call", () => {
       await serving;
     });
     await session.initialize();
-    session.send({ jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "slow_sleep", arguments: { ms: 300, steps: 1 } } });
+    // Call 50 holds at the slow fixture until its gate file exists, opened only once the stop has
+    // begun: it is in flight at shutdown and must be answered within the grace.
+    const gate = path.join(test.dir, "gate-50");
+    session.send({ jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "slow_sleep", arguments: { gate } } });
     session.send({ jsonrpc: "2.0", id: 51, method: "tools/call", params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p-51" } } });
     await session.until(() => session.messages.find((m) => m.params?.progressToken === "p-51"), "progress of the long call");
+    await test.until(() => test.lines.filter((line) => /sleeping \d+/.test(line)).length >= 2, "both calls at the slow fixture");
     stop.abort();
+    await writeFile(gate, "");
     await serving;
-    expect(session.messages.find((m) => m.id === 50)?.result?.content).toEqual([{ type: "text", text: "slept 300 ms" }]);
+    expect(session.messages.find((m) => m.id === 50)?.result?.content).toEqual([{ type: "text", text: "gate opened" }]);
     expect(session.messages.some((m) => m.id === 51)).toBe(false);
     await test.until(() => test.lines.some((line) => /cancelled \d+/.test(line)), "the upstream to see the call left at shutdown cancelled");
   });
