@@ -1,20 +1,13 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { codeModeMarkdown, QUICK_TASKS, runCodeMode, TASKS, writeCodeModeResults } from "../../bench/codeMode.js";
 import { canonical, modelJson, splitMultiple } from "../../bench/codeMode/seeded.js";
 import { sameAnswer, sessionTokens } from "../../bench/codeMode/sessions.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("bench/codeMode: classic and code sessions of the same tasks", () => {
-  let dir: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir, cleanup } = await tempDir("abridge-codemode-test-"));
-  });
-  afterEach(async () => {
-    await cleanup();
-  });
+  const temp = useTempDir({ prefix: "abridge-codemode-test-" });
 
   it("--quick: both sessions of each task reach the data's answer, and every figure is written", async () => {
     const result = await runCodeMode({ quick: true });
@@ -33,12 +26,12 @@ describe("bench/codeMode: classic and code sessions of the same tasks", () => {
     expect(result.targets.map((t) => t.status).every((s) => s === "met" || s === "missed")).toBe(true);
     expect(result.targets).toHaveLength(4);
 
-    await writeCodeModeResults(result, dir);
-    const json = JSON.parse(await readFile(path.join(dir, "codeMode.json"), "utf8")) as { tasks: { task: string }[]; targets: unknown[]; runtime: { coldStart: { runMsMedian: number } } };
+    await writeCodeModeResults(result, temp.path);
+    const json = JSON.parse(await readFile(path.join(temp.path, "codeMode.json"), "utf8")) as { tasks: { task: string }[]; targets: unknown[]; runtime: { coldStart: { runMsMedian: number } } };
     expect(json.tasks.map((t) => t.task)).toEqual(QUICK_TASKS);
     expect(json.targets).toHaveLength(4);
     expect(Number.isFinite(json.runtime.coldStart.runMsMedian)).toBe(true);
-    const markdown = await readFile(path.join(dir, "codeMode.md"), "utf8");
+    const markdown = await readFile(path.join(temp.path, "codeMode.md"), "utf8");
     expect(markdown).toContain(codeModeMarkdown(result));
     for (const name of QUICK_TASKS) expect(markdown).toContain(`| ${name} |`);
     expect(markdown).toMatch(/\| extra RSS for 16 concurrent runs \| [\d.]+ MiB \| <= 64 MiB \| (met|missed) \|/);
