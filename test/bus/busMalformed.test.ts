@@ -4,13 +4,13 @@
  * call; a bad `--nats`, `--agent` or an unreachable NATS server stops `abridge bus` with a clear
  * message, a stable code and a non-zero exit, before any upstream is started.
  */
-import path from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BusClient } from "../../src/index.js";
-import { fixtureServerToml, pidsWithMarker, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import { freePort, type NatsServer } from "../helpers/natsServer.js";
 import { body, BusRig, collect, requestHeaders, type WorkerProcess } from "./busHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 let rig: BusRig;
 let nats: NatsServer;
@@ -93,6 +93,7 @@ describe("abridge bus: malformed messages", () => {
 });
 
 describe("abridge bus: bad command lines and an unreachable server", () => {
+  const temp = useTempDir({ prefix: "abridge-bus-unreachable-", marker: "bus-unreachable" });
   it("refuses a --nats that is not a nats:// URL, with USAGE and exit 2", async () => {
     for (const [value, expected] of [
       ["http://127.0.0.1:4222", 'expected the scheme nats:// (or tls://), got "http"'],
@@ -122,19 +123,14 @@ describe("abridge bus: bad command lines and an unreachable server", () => {
   });
 
   it("fails with BUS_UNAVAILABLE and exit 1 when no NATS server answers, starting no upstream", async () => {
-    const { dir, cleanup } = await tempDir("abridge-bus-unreachable-");
-    try {
-      const mark = `bus-unreachable-${path.basename(dir)}`;
-      const config = await writeConfig(dir, fixtureServerToml("echo", "echoServer.ts", ["--marker", mark]));
-      const port = await freePort();
-      const run = await runAbridge(["bus", "--nats", `nats://127.0.0.1:${port}`, "--agent", "alpha", "--config", config]);
-      expect(run.code).toBe(1);
-      expect(run.stderr).toContain(`cannot connect to the NATS server at nats://127.0.0.1:${port}`);
-      expect(run.stderr).toContain("[BUS_UNAVAILABLE]");
-      expect(pidsWithMarker(mark)).toEqual([]);
-    } finally {
-      await cleanup();
-    }
+    const mark = temp.marker;
+    const config = await writeConfig(temp.path, fixtureServerToml("echo", "echoServer.ts", ["--marker", mark]));
+    const port = await freePort();
+    const run = await runAbridge(["bus", "--nats", `nats://127.0.0.1:${port}`, "--agent", "alpha", "--config", config]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`cannot connect to the NATS server at nats://127.0.0.1:${port}`);
+    expect(run.stderr).toContain("[BUS_UNAVAILABLE]");
+    expect(pidsWithMarker(mark)).toEqual([]);
   });
 
   it("keeps a password in the URL out of its messages", async () => {

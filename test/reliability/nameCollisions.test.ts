@@ -7,9 +7,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
-import { fixtureServerToml, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 describe("name collisions from upstream data", () => {
+  const temp = useTempDir({ prefix: "abridge-collide-" });
   it("gh_delete + repo cannot take gh_delete_repo from gh + delete_repo listed before it", async () => {
     for (const [first, second] of [["gh", "gh_delete"], ["gh_delete", "gh"]] as const) {
       const servers = {
@@ -31,23 +33,18 @@ describe("name collisions from upstream data", () => {
   });
 
   it("two prefix = false servers with the same tool at start-up: abridge serves both, exit 0, a warning", async () => {
-    const { dir, cleanup } = await tempDir("abridge-collide-");
-    try {
-      const config = await writeConfig(
-        dir,
-        fixtureServerToml("one", "misbehavingServer.ts", ["--tool-names", "search"], "prefix = false") +
-          fixtureServerToml("two", "misbehavingServer.ts", ["--tool-names", "search"], "prefix = false"),
-      );
-      const run = await runAbridge(["tools", "--config", config], { cwd: dir });
-      expect(run.code).toBe(0);
-      expect(run.stdout).toMatch(/^search\b/m);
-      expect(run.stdout).toMatch(/^search_[0-9a-f]{6}\b/m);
-      expect(run.stderr).toMatch(/tool name taken by another tool.* server=two .*wanted=search .*keptBy=one\/search/);
-      const call = await runAbridge(["call", "two", "search", "--config", config], { cwd: dir });
-      expect(call.code).toBe(0);
-      expect(call.stdout).toContain("tool search");
-    } finally {
-      await cleanup();
-    }
+    const config = await writeConfig(
+      temp.path,
+      fixtureServerToml("one", "misbehavingServer.ts", ["--tool-names", "search"], "prefix = false") +
+        fixtureServerToml("two", "misbehavingServer.ts", ["--tool-names", "search"], "prefix = false"),
+    );
+    const run = await runAbridge(["tools", "--config", config], { cwd: temp.path });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^search\b/m);
+    expect(run.stdout).toMatch(/^search_[0-9a-f]{6}\b/m);
+    expect(run.stderr).toMatch(/tool name taken by another tool.* server=two .*wanted=search .*keptBy=one\/search/);
+    const call = await runAbridge(["call", "two", "search", "--config", config], { cwd: temp.path });
+    expect(call.code).toBe(0);
+    expect(call.stdout).toContain("tool search");
   });
 });
