@@ -1,6 +1,6 @@
 import { open, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
 import { parseStoredLine } from "./entryLimits.js";
@@ -95,7 +95,7 @@ const REWRITE_ATTEMPTS = 5;
 
 function ioError(action: string, file: string, err: unknown): AbridgeError {
   if (err instanceof AbridgeError) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return new AbridgeError(ErrorCode.CACHE_IO, `cannot ${action} cache ${file}: ${message}`, { cause: err });
 }
 

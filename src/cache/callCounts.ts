@@ -3,6 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { writeFileAtomic } from "./writeFileAtomic.js";
+import { messageOf } from "../model/errors.js";
 
 /** File name of the call counts, beside `summaries.jsonl` in the cache dir. */
 export const CALL_COUNTS_FILE = "calls.json";
@@ -94,7 +95,7 @@ export class CallCounts {
         this.warned = true;
         this.logger.warn("cannot write call counts; auto mode keeps them in memory", {
           file: this.file,
-          error: err instanceof Error ? err.message : String(err),
+          error: messageOf(err),
         });
       }),
     );
@@ -127,7 +128,7 @@ async function readCounts(file: string, logger: Logger): Promise<Map<string, num
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    logger.warn("call counts file is not JSON; starting from none", { file, error: err instanceof Error ? err.message : String(err) });
+    logger.warn("call counts file is not JSON; starting from none", { file, error: messageOf(err) });
     return new Map();
   }
   const result = callCountsFileSchema.safeParse(parsed);

@@ -1,5 +1,6 @@
 import { cacheEntrySchema, cacheKey, fastCheckCacheEntry } from "./cacheEntry.js";
 import type { CacheEntry } from "./cacheEntry.js";
+import { messageOf } from "../model/errors.js";
 
 /** Result of {@link parseCacheLine}: the entry, or why the line was rejected. */
 export type ParsedCacheLine = { ok: true; entry: CacheEntry } | { ok: false; reason: string };
@@ -51,7 +52,7 @@ export function parseCacheLine(text: string): ParsedCacheLine {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    return { ok: false, reason: `not JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, reason: `not JSON: ${messageOf(err)}` };
   }
   const entry = fastCheckCacheEntry(value);
   if (entry === undefined) return checkCacheEntry(value);

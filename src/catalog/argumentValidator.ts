@@ -5,6 +5,7 @@ import addFormatsModule from "ajv-formats";
 import { compileLinearPattern, type PatternTester } from "./linearRegExp.js";
 import type { CatalogTool } from "./types.js";
 import { isObject } from "../model/json.js";
+import { messageOf } from "../model/errors.js";
 
 /** Most errors listed in one result: past this the model learns nothing more from the list. */
 const MAX_ERRORS = 8;
@@ -143,7 +144,7 @@ export class ArgumentValidator {
         const unchecked = [...new Set(this.uncheckedWhileCompiling)];
         result = unchecked.length > 0 ? { validate, unchecked } : { validate };
       } catch (err) {
-        result = { skipped: `schema does not compile: ${err instanceof Error ? err.message : String(err)}` };
+        result = { skipped: `schema does not compile: ${messageOf(err)}` };
       }
     }
     this.compiled.set(tool.key, result);

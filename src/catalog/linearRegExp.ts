@@ -1,4 +1,5 @@
 import { RE2JS } from "re2js";
+import { messageOf } from "../model/errors.js";
 
 /** The `test` half of a RegExp, which is all ajv asks of a pattern engine. */
 export interface PatternTester {
@@ -27,6 +28,6 @@ export function compileLinearPattern(pattern: string, unicode: boolean): { teste
   } catch (err) {
     // Throws for a pattern JavaScript cannot read either: an invalid schema, not a limit of RE2.
     new RegExp(pattern, unicode ? "u" : "");
-    return { unsupported: err instanceof Error ? err.message : String(err) };
+    return { unsupported: messageOf(err) };
   }
 }

@@ -1,5 +1,6 @@
 import { briefDescription, parameterList } from "./signature.js";
 import type { CatalogTool, Mode } from "./types.js";
+import { isObject } from "../model/json.js";
 
 /** BM25 term-frequency saturation. */
 const K1 = 1.2;
@@ -120,7 +121,7 @@ export const LAZY_FIELD_WEIGHTS = {
 function propertyNames(schema: unknown): string[] {
   if (typeof schema !== "object" || schema === null) return [];
   const props = (schema as { properties?: unknown }).properties;
-  return typeof props === "object" && props !== null && !Array.isArray(props) ? Object.keys(props) : [];
+  return isObject(props) ? Object.keys(props) : [];
 }
 
 function propertyDescriptions(schema: unknown): string[] {

@@ -61,8 +61,6 @@ export function shortenSchemaProse(node: unknown, params?: Record<string, string
     } else if (SCHEMA_LIST_KEYWORDS.has(key) && Array.isArray(value)) {
       out[key] = value.map(sub);
     } else if (PROSE_ONLY_KEYWORDS.has(key)) {
-      // Annotations with no effect on validation; `examples` alone can run to pages.
-      continue;
     } else {
       out[key] = value;
     }

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/loadConfig.js";
-import { AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
+import { type AbridgeError, ErrorCode, toAbridgeError } from "../model/errors.js";
 import { LOG_LEVELS, SecretSet, type LogLevel } from "../log/logger.js";
 import { createAdjustableLogger, recordingLogger } from "./adjustableLogger.js";
 import { VERSION } from "../model/version.js";

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import type { EnvMap } from "./expandVars.js";
 
 /** Options of {@link findConfigPath}. */
@@ -66,7 +66,7 @@ async function isFile(file: string): Promise<"file" | "dir" | "missing"> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return "missing";
-    throw new AbridgeError(ErrorCode.CONFIG_NOT_FOUND, `cannot look at config file ${file}: ${(err as Error).message}`, {
+    throw new AbridgeError(ErrorCode.CONFIG_NOT_FOUND, `cannot look at config file ${file}: ${messageOf(err)}`, {
       cause: err,
     });
   }

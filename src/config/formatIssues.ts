@@ -110,7 +110,7 @@ export function formatIssues(issues: readonly core.$ZodIssue[], options: FormatI
       case "invalid_key": {
         const key = path[path.length - 1];
         const inner = issue.issues[0]?.message;
-        const expected = inner !== undefined && inner.startsWith("expected") ? inner : "expected a valid key";
+        const expected = inner?.startsWith("expected") ? inner : "expected a valid key";
         push(path, `${expected}, got ${JSON.stringify(String(key))}`);
         break;
       }

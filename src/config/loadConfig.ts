@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger, SecretSet } from "../log/logger.js";
 import type { EnvMap } from "./expandVars.js";
@@ -38,7 +38,7 @@ export async function loadConfig(options: LoadConfigOptions): Promise<Config> {
     const code = (err as NodeJS.ErrnoException).code;
     // Deleted between lookup and read: still "not found", not "invalid".
     const errorCode = code === "ENOENT" ? ErrorCode.CONFIG_NOT_FOUND : ErrorCode.CONFIG_INVALID;
-    throw new AbridgeError(errorCode, `cannot read config file ${file}: ${(err as Error).message}`, { cause: err });
+    throw new AbridgeError(errorCode, `cannot read config file ${file}: ${messageOf(err)}`, { cause: err });
   }
   const config = parseConfigText(text, {
     file,

@@ -2,6 +2,7 @@ import { configJsonSchema } from "./configJsonSchema.js";
 import { describeValue, formatPath } from "./formatIssues.js";
 import { didYouMean } from "../util/suggest.js";
 import { setOwn } from "./setOwn.js";
+import { isObject } from "../model/json.js";
 
 /**
  * MCP client config files (Claude Desktop / Cursor / Claude Code `mcpServers`, VS Code `servers` +
@@ -74,10 +75,6 @@ export function isMcpJson(doc: Record<string, unknown>): boolean {
   return keys.length > 0 && keys.every((k) => k === "servers");
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Maps a client file to abridge's config shape (see the module comment for what is mapped). */
 export function normalizeMcpJson(doc: Record<string, unknown>): NormalizedMcpJson {
   const problems: McpJsonProblem[] = [];
@@ -112,7 +109,7 @@ export function normalizeMcpJson(doc: Record<string, unknown>): NormalizedMcpJso
 
   const block = doc["abridge"];
   if (block !== undefined) {
-    if (!isPlainObject(block)) {
+    if (!isObject(block)) {
       problem(["abridge"], `expected an object, got ${describeValue(block, "json")}`);
     } else {
       for (const [key, value] of Object.entries(block)) {
@@ -129,11 +126,11 @@ export function normalizeMcpJson(doc: Record<string, unknown>): NormalizedMcpJso
   const renamed = new Map<string, Map<string, string>>();
   const rawServers = doc[serversKey];
   const servers: Record<string, unknown> = {};
-  if (rawServers !== undefined && !isPlainObject(rawServers)) {
+  if (rawServers !== undefined && !isObject(rawServers)) {
     problem([serversKey], `expected an object, got ${describeValue(rawServers, "json")}`);
   } else if (rawServers !== undefined) {
     for (const [name, entry] of Object.entries(rawServers)) {
-      if (!isPlainObject(entry)) {
+      if (!isObject(entry)) {
         // Passed on as is: validation reports it with the schema's wording.
         setOwn(servers, name, entry);
         continue;

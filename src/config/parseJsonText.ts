@@ -206,7 +206,10 @@ export function locateJsonError(text: string): { offset: number; message: string
         fail('"," or "]" after an array element');
       }
     }
-    if (ch === '"') return string();
+    if (ch === '"') {
+      string();
+      return;
+    }
     for (const word of ["true", "false", "null"]) {
       if (text.startsWith(word, pos)) {
         pos += word.length;

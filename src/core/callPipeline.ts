@@ -2,7 +2,7 @@ import type { CallCounts } from "../cache/callCounts.js";
 import { callMetaTool, getSchemaResult, servesMetaTool, type DeclarationRequest, type MetaToolHost } from "../catalog/metaTools.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { ToolCatalog } from "../catalog/toolCatalog.js";
-import type { CatalogTool, Mode } from "../catalog/types.js";
+import type { CatalogTool, } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";

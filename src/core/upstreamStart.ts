@@ -1,5 +1,5 @@
 import type { DiscoveryCounts, DiscoverOptions } from "../catalog/toolCatalog.js";
-import { ErrorCode, isAbridgeError } from "../model/errors.js";
+import { ErrorCode, isAbridgeError, messageOf } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import type { UpstreamPool } from "../upstream/upstreamPool.js";
 
@@ -77,7 +77,7 @@ export class UpstreamStart {
       }
     }
     this.start(signal).catch((err: unknown) => {
-      if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: err instanceof Error ? err.message : String(err) });
+      if (!isAbridgeError(err, ErrorCode.CANCELLED)) this.logger.error("upstreams failed to start", { error: messageOf(err) });
     });
   }
 

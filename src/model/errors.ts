@@ -123,7 +123,7 @@ export function isAbridgeError(err: unknown, code?: ErrorCode): err is AbridgeEr
 /** Wraps anything thrown into an {@link AbridgeError}, keeping the original as `cause`. */
 export function toAbridgeError(err: unknown, fallback: ErrorCode = ErrorCode.INTERNAL): AbridgeError {
   if (err instanceof AbridgeError) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return new AbridgeError(fallback, message, { cause: err });
 }
 

@@ -3,7 +3,7 @@ import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { canonicalJson } from "../catalog/toolHash.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 
@@ -108,7 +108,7 @@ export class AuditLog {
       const handle = await open(options.file, "a", 0o600);
       return new AuditLog(options.file, handle, options);
     } catch (err) {
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot open audit log ${options.file}: ${(err as Error).message}`, { cause: err });
+      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot open audit log ${options.file}: ${messageOf(err)}`, { cause: err });
     }
   }
 
@@ -139,7 +139,7 @@ export class AuditLog {
         await this.handle.write(line);
       } catch (err) {
         this.writeErrors += 1;
-        this.logger.warn("audit log write failed", { file: this.file, error: (err as Error).message });
+        this.logger.warn("audit log write failed", { file: this.file, error: messageOf(err) });
       }
     });
     return this.tail;

@@ -162,7 +162,7 @@ export class CallGuard {
         const handle = await this.spill.save(marked, signal);
         return limitOutput(marked, { maxBytes, spill: { handle, offsetOf: (i) => spillOffsetOf(marked, i) } }).result;
       } catch (err) {
-        this.logger.warn("could not keep a large output; cutting it without a handle", { server, error: (err as Error).message });
+        this.logger.warn("could not keep a large output; cutting it without a handle", { server, error: messageOf(err) });
       }
     }
     return limitOutput(marked, { maxBytes }).result;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import type { CallToolResult } from "../model/types.js";
@@ -79,7 +79,7 @@ export class SpillStore {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       await writeFile(this.fileOf(handle), spillText(result), { mode: 0o600, flag: "wx", ...(signal ? { signal } : {}) });
     } catch (err) {
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot keep the full output in ${this.dir}: ${(err as Error).message}`, { cause: err });
+      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot keep the full output in ${this.dir}: ${messageOf(err)}`, { cause: err });
     }
     if (!this.pruned) {
       this.pruned = true;
@@ -141,7 +141,7 @@ export class SpillStore {
         if (info && now - info.mtimeMs > this.retentionMs) await rm(file, { force: true });
       }
     } catch (err) {
-      this.logger.warn("pruning spilled outputs failed", { dir: this.dir, error: (err as Error).message });
+      this.logger.warn("pruning spilled outputs failed", { dir: this.dir, error: messageOf(err) });
     }
   }
 }

@@ -76,8 +76,7 @@ function shapeUnsafe(result: CallToolResult, format: ResultFormat, structured: S
   const dropStructured =
     structured === "text-only" &&
     result.structuredContent !== undefined &&
-    content !== undefined &&
-    content.some((block) => {
+    content?.some((block) => {
       const text = textOf(block);
       return text !== undefined && repeatsStructured(text, result.structuredContent);
     });

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Mode } from "../config/schema.js";
 import type { Bridge } from "../core/bridge.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { FdBudget, HttpConnections, PRE_AUTH_DEADLINE_MS } from "./httpConnections.js";
@@ -228,7 +228,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
       const status = err instanceof BodyError ? err.status : 400;
       const code = err instanceof BodyError ? err.rpcCode : -32700;
       const what = status === 413 ? "request too large: " : code === -32700 ? "parse error: " : "";
-      sendJsonError(res, status, code, `${what}${err instanceof Error ? err.message : String(err)}`);
+      sendJsonError(res, status, code, `${what}${messageOf(err)}`);
       return;
     }
     if (body === undefined) {
@@ -395,7 +395,7 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     },
     (req, res) => {
       handle(req, res).catch((err: unknown) => {
-        logger.error("HTTP request failed", { error: err instanceof Error ? err.message : String(err) });
+        logger.error("HTTP request failed", { error: messageOf(err) });
         sendJsonError(res, 500, -32603, "internal error");
       });
     },

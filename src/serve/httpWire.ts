@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { jsonTextDeeperThan, MAX_JSON_DEPTH } from "../model/jsonDepth.js";
 
 /** Where MCP is served. */
@@ -145,7 +145,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       try {
         resolve(JSON.parse(text) as unknown);
       } catch (err) {
-        reject(new BodyError(400, `invalid JSON: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+        reject(new BodyError(400, `invalid JSON: ${messageOf(err)}`, { cause: err }));
       }
     });
   });

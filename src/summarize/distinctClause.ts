@@ -157,7 +157,7 @@ function cleanClauseEnd(text: string): string {
  */
 function isProse(clause: string): boolean {
   if (/^[^\s:]+(?:\s+[^\s:]+){0,3}\s*(?:\([^)]*\))?\s*:/.test(clause)) return false;
-  if (/^['"“‘`(\[]/.test(clause)) return false;
+  if (/^['"“‘`([]/.test(clause)) return false;
   if (/:|\/\w/.test(clause)) return false;
   if (/[{}[\]<>=|`\\]|\p{L}_\p{L}|\p{Ll}\p{Lu}|\.\p{L}|'[^']*'|"[^"]*"/u.test(clause)) return false;
   if (/\b\p{Lu}{2,}\s+\p{Lu}{2,}\b/u.test(clause)) return false;

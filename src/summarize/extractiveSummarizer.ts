@@ -109,7 +109,7 @@ export class ExtractiveSummarizer implements Summarizer {
   summarizeCatalog(tools: readonly RawTool[]): ToolSummary[] {
     const vocabulary = new CatalogVocabulary(tools);
     const prepared = tools.map((tool) => this.prepare(tool));
-    return prepared.map((p, i) => {
+    return prepared.map((p) => {
       if (p.lead === undefined || p.leadText === "") return { summary: summaryFromName(p.tool.name, toolTitle(p.tool)), params: p.params };
       if (!this.distinctClauses) return { summary: p.leadText, params: p.params };
       const room = this.wordBudget - words(p.leadText).length;

@@ -1,6 +1,6 @@
 import type OpenAI from "openai";
 import { z } from "zod";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
 import type { RawTool } from "../model/types.js";
@@ -131,7 +131,7 @@ export function mapOpenAiError(err: unknown, nowMs: number = Date.now()): Abridg
   if (err instanceof AbridgeError) return err;
   // Until the package is loaded no error can come from it.
   const sdk = openAiModule;
-  if (sdk === undefined) return new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  if (sdk === undefined) return new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer request failed: ${messageOf(err)}`, { cause: err });
   const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk;
   if (err instanceof APIUserAbortError) {
     return new AbridgeError(ErrorCode.CANCELLED, "summarizer request aborted", { cause: err });
@@ -167,7 +167,7 @@ export function mapOpenAiError(err: unknown, nowMs: number = Date.now()): Abridg
       details: { status },
     });
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer request failed: ${message}`, { cause: err });
 }
 

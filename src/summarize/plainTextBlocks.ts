@@ -26,6 +26,7 @@ export interface PlainTextOptions {
  * Emoji, pictographs and the invisible joiners/selectors that glue them (ZWJ sequences, keycaps,
  * skin tones, flags). Exported so tests can check summaries for residue with the same definition.
  */
+// biome-ignore lint/suspicious/noMisleadingCharacterClass: the joiners and selectors are listed one by one on purpose, each is removed alone
 export const EMOJI_PATTERN = /[\p{Extended_Pictographic}\u{1F1E6}-\u{1F1FF}\u{1F3FB}-\u{1F3FF}\u200D\uFE0E\uFE0F\u20E3]/gu;
 
 /** Tags whose content is advice to the model, not a description of the tool: dropped whole. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { ServerConfig } from "../config/schema.js";
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { compareStrings } from "../model/json.js";
@@ -137,7 +137,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const uris = [...this.subscriptions.keys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
     if (uris.length === 0 || connection.config.lifecycle === "per_call") return;
     void Promise.allSettled(uris.map((uri) => connection.request("resources/subscribe", { uri }))).then((results) => {
-      const failed = results.flatMap((r, i) => (r.status === "rejected" ? [`${uris[i]}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : []));
+      const failed = results.flatMap((r, i) => (r.status === "rejected" ? [`${uris[i]}: ${messageOf(r.reason)}`] : []));
       if (failed.length > 0) this.logger.warn("renewing resource subscriptions failed", { server: connection.name, failed: failed.join("; ") });
       this.logger.debug("resource subscriptions renewed", { server: connection.name, renewed: uris.length - failed.length });
     });
@@ -334,7 +334,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
       // unexposed) rather than breaking every other server's tools.
       this.logger.error("tool names could not be assigned after a change; keeping the previous names", {
         server,
-        error: err instanceof Error ? err.message : String(err),
+        error: messageOf(err),
       });
     }
     this.emit("toolsChanged", server);

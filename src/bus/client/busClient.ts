@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { headers, NoRespondersError, PermissionViolationError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { silentLogger, type Logger } from "../../log/logger.js";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import type { CallToolResult, JsonObject } from "../../model/types.js";
 import type { RunCodeAnswer, RunCodeOptions } from "../../core/bridge.js";
 import {
@@ -272,5 +272,5 @@ function requestError(err: unknown, subject: string, agent: string, timeoutMs: n
   if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) {
     return new BusCallError("unavailable", `no worker of agent ${agent} is on the bus: nothing listens on ${subject}`, { retryable: true, origin: "client", cause: err });
   }
-  return new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `request on ${subject} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err, retryable: true });
+  return new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `request on ${subject} failed: ${messageOf(err)}`, { cause: err, retryable: true });
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MODES } from "../../config/schema.js";
 import { codeLimitsSchema, describeIssues, runResultSchema, toolResultSchema } from "../../daemon/wire/protocol.js";
+import { messageOf } from "../../model/errors.js";
 
 /**
  * The message-bus protocol (README "Bus worker (NATS)"): JSON messages on NATS subjects, shared by
@@ -230,7 +231,7 @@ export function readJson(data: Uint8Array): { ok: true; value: unknown } | { ok:
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
-    return { ok: false, problem: `not JSON: ${(err as Error).message}` };
+    return { ok: false, problem: `not JSON: ${messageOf(err)}` };
   }
 }
 

@@ -5,7 +5,7 @@ import type { Mode } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
 import { RateLimitedLog } from "../../log/rateLimitedLog.js";
 import { silentLogger, type Logger } from "../../log/logger.js";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import type { JsonObject } from "../../model/types.js";
 import {
@@ -516,7 +516,7 @@ export class BusWorker {
       this.nc.publish(subject, json, { headers: this.outputHeaders });
       return true;
     } catch (err) {
-      this.logger.error(`could not publish the ${what}`, { subject, error: err instanceof Error ? err.message : String(err) });
+      this.logger.error(`could not publish the ${what}`, { subject, error: messageOf(err) });
       return false;
     }
   }

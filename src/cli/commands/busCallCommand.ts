@@ -3,7 +3,7 @@ import { ExitCode, type CommandSpec } from "../command.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
 import { BusCallError, BusClient } from "../../bus/client/busClient.js";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import type { JsonObject } from "../../model/types.js";
 import { agentNameProblem, DEFAULT_REQUEST_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
 import { parseNatsUrl } from "../../bus/wire/natsConnection.js";
@@ -14,7 +14,7 @@ function parseArguments(text: string | undefined): JsonObject {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw usageError(`arguments: expected a JSON object, got invalid JSON (${err instanceof Error ? err.message : String(err)})`);
+    throw usageError(`arguments: expected a JSON object, got invalid JSON (${messageOf(err)})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw usageError(`arguments: expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`);

@@ -4,6 +4,7 @@ import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, selectServers, withBridge } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
+import { messageOf } from "../../model/errors.js";
 
 function parseArguments(text: string | undefined): JsonObject {
   if (text === undefined) return {};
@@ -11,7 +12,7 @@ function parseArguments(text: string | undefined): JsonObject {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw usageError(`--args: expected a JSON object, got invalid JSON (${err instanceof Error ? err.message : String(err)})`);
+    throw usageError(`--args: expected a JSON object, got invalid JSON (${messageOf(err)})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw usageError(`--args: expected a JSON object, got ${Array.isArray(value) ? "an array" : typeof value}`);

@@ -10,7 +10,7 @@ import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { delay } from "../../model/timers.js";
 import type { DaemonStats } from "../../daemon/wire/protocol.js";
 import { writeLine } from "../cliIo.js";
-import { ExitCode, type CommandContext, type CommandSpec, type OptionSpec } from "../command.js";
+import { ExitCode, type CommandContext, type CommandSpec, } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 

@@ -4,7 +4,7 @@ import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
-import { ErrorCode, isAbridgeError } from "../../model/errors.js";
+import { ErrorCode, isAbridgeError, messageOf } from "../../model/errors.js";
 import { modeChoices, parseMode } from "./toolsCommand.js";
 import { Bridge } from "../../core/bridge.js";
 import { serveStdio } from "../../serve/serveStdio.js";
@@ -40,7 +40,7 @@ async function readTokenFile(ctx: CommandContext, file: string): Promise<string>
     text = await readFile(where, "utf8");
   } catch (err) {
     if (isAbridgeError(err, ErrorCode.USAGE)) throw err;
-    throw usageError(`--token-file: cannot read ${where}: ${(err as Error).message}`);
+    throw usageError(`--token-file: cannot read ${where}: ${messageOf(err)}`);
   }
   const token = (text.split(/\r?\n/)[0] ?? "").trim();
   if (token === "") throw usageError(`--token-file: ${where} is empty; its first line must be the token`);

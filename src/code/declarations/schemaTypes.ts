@@ -8,7 +8,7 @@
  * signature, so the model's typo in a property name is caught.
  */
 import { isObject } from "../../model/json.js";
-import { assignIdentifiers, codeIdentifier } from "./codeNames.js";
+import { codeIdentifier } from "./codeNames.js";
 import { resolveLocalRef } from "../../catalog/compactSchema.js";
 import { inferShape, propertyKey, shapeType } from "./observedShapes.js";
 import { briefDescription } from "../../catalog/signature.js";

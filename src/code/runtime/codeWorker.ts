@@ -15,7 +15,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import type { CustomizeVariantOptions, QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten";
-import { compileProgram, PROGRAM_FILE, stackPosition, type Transform } from "./transpile.js";
+import { compileProgram, messageOf, PROGRAM_FILE, stackPosition, type Transform } from "./transpile.js";
 import type { CallRequest, ConsoleLine, FromWorker, RunMessage, Settlement, ToWorker, WorkerBoot, WorkerOutcome } from "./workerProtocol.js";
 
 /** The file name the engine gives the prelude in stack traces. */
@@ -398,7 +398,7 @@ class Run {
         outcome = { kind: "thrown", error: false, text: String(this.ctx.dump(error.dup())) };
       }
     } catch (err) {
-      outcome = { kind: "engine", message: err instanceof Error ? err.message : String(err) };
+      outcome = { kind: "engine", message: messageOf(err) };
     } finally {
       error.dispose();
     }
@@ -419,7 +419,7 @@ class Run {
 
   /** A fault of the engine itself (a WebAssembly trap, the thread's stack exhausted). */
   fault(err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     const outcome = classify(err instanceof Error ? err.name : "", message) ?? { kind: "engine", message };
     this.broken = true;
     this.finish(outcome, { faulted: true });
@@ -476,7 +476,7 @@ async function start(message: RunMessage): Promise<void> {
   try {
     run = new Run(message, engine);
   } catch (err) {
-    const text = err instanceof Error ? err.message : String(err);
+    const text = messageOf(err);
     post({ type: "done", seq: message.seq, outcome: { kind: "engine", message: text }, console: [], consoleDropped: 0 });
     giveBack(engine, true);
     return;
@@ -498,7 +498,7 @@ function handle(message: ToWorker): void {
     start(message).catch((err: unknown) => {
       // Failing to make an engine is reported only for a run this thread can still claim.
       if (Atomics.load(new Int32Array(message.claim), 0) !== CLAIM_BEGUN && !claim(message)) return;
-      const text = err instanceof Error ? err.message : String(err);
+      const text = messageOf(err);
       post({ type: "done", seq: message.seq, outcome: { kind: "engine", message: text }, console: [], consoleDropped: 0 });
     });
     return;

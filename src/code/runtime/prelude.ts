@@ -21,7 +21,7 @@ export const PRELUDE_FILE = "abridge:prelude";
  * - `run(main)` settles with `{ kind: "none" }`, `{ kind: "value", json }`,
  *   `{ kind: "unserializable", name, message }` or `{ kind: "thrown", ... }`.
  */
-export const PRELUDE_SOURCE = String.raw`(function (hostCall, hostLog, specJson) {
+export const PRELUDE_SOURCE = `(function (hostCall, hostLog, specJson) {
   "use strict";
   const global = globalThis;
   const defineProperty = Object.defineProperty;

@@ -11,6 +11,15 @@
  */
 import type { transform as sucraseTransform } from "sucrase";
 
+/**
+ * The message of a caught value. The code worker's thread loads no module of the project but this
+ * one (from source its imports are rewritten by hand), so it takes its copy of the model's
+ * `messageOf` from here.
+ */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** sucrase's `transform`. */
 export type Transform = typeof sucraseTransform;
 
@@ -40,7 +49,7 @@ export function compileProgram(transform: Transform, code: string): Compiled {
   } catch (err) {
     if (err instanceof RangeError) return { ok: false, message: "SyntaxError: the program nests too deeply to be parsed", tooDeep: true };
     const pos = (err as { pos?: unknown }).pos;
-    const message = `SyntaxError: ${(err instanceof Error ? err.message : String(err)).replace(/\s*\(\d+:\d+\)$/, "")}`;
+    const message = `SyntaxError: ${messageOf(err).replace(/\s*\(\d+:\d+\)$/, "")}`;
     if (typeof pos === "number" && pos >= 0 && pos <= source.length) {
       const before = source.slice(0, pos);
       const position = userPosition(code, before.split("\n").length, pos - (before.lastIndexOf("\n") + 1) + 1);

@@ -3,7 +3,7 @@ import { openProvenSocket, type DaemonIdentity } from "../wire/daemonProof.js";
 import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
 import { LineSplitter } from "../../util/lineSplitter.js";
 import { LineWriter } from "../../util/lineWriter.js";
-import { AbridgeError, ErrorCode, toAbridgeError } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf, toAbridgeError } from "../../model/errors.js";
 
 /** Responses may be larger than requests (a big tool list); still bounded. */
 const MAX_RESPONSE_BYTES = 4 * MAX_LINE_BYTES;
@@ -179,7 +179,7 @@ export class ClientConnection {
         value = JSON.parse(line);
         envelope = readAnswerEnvelope(value);
       } catch (err) {
-        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `unreadable answer from the daemon: ${(err as Error).message}`, { cause: err }));
+        this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_RESPONSE, `unreadable answer from the daemon: ${messageOf(err)}`, { cause: err }));
         return;
       }
       const id = envelope.id;

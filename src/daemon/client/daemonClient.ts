@@ -2,7 +2,7 @@ import type { Mode } from "../../config/schema.js";
 import { daemonError, type DaemonCallOptions, type DaemonClientOptions, type DaemonRequestOptions, type DaemonRunOptions, type HostTool, type RequestFields } from "./daemonClientOptions.js";
 import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
-import { type ClientRequest, type DaemonDiscovery, type DaemonOkAnswer, type DaemonOp, type DaemonResponse, type DaemonStats, type DaemonTool, type DaemonToolSchema } from "../wire/protocol.js";
+import type { ClientRequest, DaemonDiscovery, DaemonOkAnswer, DaemonOp, DaemonResponse, DaemonStats, DaemonTool, DaemonToolSchema } from "../wire/protocol.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
 import { silentLogger, type Logger } from "../../log/logger.js";
 import type { CallToolResult, JsonObject } from "../../model/types.js";

@@ -3,7 +3,7 @@ import { chmod, link, rename, stat, unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { platform } from "node:os";
 import { dirname, join } from "node:path";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import type { DaemonAddress } from "../wire/protocol.js";
 
 /** A listener bound for a daemon, with the connections it accepted before the daemon exists. */
@@ -35,7 +35,7 @@ export async function unlinkQuietly(path: string): Promise<void> {
 }
 
 function bindError(where: string, err: unknown): AbridgeError {
-  return new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot listen on ${where}: ${(err as Error).message}`, { cause: err });
+  return new AbridgeError(ErrorCode.DAEMON_UNAVAILABLE, `cannot listen on ${where}: ${messageOf(err)}`, { cause: err });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
-import { AbridgeError, ErrorCode, toAbridgeError } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf, toAbridgeError } from "../../model/errors.js";
 import type { Logger } from "../../log/logger.js";
 import { daemonProof, newNonce } from "../wire/daemonProof.js";
 import { LineSplitter } from "../../util/lineSplitter.js";
@@ -17,6 +17,7 @@ import {
   type HelloAnswer,
   type RequestId,
 } from "../wire/protocol.js";
+import { isObject } from "../../model/json.js";
 
 /** Pipelined requests one connection may have open before the daemon stops reading from it. */
 const MAX_PIPELINED = 64;
@@ -309,11 +310,11 @@ export class DaemonSession {
     try {
       value = JSON.parse(line);
     } catch (err) {
-      this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `invalid JSON: ${(err as Error).message}`, { cause: err }), null);
+      this.fail(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `invalid JSON: ${messageOf(err)}`, { cause: err }), null);
       return;
     }
     const id = requestIdOf(value);
-    const record = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    const record = isObject(value) ? (value as Record<string, unknown>) : undefined;
     const first = this.linesSeen === 0;
     this.linesSeen += 1;
     if (first && record?.op === "hello") {

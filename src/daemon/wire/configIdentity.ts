@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 
 /**
  * Which config a daemon serves: the absolute path of its file and a hash of the file's bytes.
@@ -30,7 +30,7 @@ export async function configIdentity(file: string): Promise<ConfigIdentity> {
   try {
     bytes = await readFile(configPath);
   } catch (err) {
-    throw new AbridgeError(ErrorCode.CONFIG_NOT_FOUND, `cannot read config ${configPath}: ${(err as Error).message}`, { cause: err });
+    throw new AbridgeError(ErrorCode.CONFIG_NOT_FOUND, `cannot read config ${configPath}: ${messageOf(err)}`, { cause: err });
   }
   return { configPath, configHash: hashConfigText(bytes) };
 }

@@ -3,7 +3,7 @@ import { constants, type Stats } from "node:fs";
 import { link, lstat, open, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { delay } from "../../model/timers.js";
 import { openProvenSocket } from "./daemonProof.js";
 import { currentUid, isPidAlive } from "./processInfo.js";
@@ -81,7 +81,7 @@ async function checkStateDir(file: string, uid: number): Promise<void> {
     info = await lstat(dir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot inspect state directory ${dir}: ${(err as Error).message}`, { cause: err });
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot inspect state directory ${dir}: ${messageOf(err)}`, { cause: err });
   }
   if (info.uid !== uid && info.uid !== 0) throw untrusted(file, `its directory ${dir} belongs to uid ${info.uid}, not to this user (uid ${uid})`);
   const sticky = (info.mode & 0o1000) !== 0; // S_ISVTX
@@ -112,7 +112,7 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { state: "missing" };
     if (code === "ELOOP") throw untrusted(file, "it is a symbolic link");
-    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${messageOf(err)}`, { cause: err });
   }
   try {
     const info = await handle.stat();
@@ -127,7 +127,7 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
     raw = await handle.readFile("utf8");
   } catch (err) {
     if (err instanceof AbridgeError) throw err;
-    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${(err as Error).message}`, { cause: err });
+    throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot read lockfile ${file}: ${messageOf(err)}`, { cause: err });
   } finally {
     await handle.close();
   }
@@ -135,7 +135,7 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
   try {
     value = JSON.parse(raw);
   } catch (err) {
-    return { state: "corrupt", raw, reason: `invalid JSON: ${(err as Error).message}` };
+    return { state: "corrupt", raw, reason: `invalid JSON: ${messageOf(err)}` };
   }
   const parsed = lockInfoSchema.safeParse(value);
   if (!parsed.success) return { state: "corrupt", raw, reason: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
@@ -286,7 +286,7 @@ export async function acquireLock(file: string, lock: LockInfo, options: Acquire
         return { acquired: true };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
-          throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot create lockfile ${file}: ${(err as Error).message}`, { cause: err });
+          throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `cannot create lockfile ${file}: ${messageOf(err)}`, { cause: err });
         }
       }
       const seen = await readLock(file);

@@ -215,9 +215,9 @@ export class JsonRpcClient {
 
 /** `promise`, or the signal's reason as soon as it aborts (the promise itself goes on). */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
+    const onAbort = (): void => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(
       (value) => {
@@ -226,7 +226,7 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
       },
       (err: unknown) => {
         signal.removeEventListener("abort", onAbort);
-        reject(err as Error);
+        reject(err);
       },
     );
   });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { z } from "zod";
 import { formatPath, valueAt } from "../../config/formatIssues.js";
 import { describeInvalidJson } from "../../config/parseJsonText.js";
-import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { compareStrings, isObject } from "../../model/json.js";
 import type { JsonObject } from "../../model/types.js";
 import { readRegularFile } from "../../util/readRegularFile.js";
@@ -276,7 +276,7 @@ async function readManifestFile(file: string, root: string): Promise<ParsedManif
     // The resolved path, not following a link there: a link swapped in since is not read.
     text = await readRegularFile(real, MAX_MANIFEST_BYTES, { noFollow: true });
   } catch (err) {
-    throw manifestError([{ file, field: "", message: err instanceof Error ? err.message : String(err) }], err);
+    throw manifestError([{ file, field: "", message: messageOf(err) }], err);
   }
   return parseManifest(text, file);
 }

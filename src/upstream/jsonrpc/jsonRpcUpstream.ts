@@ -2,8 +2,8 @@ import { statSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
 import { parseBackendAddress } from "../../config/backendAddress.js";
 import type { ServerConfig } from "../../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
-import { compareStrings } from "../../model/json.js";
+import { AbridgeError, ErrorCode, isAbridgeError, messageOf } from "../../model/errors.js";
+import { compareStrings, isObject } from "../../model/json.js";
 import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus } from "../../model/types.js";
 import { DEFAULT_BACKOFF } from "../backoff.js";
 import type { BackoffOptions } from "../backoff.js";
@@ -262,7 +262,7 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
       });
       return watcher;
     } catch (err) {
-      this.logger.warn("cannot watch the manifests; edits are picked up on the next refresh", { path: target, error: err instanceof Error ? err.message : String(err) });
+      this.logger.warn("cannot watch the manifests; edits are picked up on the next refresh", { path: target, error: messageOf(err) });
       return undefined;
     }
   }
@@ -333,7 +333,7 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
       const name = params?.name;
       if (typeof name !== "string") throw new AbridgeError(ErrorCode.INVALID_ARGUMENTS, "tools/call needs a tool name");
       const args = params?.arguments;
-      return this.callTool(name, typeof args === "object" && args !== null && !Array.isArray(args) ? (args as JsonObject) : undefined, options);
+      return this.callTool(name, isObject(args) ? (args as JsonObject) : undefined, options);
     }
     if (method === "tools/list") return { tools: this.tools() };
     throw new AbridgeError(ErrorCode.CAPABILITY_UNSUPPORTED, `${this.name} is a JSON-RPC backend with tools only; ${method} was not sent`);

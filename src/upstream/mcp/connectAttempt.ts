@@ -73,7 +73,7 @@ export async function connectAndList(client: UpstreamClient, transport: Transpor
     // Raced against the signal as well: the SDK only watches it once `initialize` is sent,
     // not while the transport starts.
     const aborted = new Promise<never>((_resolve, reject) => {
-      const onAbort = (): void => reject(connectSignal.reason as Error);
+      const onAbort = (): void => reject(connectSignal.reason);
       if (connectSignal.aborted) onAbort();
       else connectSignal.addEventListener("abort", onAbort, { once: true });
     });

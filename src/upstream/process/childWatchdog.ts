@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { silentLogger, type Logger } from "../../log/logger.js";
+import { messageOf } from "../../model/errors.js";
 
 /**
  * The watchdog, in POSIX sh. It reads `+PGID` and `-PGID` lines on stdin and keeps the set of
@@ -99,7 +100,7 @@ export class ChildWatchdog implements ProcessGroupWatch {
       return child;
     } catch (err) {
       this.failed = true;
-      this.logger.warn("cannot start the child watchdog; servers may outlive a killed abridge", { error: (err as Error).message });
+      this.logger.warn("cannot start the child watchdog; servers may outlive a killed abridge", { error: messageOf(err) });
       return undefined;
     }
   }

@@ -1,6 +1,7 @@
 import { describeInvalidJson } from "../../config/parseJsonText.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { admitTool, type AdmittedTool } from "../admitTool.js";
+import { isObject } from "../../model/json.js";
 
 /** A recorded `tools/list` answer: the tools and, when the file names it, the server. */
 export interface RecordedList {
@@ -24,17 +25,16 @@ export function parseRecordedList(text: string, source: string): RecordedList {
     // Where and what, not V8's message: it quotes a slice of the text.
     throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected JSON, got ${describeInvalidJson(text)}`, { cause: err });
   }
-  const record = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
   let tools: unknown;
   let server: string | undefined;
   let serverInfo: RecordedList["serverInfo"];
   if (Array.isArray(value)) {
     tools = value;
-  } else if (record(value)) {
+  } else if (isObject(value)) {
     if (typeof value.server === "string") server = value.server;
-    const info = value.serverInfo ?? (record(value.result) ? value.result.serverInfo : undefined);
-    if (record(info) && typeof info.name === "string" && typeof info.version === "string") serverInfo = { name: info.name, version: info.version };
-    tools = value.tools ?? (record(value.result) ? value.result.tools : undefined);
+    const info = value.serverInfo ?? (isObject(value.result) ? value.result.serverInfo : undefined);
+    if (isObject(info) && typeof info.name === "string" && typeof info.version === "string") serverInfo = { name: info.name, version: info.version };
+    tools = value.tools ?? (isObject(value.result) ? value.result.tools : undefined);
   }
   if (!Array.isArray(tools)) {
     throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected a tools array (a bare array, {"tools": [...]} or {"result": {"tools": [...]}}), got ${Array.isArray(value) ? "array" : typeof value}`);

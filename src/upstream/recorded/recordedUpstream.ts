@@ -1,5 +1,5 @@
 import type { ServerConfig } from "../../config/schema.js";
-import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
+import { AbridgeError, ErrorCode, isAbridgeError, messageOf } from "../../model/errors.js";
 import { readRegularFile } from "../../util/readRegularFile.js";
 import { parseRecordedList } from "./recordedList.js";
 import { UpstreamBase } from "../upstreamBase.js";
@@ -172,12 +172,12 @@ export async function readRecordedFile(config: ServerConfig): Promise<ReturnType
   try {
     text = await readRegularFile(file, MAX_RECORDED_BYTES);
   } catch (err) {
-    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { file, field } });
+    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: ${file}: ${messageOf(err)}`, { cause: err, details: { file, field } });
   }
   try {
     return parseRecordedList(text, file);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     throw new AbridgeError(ErrorCode.CONFIG_INVALID, message.split("\n").map((line) => `${field}: ${line}`).join("\n"), { cause: err, details: { file, field } });
   }
 }
