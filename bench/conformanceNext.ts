@@ -25,20 +25,20 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startServe, writeFixtureConfig } from "./conformanceServe.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
+import { runStandalone } from "./standalone.js";
 
 const run = promisify(execFile);
 
 const PACKAGE = path.join(REPO_ROOT, "node_modules", "conformance-next");
 const CLI = path.join(PACKAGE, "dist", "index.js");
 const GLOB_SHIM = path.join(REPO_ROOT, "bench", "conformanceNext", "fsGlob.mjs");
-const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
 const SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 const REVISIONS = ["2026-07-28", "2025-11-25"];
 
@@ -230,19 +230,32 @@ function markdown(results: RunResult[]): string {
   return `${lines.join("\n")}\n`;
 }
 
-function listArg(argv: string[], flag: string, fallback: string[]): string[] {
+function listArg(argv: readonly string[], flag: string, fallback: string[]): string[] {
   const index = argv.indexOf(flag);
   return index === -1 ? fallback : (argv[index + 1] ?? "").split(",").filter(Boolean);
 }
 
-async function main(argv: string[]): Promise<number> {
+/** What one run found: a result per requirement set and mode. */
+interface ConformanceNextResult {
+  suite: string;
+  results: RunResult[];
+}
+
+/** Scored scenarios passed and failed; a set that did not run counts as one failure. */
+function tally(results: readonly RunResult[]): { passed: number; failed: number } {
+  const scored = results.flatMap((r) => r.scenarios.filter((s) => s.scored));
+  const passed = scored.filter((s) => s.ok).length;
+  return { passed, failed: scored.length - passed + results.filter((r) => !r.ok).length };
+}
+
+/**
+ * Runs each requirement set of `--requirements` in each mode of `--modes`, printing progress and,
+ * last, the `conformance-next: N passed, M failed` line CI reads.
+ */
+async function runConformanceNext(argv: readonly string[]): Promise<ConformanceNextResult> {
   const modes = listArg(argv, "--modes", ["full", "compact"]);
   const revisions = listArg(argv, "--requirements", REVISIONS);
-  if (!existsSync(CLI)) {
-    process.stderr.write(`conformance-next: ${CLI} is missing; install ${SUITE} as the devDependency alias conformance-next\n`);
-    process.stdout.write("conformance-next: 0 passed, 1 failed\n");
-    return 2;
-  }
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing; install ${SUITE} as the devDependency alias conformance-next`);
   const work = await mkdtemp(path.join(os.tmpdir(), "abridge-conformance-next-"));
   try {
     const config = await writeFixtureConfig(work);
@@ -266,26 +279,23 @@ async function main(argv: string[]): Promise<number> {
         }
       }
     }
-    await mkdir(RESULTS_DIR, { recursive: true });
-    await writeFile(path.join(RESULTS_DIR, "conformance-next.json"), `${JSON.stringify({ suite: SUITE, generatedAt: new Date().toISOString(), results }, null, 2)}\n`);
-    await writeFile(path.join(RESULTS_DIR, "conformance-next.md"), markdown(results));
-    process.stdout.write(`conformance-next: wrote ${path.relative(REPO_ROOT, path.join(RESULTS_DIR, "conformance-next.md"))}\n`);
-    const scored = results.flatMap((r) => r.scenarios.filter((s) => s.scored));
-    const failed = scored.filter((s) => !s.ok).length + results.filter((r) => !r.ok).length;
-    process.stdout.write(`conformance-next: ${scored.length - scored.filter((s) => !s.ok).length} passed, ${failed} failed\n`);
-    return failed === 0 ? 0 : 1;
+    const { passed, failed } = tally(results);
+    process.stdout.write(`conformance-next: ${passed} passed, ${failed} failed\n`);
+    return { suite: SUITE, results };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
+// A thrown error prints no count line; CI reads its absence as a run that failed.
+await runStandalone(import.meta.url, {
+  name: "conformance-next",
+  run: runConformanceNext,
+  markdown: (r) => markdown(r.results),
+  json: (r, date) => ({ suite: r.suite, generatedAt: date, results: r.results }),
+  markdownFile: (md) => md,
+  failure: (r) => {
+    const { failed } = tally(r.results);
+    return failed === 0 ? undefined : `${failed} scored scenario(s) failed unexplained or did not run`;
   },
-  (err: unknown) => {
-    process.stderr.write(`conformance-next: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.stdout.write("conformance-next: 0 passed, 1 failed\n");
-    process.exitCode = 1;
-  },
-);
+});
