@@ -5,8 +5,9 @@ import { CallGuard } from "../../src/policy/callGuard.js";
 import { base64DecodedBytes, blockBytes, limitOutput, markUntrusted, resultBytes } from "../../src/policy/outputLimit.js";
 import { SpillStore, spillOffsetOf, spillText } from "../../src/policy/spillStore.js";
 import type { CallToolResult } from "../../src/model/types.js";
-import { tempDir } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
+const temp = useTempDir();
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c()));
@@ -91,10 +92,8 @@ describe("limitOutput", () => {
   });
 
   it("CallGuard.finish applies the limit to every part of a result", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const config = parseConfigText('[servers.fs]\ncommand = "x"\nmax_output_bytes = 1000\n', { file: path.join(dir, "abridge.toml"), env: {} });
-    const guard = await CallGuard.open({ config, env: {}, stateDir: path.join(dir, "state") });
+    const config = parseConfigText('[servers.fs]\ncommand = "x"\nmax_output_bytes = 1000\n', { file: path.join(temp.path, "abridge.toml"), env: {} });
+    const guard = await CallGuard.open({ config, env: {}, stateDir: path.join(temp.path, "state") });
     cleanups.push(() => guard.close());
     const big = "z".repeat(3 * 1024 * 1024);
     const viaAnnotations = await guard.finish("fs", { content: [{ type: "text", text: "hi", annotations: { x: big } }] });
@@ -114,9 +113,7 @@ describe("limitOutput", () => {
 
 describe("SpillStore", () => {
   it("pages through the whole output without splitting characters, offsets matching the marker", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const store = new SpillStore({ dir: `${dir}/outputs` });
+    const store = new SpillStore({ dir: `${temp.path}/outputs` });
     const result = textBlocks("héllo wörld ".repeat(50), "🙂".repeat(100), "tail");
     const handle = await store.save(result);
     expect(handle).toMatch(/^[0-9a-f]{32}$/);

@@ -6,16 +6,13 @@ import { execFile } from "node:child_process";
 import { appendFile, mkdir, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseCacheLine } from "../../src/cache/parseCacheLine.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const run = promisify(execFile);
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
+const temp = useTempDir();
 
 function echoToml(tools: number): string {
   return 'mode = "summary"\n' + fixtureToml("echo", "echoServer.ts", ["--tools", String(tools)]);
@@ -23,9 +20,7 @@ function echoToml(tools: number): string {
 
 describe("cache file faults", () => {
   it("a torn last line and garbage are skipped; stored entries survive; new lines start fresh", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const cacheFile = path.join(dir, "summaries.jsonl");
+    const cacheFile = path.join(temp.path, "summaries.jsonl");
     // Run 1 stores 7 summaries.
     const first = await startBridge(echoToml(5), { cacheFile });
     await first.bridge.drainSummaries();
@@ -48,9 +43,7 @@ describe("cache file faults", () => {
   });
 
   it("disk full (/dev/full): the write error is logged, summaries are served from memory, calls work", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const cacheFile = path.join(dir, "summaries.jsonl");
+    const cacheFile = path.join(temp.path, "summaries.jsonl");
     await symlink("/dev/full", cacheFile);
     const { bridge, lines } = await startBridge(echoToml(5), { cacheFile });
     await bridge.drainSummaries();
@@ -61,12 +54,10 @@ describe("cache file faults", () => {
   });
 
   it("read-only cache folder (a read-only bind mount, so it holds for root too): serves from memory, loses nothing", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const cacheDir = path.join(dir, "cache");
+    const cacheDir = path.join(temp.path, "cache");
     await mkdir(cacheDir);
     // 7 entries stored while writable (the probe run as is).
-    const probe = ["--import", "tsx", path.join(import.meta.dirname, "readOnlyCacheProbe.ts"), dir];
+    const probe = ["--import", "tsx", path.join(import.meta.dirname, "readOnlyCacheProbe.ts"), temp.path];
     const writable = JSON.parse((await run(process.execPath, [...probe, "5"])).stdout) as Record<string, unknown>;
     expect(writable).toMatchObject({ hits: 0, writeErrors: 0, summarized: 7 });
     const before = await readFile(path.join(cacheDir, "summaries.jsonl"), "utf8");

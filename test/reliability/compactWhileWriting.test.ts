@@ -6,17 +6,14 @@
  * that finds the path replaced after its write writes the line again; real processes prove it.
  */
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { clearCache, compactCache } from "../../src/cache/cacheMaintenance.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
 import { makeEntry } from "../helpers/cacheEntries.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { spawnAppendWorker, type AppendWorker } from "../helpers/spawnAppendWorker.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const temp = useTempDir({ prefix: "abridge-race-" });
 
 async function keysIn(file: string): Promise<Set<string>> {
   const store = await JsonlStore.open({ file, readOnly: true });
@@ -47,9 +44,7 @@ async function whileWriting(workers: AppendWorker[], maintain: () => Promise<unk
 
 describe("cache maintenance while other processes write", () => {
   it("compact loses no summary appended by three processes meanwhile", { timeout: 180_000 }, async () => {
-    const { dir, cleanup } = await tempDir("abridge-compact-race-");
-    cleanups.push(cleanup);
-    const file = path.join(dir, "summaries.jsonl");
+    const file = path.join(temp.path, "summaries.jsonl");
     const count = 3000;
     const servers = ["alpha", "beta", "gamma"];
     const workers = servers.map((server) => spawnAppendWorker(file, server, count));
@@ -65,9 +60,7 @@ describe("cache maintenance while other processes write", () => {
   });
 
   it("clear of one server keeps every line of the others appended meanwhile", { timeout: 180_000 }, async () => {
-    const { dir, cleanup } = await tempDir("abridge-clear-race-");
-    cleanups.push(cleanup);
-    const file = path.join(dir, "summaries.jsonl");
+    const file = path.join(temp.path, "summaries.jsonl");
     const count = 3000;
     const workers = [spawnAppendWorker(file, "alpha", count), spawnAppendWorker(file, "beta", count)];
     // Each run first adds a line of "gone" (from this process), so every clear rewrites the file.

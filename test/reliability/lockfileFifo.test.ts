@@ -8,9 +8,10 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readLock } from "../../src/daemon/wire/lockfile.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { BIN } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
+const temp = useTempDir({ prefix: "abridge-fifo-" });
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -41,9 +42,7 @@ function runChild(args: string[], limitMs: number): Promise<{ code: number | nul
 
 describe("a FIFO at the lockfile path", () => {
   it("daemon status refuses it with a clear error instead of hanging", async () => {
-    const { dir, cleanup } = await tempDir("abridge-fifo-");
-    cleanups.push(cleanup);
-    const stateDir = path.join(dir, "state");
+    const stateDir = path.join(temp.path, "state");
     await mkdir(stateDir, { mode: 0o700 });
     execFileSync("mkfifo", [path.join(stateDir, "abridge.lock")]);
     // Generous: start-up under tsx on a loaded machine. A hang is what the limit catches.
@@ -55,12 +54,10 @@ describe("a FIFO at the lockfile path", () => {
   });
 
   it("readLock refuses a FIFO and a directory without blocking", async () => {
-    const { dir, cleanup } = await tempDir("abridge-fifo-");
-    cleanups.push(cleanup);
-    const fifo = path.join(dir, "fifo.lock");
+    const fifo = path.join(temp.path, "fifo.lock");
     execFileSync("mkfifo", [fifo]);
     await expect(readLock(fifo)).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("(a FIFO)") });
-    await mkdir(path.join(dir, "dir.lock"));
-    await expect(readLock(path.join(dir, "dir.lock"))).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("(a directory)") });
+    await mkdir(path.join(temp.path, "dir.lock"));
+    await expect(readLock(path.join(temp.path, "dir.lock"))).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("(a directory)") });
   });
 });

@@ -6,15 +6,17 @@
  * the text does not match) and a healthy call beside it is answered too.
  */
 import { describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 /** Enough `a`s that a backtracking engine would not finish within the life of the test run. */
 const RUN = 48;
 /** A hang guard, not a speed check: the old code never answers at all. */
 const ANSWER_WITHIN_MS = 60_000;
 
+const temp = useTempDir();
 const { cleanups, markers } = cleanUpMarkedProcesses();
 
 function text(result: unknown): string {
@@ -23,12 +25,10 @@ function text(result: unknown): string {
 
 describe("a catastrophic schema pattern", () => {
   it("is matched in linear time: the hostile call is refused and a healthy call beside it answered", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
     const marker = `--redos-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${dir}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
-    const session: ServeSession = await serveOverStdio(await writeConfig(dir, toml), ["--no-watch"]);
+    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const session: ServeSession = await serveOverStdio(await writeConfig(temp.path, toml), ["--no-watch"]);
     // A client that stops waiting still leaves serve to be ended: the SDK's close escalates to SIGKILL.
     cleanups.push(() => session.close());
     const options = { timeout: ANSWER_WITHIN_MS };
@@ -45,12 +45,10 @@ describe("a catastrophic schema pattern", () => {
   }, 180_000);
 
   it("a lookahead pattern is left to the server and named once in the log; the schema's other keywords still apply", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
     const marker = `--redos-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${dir}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
-    const session: ServeSession = await serveOverStdio(await writeConfig(dir, toml), ["--no-watch", "--log-level", "warn"]);
+    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const session: ServeSession = await serveOverStdio(await writeConfig(temp.path, toml), ["--no-watch", "--log-level", "warn"]);
     cleanups.push(() => session.close());
     expect(text(await session.client.callTool({ name: "hostile_lookahead", arguments: { code: "abc" } }))).toBe("abc");
     expect(text(await session.client.callTool({ name: "hostile_lookahead", arguments: { code: "abc1" } }))).toBe("abc1");
