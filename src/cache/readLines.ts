@@ -33,7 +33,7 @@ export interface ReadLinesOptions {
   maxLineBytes?: number;
   /** Read size; small values let tests put line boundaries across reads. */
   chunkBytes?: number;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** What {@link readLines} leaves behind. */

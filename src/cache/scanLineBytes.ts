@@ -23,7 +23,7 @@ export interface ScanLineBytesOptions {
   maxLineBytes?: number;
   /** Read size; raised to `maxLineBytes + 1` so that one read always holds a whole line. */
   chunkBytes?: number;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** What {@link scanLineBytes} leaves behind. */

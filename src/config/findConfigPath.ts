@@ -7,7 +7,7 @@ import type { EnvMap } from "./expandVars.js";
 /** Options of {@link findConfigPath}. */
 export interface FindConfigPathOptions {
   /** From `--config`; wins over everything else. Relative to `cwd`. */
-  configPath?: string;
+  configPath?: string | undefined;
   cwd: string;
   env: EnvMap;
   signal?: AbortSignal;

@@ -11,7 +11,7 @@ import type { Config } from "./schema.js";
 /** Options of {@link loadConfig}. */
 export interface LoadConfigOptions {
   /** From `--config`; otherwise the file is looked for (see `findConfigPath`). */
-  configPath?: string;
+  configPath?: string | undefined;
   /** Folder `./abridge.toml` and relative `--config` paths are taken from. */
   cwd: string;
   /** Environment for `${VAR}` expansion and the lookup (`ABRIDGE_CONFIG`, `XDG_CONFIG_HOME`, `HOME`). */

@@ -83,7 +83,7 @@ export interface CallOptions {
 }
 
 /** A `tools/call` result as the upstream sent it (content, structuredContent, isError, _meta...). */
-export type CallToolResult = JsonObject & { content?: unknown[]; isError?: boolean };
+export type CallToolResult = JsonObject & { content?: unknown[] | undefined; isError?: boolean | undefined };
 
 /** A discovered tool with the name and `mcp://` URI it is exposed under. */
 export interface ExposedTool extends DiscoveredTool {

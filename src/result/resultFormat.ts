@@ -22,10 +22,10 @@ export type StructuredMode = (typeof STRUCTURED_MODES)[number];
 
 /** The parts of a server's config that choose a result's shape. */
 export interface ResultShapeConfig {
-  result_format?: ResultFormat;
+  result_format?: ResultFormat | undefined;
   /** Tool name (or glob) -> format, overriding `result_format` for those tools. */
-  result_format_tools?: Record<string, ResultFormat>;
-  structured?: StructuredMode;
+  result_format_tools?: Record<string, ResultFormat> | undefined;
+  structured?: StructuredMode | undefined;
 }
 
 /** Compiled globs of `result_format_tools` maps, by map: configs are reused for many calls. */

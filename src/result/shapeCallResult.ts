@@ -9,8 +9,8 @@ import { shapeResult } from "./shapeResult.js";
 
 /** The parts of the loaded config that shaping reads (the config's own type lives above this layer). */
 export interface ShapingConfig {
-  result_format?: ResultFormat;
-  servers: readonly (ResultShapeConfig & { name: string; max_output_bytes?: number })[];
+  result_format?: ResultFormat | undefined;
+  servers: readonly (ResultShapeConfig & { name: string; max_output_bytes?: number | undefined })[];
 }
 
 /**

@@ -45,8 +45,8 @@ export interface McpFrontendOptions {
 /** The params of a tools/call the front end acts on. */
 export interface ToolCallParams {
   name: string;
-  arguments?: Record<string, unknown>;
-  _meta?: { progressToken?: string | number };
+  arguments?: Record<string, unknown> | undefined;
+  _meta?: { progressToken?: string | number | undefined } | undefined;
 }
 
 /** What a tools/call needs of the request it answers: its abort signal and the way back to its client. */

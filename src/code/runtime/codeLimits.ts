@@ -4,17 +4,20 @@ import { AbridgeError, ErrorCode } from "../../model/errors.js";
 /** Limits of one run, as a config or a caller gives them (each optional). */
 export interface CodeLimits {
   /** Wall-clock time from the call of `runProgram` to its answer (default 30,000; at most a day). */
-  timeout_ms?: number;
+  timeout_ms?: number | undefined;
   /** Heap of the program's JavaScript engine, in MiB (default 64, at most 1,024). */
-  memory_mb?: number;
+  memory_mb?: number | undefined;
   /** Tool calls a run may make (default 1,000); a call past it throws in the program with `CODE_LIMIT`. */
-  max_calls?: number;
+  max_calls?: number | undefined;
   /** Tool calls of one run in flight at once (default 8); calls past it wait in the runtime. */
-  max_concurrent_calls?: number;
+  max_concurrent_calls?: number | undefined;
 }
 
+/** Every limit of {@link CodeLimits}, each with its value. */
+export type CodeLimitValues = { [K in keyof CodeLimits]-?: NonNullable<CodeLimits[K]> };
+
 /** The defaults of {@link CodeLimits}. */
-export const DEFAULT_CODE_LIMITS: Readonly<Required<CodeLimits>> = Object.freeze({
+export const DEFAULT_CODE_LIMITS: Readonly<CodeLimitValues> = Object.freeze({
   timeout_ms: 30_000,
   memory_mb: 64,
   max_calls: 1_000,
@@ -34,7 +37,7 @@ export const MAX_TIMEOUT_MS = 86_400_000;
 export const MAX_PROGRAM_BYTES = 64 * 1024;
 
 /** Limits with every default filled in, and the byte bounds derived from `memory_mb`. */
-export interface ResolvedCodeLimits extends Required<CodeLimits> {
+export interface ResolvedCodeLimits extends CodeLimitValues {
   /**
    * The largest JSON (UTF-8 bytes) that may cross the boundary in one piece: a tool's value into
    * the program, a call's arguments or the return value out of it. A quarter of the heap, since

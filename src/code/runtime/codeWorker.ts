@@ -36,7 +36,7 @@ let quickjs!: typeof import("quickjs-emscripten");
 let transform!: Transform;
 
 /** Emscripten's own output (it prints on a fault) is dropped: nothing of it is the program's. */
-const quiet = { print: () => {}, printErr: () => {} } as object as CustomizeVariantOptions["emscriptenModule"];
+const quiet = { print: () => {}, printErr: () => {} } as object as NonNullable<CustomizeVariantOptions["emscriptenModule"]>;
 
 /** The WebAssembly API (a global of Node the compiler's lib settings leave undeclared). */
 const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly;

@@ -272,7 +272,7 @@ export class UpstreamConnection extends UpstreamBase implements Upstream {
       const changed = this.replaceTools(tools);
       if (this.config.lifecycle === "per_call") {
         // per_call: the process that listed the tools is not kept; every call starts its own.
-        client.onclose = undefined;
+        client.onclose = () => {};
         this.client = undefined;
         this.retire(transport, client);
       }
