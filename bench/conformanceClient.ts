@@ -25,7 +25,7 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,12 +33,12 @@ import { promisify } from "node:util";
 import { tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
+import { runStandalone } from "./standalone.js";
 
 const run = promisify(execFile);
 
 const SUITE = path.join(REPO_ROOT, "node_modules", "conformance-next", "dist", "index.js");
 const GLOB_SHIM = path.join(REPO_ROOT, "bench", "conformanceNext", "fsGlob.mjs");
-const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
 const THIS_FILE = fileURLToPath(import.meta.url);
 
 /** Scenario and the revision its server speaks. */
@@ -72,7 +72,15 @@ interface ScenarioResult {
 }
 
 if (process.argv.includes("--client")) await actAsClient();
-else await runSuite();
+else {
+  await runStandalone(import.meta.url, {
+    name: "conformance-client",
+    run: runSuite,
+    markdown: (r) => [clientTable(r), ...(problemLines(r).length > 0 ? ["", problemLines(r).join("\n")] : [])].join("\n"),
+    json: (r, date) => ({ startedAt: date, ...r }),
+    markdownFile: (_md, r) => `# Conformance: abridge as an upstream client\n\n${clientTable(r)}\n${problemLines(r).length > 0 ? `\n${problemLines(r).join("\n")}\n` : ""}`,
+  });
+}
 
 /**
  * The client the suite runs: a Bridge over one upstream at the URL the suite gives (last
@@ -127,11 +135,20 @@ function contextCalls(): { name: string; arguments: Record<string, unknown> }[] 
   );
 }
 
-/** Runs every scenario with this file as the client and reports. */
-async function runSuite(): Promise<void> {
+/** Every scenario's checks, as conformance-client.json holds them (beside the run's start). */
+interface ConformanceClientResult {
+  suite: string;
+  results: ScenarioResult[];
+}
+
+/**
+ * Runs every scenario (or those of `--scenarios`) with this file as the client, and prints the
+ * `conformance client: N passed, M failed` line CI reads.
+ */
+async function runSuite(argv: readonly string[]): Promise<ConformanceClientResult> {
   if (!existsSync(SUITE)) throw new Error(`the conformance suite is not installed at ${SUITE} (npm ci)`);
-  const flag = process.argv.indexOf("--scenarios");
-  const scenarios = flag === -1 ? DEFAULT_SCENARIOS : (process.argv[flag + 1] ?? "").split(",").filter(Boolean);
+  const flag = argv.indexOf("--scenarios");
+  const scenarios = flag === -1 ? DEFAULT_SCENARIOS : (argv[flag + 1] ?? "").split(",").filter(Boolean);
   const { command, args } = tsxCommand(THIS_FILE, ["--client"]);
   const clientCommand = [command, ...args].join(" ");
   const results: ScenarioResult[] = [];
@@ -159,20 +176,20 @@ async function runSuite(): Promise<void> {
       await rm(out, { recursive: true, force: true });
     }
   }
-  const rows = results.map((r) => [`${r.scenario}`, r.specVersion, r.passed, r.failed, r.warnings]);
-  const table = markdownTable(["scenario", "server revision", "checks passed", "failed", "warnings"], rows);
-  const problems = results.flatMap((r) => r.problems.map((p) => `- ${r.scenario}@${r.specVersion}: ${p}`));
-  console.log(table);
-  if (problems.length > 0) console.log(`\n${problems.join("\n")}`);
   const passed = results.reduce((n, r) => n + r.passed, 0);
   const failed = results.reduce((n, r) => n + r.failed, 0);
-  const report = { startedAt: new Date().toISOString(), suite: "conformance-next (0.2.0-alpha.12)", results };
-  await writeFile(path.join(RESULTS_DIR, "conformance-client.json"), `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(
-    path.join(RESULTS_DIR, "conformance-client.md"),
-    `# Conformance: abridge as an upstream client\n\n${table}\n${problems.length > 0 ? `\n${problems.join("\n")}\n` : ""}`,
-  );
   console.log(`conformance client: ${passed} passed, ${failed} failed`);
+  return { suite: "conformance-next (0.2.0-alpha.12)", results };
+}
+
+function clientTable(r: ConformanceClientResult): string {
+  const rows = r.results.map((x) => [`${x.scenario}`, x.specVersion, x.passed, x.failed, x.warnings]);
+  return markdownTable(["scenario", "server revision", "checks passed", "failed", "warnings"], rows);
+}
+
+/** Each failing or warning check as a list item naming its scenario. */
+function problemLines(r: ConformanceClientResult): string[] {
+  return r.results.flatMap((x) => x.problems.map((p) => `- ${x.scenario}@${x.specVersion}: ${p}`));
 }
 
 /** Every check in the checks.json files under `dir` (one folder per scenario run). */
