@@ -1,15 +1,11 @@
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { argumentDigest, AuditLog } from "../../src/policy/auditLog.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { memoryLogger } from "../upstream/harness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
+const temp = useTempDir();
 describe("AuditLog", () => {
   it("hashes canonical JSON: key order does not matter, values do", () => {
     expect(argumentDigest({ a: 1, b: [2, { c: 3, d: 4 }] })).toEqual(argumentDigest({ b: [2, { d: 4, c: 3 }], a: 1 }));
@@ -18,9 +14,7 @@ describe("AuditLog", () => {
   });
 
   it("appends whole lines from two writers at once (O_APPEND, one write per line), file mode 0600", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const file = path.join(dir, "logs", "audit.jsonl");
+    const file = path.join(temp.path, "logs", "audit.jsonl");
     const [a, b] = await Promise.all([AuditLog.open({ file }), AuditLog.open({ file, includeArguments: true })]);
     const big = "v".repeat(5000);
     await Promise.all(

@@ -13,19 +13,19 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseCacheLine } from "../../src/cache/parseCacheLine.js";
 import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
 import { parseAddress } from "../../src/daemon/wire/protocol.js";
-import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, pidsWithMarker, writeConfig } from "../helpers/cliHarness.js";
 import { isAlive, killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
 import { Watch, waitFor } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const children: ChildProcess[] = [];
-const cleanups: (() => Promise<void>)[] = [];
+const temp = useTempDir({ prefix: "abridge-kill-" });
 const markers: string[] = [];
 afterEach(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   const left = markers.splice(0).flatMap(pidsWithMarker);
   killAll(left);
-  await Promise.all(cleanups.splice(0).map((c) => c()));
   expect(left, "processes left behind").toEqual([]);
 });
 
@@ -70,13 +70,11 @@ async function cacheLines(file: string): Promise<string[]> {
 
 describe("daemon kill -9 during writes", () => {
   it("leaves a consistent cache and a stale lockfile the next daemon takes over", async () => {
-    const { dir, cleanup } = await tempDir("abridge-kill-");
-    cleanups.push(cleanup);
     const marker = `--kill-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const cacheFile = path.join(dir, "cache", "summaries.jsonl");
-    const stateDir = path.join(dir, "state");
-    const config = await writeConfig(dir, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "400", "--page-size", "100", marker])}`);
+    const cacheFile = path.join(temp.path, "cache", "summaries.jsonl");
+    const stateDir = path.join(temp.path, "state");
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "400", "--page-size", "100", marker])}`);
 
     const first = await runDaemon(config, stateDir);
     // Kill as soon as summaries are landing, while the rest are still being written.

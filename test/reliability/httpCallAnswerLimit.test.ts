@@ -12,10 +12,11 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../../src/config/schema.js";
 import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/mcp/transportFactory.js";
-import { tempDir } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
+const temp = useTempDir({ prefix: "abridge-call-answer-" });
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -55,9 +56,7 @@ async function outcome(session: ServeSession, name: string, args: Record<string,
 describe("a call's answer from a streamable HTTP upstream", () => {
   it("is read up to max_output_bytes + 32 MiB: past it the call fails as it streams in; within it the result is cut as usual", async () => {
     const port = await startHugeServer();
-    const { dir, cleanup } = await tempDir("abridge-call-answer-");
-    cleanups.push(cleanup);
-    const config = path.join(dir, "abridge.toml");
+    const config = path.join(temp.path, "abridge.toml");
     await writeFile(config, ['mode = "full"', 'cache_dir = "cache"', "[servers.stream]", `url = "http://127.0.0.1:${port}/mcp"`, "timeout_ms = 120000"].join("\n"));
     const session = await serveOverStdio(config);
     cleanups.push(() => session.close());

@@ -7,11 +7,13 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
 import { isAlive } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
 import { waitFor } from "../helpers/waitFor.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
+const temp = useTempDir({ prefix: "abridge-kill9-" });
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -27,10 +29,8 @@ function killQuietly(pid: number): void {
 
 describe("kill -9 of serve", () => {
   it("an upstream that ignores EOF and SIGTERM does not outlive abridge", async () => {
-    const { dir, cleanup } = await tempDir("abridge-kill9-");
-    cleanups.push(cleanup);
-    const pidFile = path.join(dir, "upstream.pid");
-    const config = await writeConfig(dir, fixtureServerToml("immortal", "misbehavingServer.ts", ["--immortal", "--pid-file", pidFile]));
+    const pidFile = path.join(temp.path, "upstream.pid");
+    const config = await writeConfig(temp.path, fixtureServerToml("immortal", "misbehavingServer.ts", ["--immortal", "--pid-file", pidFile]));
     const serve = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
       stdio: ["pipe", "pipe", "ignore"],

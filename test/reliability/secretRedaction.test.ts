@@ -5,14 +5,11 @@
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { fixtureServerToml, runAbridge, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { describe, expect, it } from "vitest";
+import { fixtureServerToml, runAbridge, writeConfig } from "../helpers/cliHarness.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
+const temp = useTempDir();
 const SECRETS = {
   LEAKY_TOKEN: "s3cr3t-leaky-value-1234",
   WEB_TOKEN: "s3cr3t-bearer-value-5678",
@@ -21,8 +18,6 @@ const SECRETS = {
 
 describe("secret redaction", () => {
   it("no secret value in any output of servers, call and their logs", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
     const toml = [
       `audit_log = "audit.jsonl"`,
       `audit_arguments = true`,
@@ -32,18 +27,18 @@ describe("secret redaction", () => {
       `[servers.web]\nurl = "http://127.0.0.1:9/mcp"\nheaders = { Authorization = "Bearer \${WEB_TOKEN}" }\nconnect_timeout_ms = 3000`,
       fixtureServerToml("ok", "annotatedServer.ts", [], 'env = { TOKEN = "${OK_TOKEN}", OTHER = "prefix-${OK_TOKEN}" }'),
     ].join("\n");
-    const config = await writeConfig(dir, toml);
+    const config = await writeConfig(temp.path, toml);
     const runs = [
-      await runAbridge(["servers", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: dir }),
-      await runAbridge(["servers", "--config", config, "--json", "--log-level", "debug"], { env: SECRETS, cwd: dir }),
-      await runAbridge(["call", "ok", "count", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: dir }),
-      await runAbridge(["call", "leaky", "anything", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: dir }),
+      await runAbridge(["servers", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: temp.path }),
+      await runAbridge(["servers", "--config", config, "--json", "--log-level", "debug"], { env: SECRETS, cwd: temp.path }),
+      await runAbridge(["call", "ok", "count", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: temp.path }),
+      await runAbridge(["call", "leaky", "anything", "--config", config, "--log-level", "debug"], { env: SECRETS, cwd: temp.path }),
     ];
     const everything = runs.map((r) => `${r.stdout}\n${r.stderr}`).join("\n");
     // The run did see the leaks (so the grep below can fail): the fixture's lines are there, redacted.
     expect(everything).toContain("leaky fixture: my token is ***");
     expect(runs[2]!.stdout).toContain("1");
-    const audit = await readFile(path.join(dir, "audit.jsonl"), "utf8").catch(() => "");
+    const audit = await readFile(path.join(temp.path, "audit.jsonl"), "utf8").catch(() => "");
     for (const value of Object.values(SECRETS)) {
       expect(everything, `secret ${value} leaked into the output`).not.toContain(value);
       expect(audit).not.toContain(value);

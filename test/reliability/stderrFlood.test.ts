@@ -5,15 +5,17 @@
  * now bounded like stdout's: a long line is cut, counted, and the first cut is logged.
  */
 import { describe, expect, it } from "vitest";
-import { fixtureServerToml, tempDir, writeConfig } from "../helpers/cliHarness.js";
+import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
 import { mib, peakRssBytes, rssBytes } from "../helpers/procMemory.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 import { cleanUpMarkedProcesses } from "../helpers/markedProcesses.js";
+import { useTempDir } from "../helpers/tempDir.js";
 
 const FLOOD_MIB = 96;
 /** What the serve process may grow by while the flood passes: far below the flood itself. */
 const GROWTH_BOUND_BYTES = 40 * 1024 * 1024;
 
+const temp = useTempDir();
 const { cleanups, markers } = cleanUpMarkedProcesses();
 
 function text(result: unknown): string {
@@ -22,12 +24,10 @@ function text(result: unknown): string {
 
 describe("an upstream flooding stderr without a newline", () => {
   it(`${FLOOD_MIB} MiB in one line: serve stays small, cuts the line once, and keeps answering`, async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
     const marker = `--stderr-flood-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "full"', `cache_dir = ${JSON.stringify(`${dir}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
-    const config = await writeConfig(dir, toml);
+    const toml = ['mode = "full"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const config = await writeConfig(temp.path, toml);
     const session: ServeSession = await serveOverStdio(config, ["--log-level", "debug"]);
     cleanups.push(() => session.close());
     const pid = session.pid!;
