@@ -10,16 +10,19 @@
  *
  * `--bin` runs another checkout's CLI (an older abridge, for comparison); `--baseline` leaves the
  * session settings out of the config, for a version that does not know them.
- * Prints one JSON line and writes bench/results/sessions.json.
+ * Prints a table of RSS per round and writes bench/results/sessions.json and .md (with
+ * `--baseline`, sessions-baseline.json and .md).
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { REPO_ROOT } from "./corpus.js";
+import { markdownTable } from "./markdownTable.js";
+import { runStandalone } from "./standalone.js";
 import { flagArg, numberArg, stringArg } from "../test/fixtures/fixtureArgs.js";
 import { fixtureServerToml, tempDir } from "../test/helpers/cliHarness.js";
 import { BIN } from "../test/helpers/serveHarness.js";
@@ -77,7 +80,27 @@ async function healthyCall(url: string): Promise<boolean> {
   }
 }
 
-async function main(): Promise<void> {
+/** One round: the status counts of its initializes, RSS after it and after its sessions expired, and a fresh call's health. */
+interface Round {
+  statuses: Record<string, number>;
+  rssAfterMiB: number;
+  rssAfterExpiryMiB: number;
+  healthy: boolean;
+}
+
+interface SessionsResult {
+  cli: string;
+  baseline: boolean;
+  sessionsPerRound: number;
+  idleSeconds: number;
+  maxSessions: number;
+  tools: number;
+  rssStartMiB: number;
+  rounds: Round[];
+}
+
+/** Starts `abridge serve --http`, runs the rounds of abandoned sessions, and stops it. */
+async function runSessions(): Promise<SessionsResult> {
   const { dir, cleanup } = await tempDir("abridge-bench-sessions-");
   const config = path.join(dir, "abridge.toml");
   await writeFile(
@@ -101,7 +124,7 @@ async function main(): Promise<void> {
       child.once("exit", (code) => reject(new Error(`serve exited with ${code}:\n${stderr}`)));
     });
     const pid = child.pid!;
-    const rounds: { statuses: Record<string, number>; rssAfterMiB: number; rssAfterExpiryMiB: number; healthy: boolean }[] = [];
+    const rounds: Round[] = [];
     const rssStartMiB = rssMiB(pid);
     for (let round = 0; round < ROUNDS; round++) {
       const statuses = await openSessions(url, SESSIONS);
@@ -111,11 +134,7 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1_000 * 1.5 + 1_000));
       rounds.push({ statuses, rssAfterMiB, rssAfterExpiryMiB: rssMiB(pid), healthy: await healthyCall(url) });
     }
-    const result = { cli: path.relative(REPO_ROOT, CLI), baseline: BASELINE, sessionsPerRound: SESSIONS, idleSeconds: IDLE_SECONDS, maxSessions: MAX_SESSIONS, tools: 3000, rssStartMiB, rounds };
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    await mkdir(path.join(REPO_ROOT, "bench", "results"), { recursive: true });
-    const out = BASELINE ? "sessions-baseline.json" : "sessions.json";
-    await writeFile(path.join(REPO_ROOT, "bench", "results", out), `${JSON.stringify(result, null, 2)}\n`);
+    return { cli: path.relative(REPO_ROOT, CLI), baseline: BASELINE, sessionsPerRound: SESSIONS, idleSeconds: IDLE_SECONDS, maxSessions: MAX_SESSIONS, tools: 3000, rssStartMiB, rounds };
   } finally {
     child.kill("SIGTERM");
     if (child.exitCode === null) await once(child, "exit");
@@ -123,7 +142,19 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exitCode = 1;
+function sessionsMarkdown(r: SessionsResult): string {
+  return [
+    `${r.sessionsPerRound.toLocaleString("en-US")} initializes without DELETE per round against ${r.cli}${r.baseline ? " (no session settings)" : `, sessions idle ${r.idleSeconds} s expire, at most ${r.maxSessions.toLocaleString("en-US")}`}; ${r.tools.toLocaleString("en-US")} tools. RSS at start: ${r.rssStartMiB} MiB.\n`,
+    markdownTable(
+      ["round", "statuses", "RSS after MiB>", "RSS after expiry MiB>", "fresh call"],
+      r.rounds.map((x, i) => [i + 1, Object.entries(x.statuses).map(([k, n]) => `${k}: ${n}`).join(", "), x.rssAfterMiB, x.rssAfterExpiryMiB, x.healthy ? "answers" : "fails"]),
+    ),
+  ].join("\n");
+}
+
+await runStandalone(import.meta.url, {
+  name: BASELINE ? "sessions-baseline" : "sessions",
+  run: runSessions,
+  markdown: sessionsMarkdown,
+  json: (r) => r,
 });
