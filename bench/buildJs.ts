@@ -1,8 +1,8 @@
 import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { REPO_ROOT } from "./corpus.js";
+import { isMainModule } from "./standalone.js";
 
 /**
  * Where the bench writes abridge and its fixtures as plain JavaScript. One folder below the
@@ -46,7 +46,7 @@ export async function buildJs(): Promise<BuiltJs> {
   };
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isMainModule(import.meta.url)) {
   const built = await buildJs();
   process.stdout.write(`${JSON.stringify(built)}\n`);
 }

@@ -18,6 +18,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { REPO_ROOT } from "./corpus.js";
 import { RESULTS_DIR, type RecordedCall } from "./recordedResults.js";
+import { isMainModule } from "./standalone.js";
 
 const require = createRequire(import.meta.url);
 /** Where the generated tree and memory file live while recording (fixed: paths appear in results). */
@@ -195,7 +196,7 @@ async function main(): Promise<void> {
   await rm(SCRATCH, { recursive: true, force: true });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   main().catch((err: unknown) => {
     process.stderr.write(`recordResults: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 1;
