@@ -369,7 +369,7 @@ async function eventLoopFigures(engine: QuickJSWASMModule): Promise<CodeRuntimeR
 }
 
 /** Runs every measurement. */
-export async function runCodeRuntime(options: { otherTranspilers?: string } = {}): Promise<CodeRuntimeResult> {
+export async function runCodeRuntime(options: { otherTranspilers?: string | undefined } = {}): Promise<CodeRuntimeResult> {
   const transpiler = await transpilerFigures(options.otherTranspilers);
   const coldStart = await coldStartFigures();
   const toolCall = await toolCallFigures();

@@ -20,6 +20,7 @@ import { startServe, writeFixtureConfig } from "./conformanceServe.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { runStandalone } from "./standalone.js";
+import { messageOf } from "../src/model/errors.js";
 
 const run = promisify(execFile);
 
@@ -131,7 +132,7 @@ async function runMode(mode: string, config: string, work: string): Promise<Mode
   try {
     serve = await startServe(config, cacheDir, mode);
   } catch (err) {
-    return { ...empty, error: err instanceof Error ? err.message : String(err), durationMs: Date.now() - started };
+    return { ...empty, error: messageOf(err), durationMs: Date.now() - started };
   }
   try {
     try {
@@ -159,7 +160,7 @@ async function runMode(mode: string, config: string, work: string): Promise<Mode
       durationMs: Date.now() - started,
     };
   } catch (err) {
-    return { ...empty, error: err instanceof Error ? err.message : String(err), durationMs: Date.now() - started };
+    return { ...empty, error: messageOf(err), durationMs: Date.now() - started };
   } finally {
     await serve.stop();
   }

@@ -33,6 +33,7 @@ import { startServe, writeFixtureConfig } from "./conformanceServe.js";
 import { REPO_ROOT } from "./corpus.js";
 import { markdownTable } from "./markdownTable.js";
 import { runStandalone } from "./standalone.js";
+import { messageOf } from "../src/model/errors.js";
 
 const run = promisify(execFile);
 
@@ -169,7 +170,7 @@ async function runSet(set: RequirementSet, mode: string, config: string, work: s
   try {
     serve = await startServe(config, path.join(work, `cache-${set.revision}-${mode}`), mode);
   } catch (err) {
-    return { revision: set.revision, mode, ok: false, error: err instanceof Error ? err.message : String(err), scenarios: [], durationMs: Date.now() - started };
+    return { revision: set.revision, mode, ok: false, error: messageOf(err), scenarios: [], durationMs: Date.now() - started };
   }
   try {
     const scenarios: ScenarioResult[] = [];
@@ -193,7 +194,7 @@ async function runSet(set: RequirementSet, mode: string, config: string, work: s
     }
     return { revision: set.revision, mode, ok: true, scenarios, durationMs: Date.now() - started };
   } catch (err) {
-    return { revision: set.revision, mode, ok: false, error: `${err instanceof Error ? err.message : String(err)}\n${serve.stderr().slice(-2000)}`, scenarios: [], durationMs: Date.now() - started };
+    return { revision: set.revision, mode, ok: false, error: `${messageOf(err)}\n${serve.stderr().slice(-2000)}`, scenarios: [], durationMs: Date.now() - started };
   } finally {
     await serve.stop();
   }

@@ -4,6 +4,7 @@ import { resolveLocalRef } from "../src/catalog/compactSchema.js";
 import type { CatalogTool, ListedTool, Mode } from "../src/catalog/types.js";
 import { MODES } from "../src/config/schema.js";
 import type { CorpusQuery } from "./corpus.js";
+import { isObject } from "../src/model/json.js";
 
 /** Enums with at most this many values must survive compaction whole. */
 const SHORT_ENUM = 10;
@@ -50,10 +51,6 @@ export interface FidelityOptions {
   /** Corpus tools with the summaries they are served with. */
   tools: readonly CatalogTool[];
   queries: readonly CorpusQuery[];
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function accuracy(tools: readonly CatalogTool[], queries: readonly CorpusQuery[], mode: Mode): ModeAccuracy {

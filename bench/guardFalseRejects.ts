@@ -92,7 +92,9 @@ export function honestSummaries(corpus: readonly CorpusServer[]): Summarized[] {
     for (let start = 0; start < server.tools.length; start += BATCH) {
       const batch = server.tools.slice(start, start + BATCH);
       const summaries = summarizer.summarizeCatalog(batch);
-      batch.forEach((tool, i) => out.push({ server: server.server, tool, summary: summaries[i] as ToolSummary }));
+      batch.forEach((tool, i) => {
+        out.push({ server: server.server, tool, summary: summaries[i] as ToolSummary });
+      });
     }
   }
   return out;

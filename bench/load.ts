@@ -31,6 +31,7 @@ import { floodWithoutNewline, openSilent } from "../test/fixtures/hostilePeer.js
 import { fixtureServerToml, tempDir, writeConfig } from "../test/helpers/cliHarness.js";
 import { peakRssBytes } from "../test/helpers/procMemory.js";
 import { BIN } from "../test/helpers/serveHarness.js";
+import { messageOf } from "../src/model/errors.js";
 
 // The SDK's streamable HTTP client adds an abort listener per request to one long-lived signal;
 // at tens of thousands of calls Node prints thousands of MaxListenersExceededWarning lines from
@@ -100,7 +101,7 @@ async function drive(frontEnd: string, pid: number, call: (i: number) => Promise
         if (text !== `call-${i}`) mismatched++;
       } catch (err) {
         lost++;
-        firstError ??= err instanceof Error ? err.message : String(err);
+        firstError ??= messageOf(err);
       }
     }
   };

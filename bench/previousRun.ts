@@ -4,6 +4,7 @@
  * `target` or `upstreams` field, else their index), with the relative change.
  */
 import { markdownTable } from "./markdownTable.js";
+import { isObject } from "../src/model/json.js";
 
 /** One figure both runs have. */
 export interface FigureChange {
@@ -20,8 +21,8 @@ const KEY_FIELDS = ["server", "id", "path", "target", "upstreams", "entries", "v
 const NOT_FIGURES = new Set(["startedAt", "machine", "totalRuntimeMs"]);
 
 function elementKey(element: unknown, index: number): string {
-  if (element !== null && typeof element === "object" && !Array.isArray(element)) {
-    const record = element as Record<string, unknown>;
+  if (isObject(element)) {
+    const record = element;
     for (const field of KEY_FIELDS) {
       const value = record[field];
       if (typeof value === "string" || typeof value === "number") return `${field}=${value}`;
@@ -35,7 +36,9 @@ export function figures(value: unknown, prefix = "", out = new Map<string, numbe
   if (typeof value === "number") {
     if (Number.isFinite(value)) out.set(prefix, value);
   } else if (Array.isArray(value)) {
-    value.forEach((element, i) => figures(element, `${prefix}[${elementKey(element, i)}]`, out));
+    value.forEach((element, i) => {
+      figures(element, `${prefix}[${elementKey(element, i)}]`, out);
+    });
   } else if (value !== null && typeof value === "object") {
     for (const [key, child] of Object.entries(value)) {
       if (prefix === "" && NOT_FIGURES.has(key)) continue;

@@ -19,6 +19,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { REPO_ROOT } from "./corpus.js";
 import { RESULTS_DIR, type RecordedCall } from "./recordedResults.js";
 import { isMainModule } from "./standalone.js";
+import { messageOf } from "../src/model/errors.js";
 
 const require = createRequire(import.meta.url);
 /** Where the generated tree and memory file live while recording (fixed: paths appear in results). */
@@ -80,7 +81,7 @@ async function record(server: string, client: Client, calls: [string, Record<str
       const result = (await client.callTool({ name: tool, arguments: args })) as Record<string, unknown>;
       out.push({ server, tool, arguments: args, result });
     } catch (err) {
-      out.push({ server, tool, arguments: args, result: { isError: true, content: [{ type: "text", text: err instanceof Error ? err.message : String(err) }] } });
+      out.push({ server, tool, arguments: args, result: { isError: true, content: [{ type: "text", text: messageOf(err) }] } });
     }
   }
   return out;
@@ -185,7 +186,7 @@ async function main(): Promise<void> {
     const client = await s.client();
     try {
       const recorded = await record(s.server, client, s.calls());
-      await writeFile(path.join(RESULTS_DIR, `${s.server}.jsonl`), recorded.map((r) => JSON.stringify(r)).join("\n") + "\n");
+      await writeFile(path.join(RESULTS_DIR, `${s.server}.jsonl`), `${recorded.map((r) => JSON.stringify(r)).join("\n")}\n`);
       total += recorded.length;
       process.stdout.write(`${s.server}: ${recorded.length} calls\n`);
     } finally {
@@ -198,7 +199,7 @@ async function main(): Promise<void> {
 
 if (isMainModule(import.meta.url)) {
   main().catch((err: unknown) => {
-    process.stderr.write(`recordResults: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`recordResults: ${messageOf(err)}\n`);
     process.exitCode = 1;
   });
 }

@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { REPO_ROOT } from "./corpus.js";
+import { messageOf } from "../src/model/errors.js";
 
 export const RESULTS_DIR = path.join(REPO_ROOT, "bench", "corpus", "results");
 
@@ -26,7 +27,7 @@ export function loadRecordedResults(dir = RESULTS_DIR): RecordedCall[] {
       try {
         calls.push(JSON.parse(line) as RecordedCall);
       } catch (err) {
-        throw new Error(`${file}:${i + 1}: not a JSON line (${err instanceof Error ? err.message : String(err)})`);
+        throw new Error(`${file}:${i + 1}: not a JSON line (${messageOf(err)})`);
       }
     });
   }

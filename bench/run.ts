@@ -43,6 +43,7 @@ import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./to
 import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
+import { messageOf } from "../src/model/errors.js";
 
 const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "httpEras", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping", "codeMode"] as const;
 type BenchName = (typeof BENCHES)[number];
@@ -375,7 +376,7 @@ async function selectionProxies(
     proxies.push(new DenseProxy(embedder, signal));
     return { proxies, notAvailable: [], embedder };
   } catch (err) {
-    return { proxies, notAvailable: [{ proxy: "dense", reason: err instanceof Error ? err.message : String(err) }] };
+    return { proxies, notAvailable: [{ proxy: "dense", reason: messageOf(err) }] };
   }
 }
 
@@ -425,7 +426,7 @@ async function main(): Promise<number> {
       await fn();
     } catch (err) {
       if (signal.aborted) throw err;
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       results.failures.push({ bench: name, error: message });
       print(`## ${name}\n\nfailed: ${message}`);
     }
@@ -568,7 +569,7 @@ main().then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`bench: ${messageOf(err)}\n`);
     process.exitCode = 1;
   },
 );

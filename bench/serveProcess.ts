@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { AbridgeError, ErrorCode } from "../src/model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../src/model/errors.js";
 import { CLI_BIN, tsxCommand } from "./benchConfig.js";
 import { REPO_ROOT } from "./corpus.js";
 import { connectHttp, connectStdio, killGroup, spawnGroup, type Connected } from "./mcpTarget.js";
@@ -20,7 +20,7 @@ export async function serveUnavailable(signal?: AbortSignal): Promise<string | u
     return undefined;
   } catch (err) {
     const stderr = String((err as { stderr?: unknown }).stderr ?? "").trim().split("\n")[0];
-    return `abridge serve is not available (${stderr || (err instanceof Error ? err.message : String(err))})`;
+    return `abridge serve is not available (${stderr || (messageOf(err))})`;
   }
 }
 

@@ -10,6 +10,7 @@ import { median, nowMs, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
 import { runStartupUpstreams, type StartupUpstreamsResult, type StartupUpstreamsRow } from "./startupUpstreams.js";
+import { messageOf } from "../src/model/errors.js";
 
 /** Time to the first complete `tools/list` with N upstreams, beside the floor (bench/startupUpstreams.ts). */
 export type StartupRow = StartupUpstreamsRow;
@@ -106,7 +107,7 @@ async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: bo
     }
     return { ...out, serveRoundTripMsMedian: median(times) };
   } catch (err) {
-    return { ...out, notAvailable: err instanceof Error ? err.message : String(err) };
+    return { ...out, notAvailable: messageOf(err) };
   } finally {
     await target?.close();
   }
@@ -136,7 +137,7 @@ async function memory(corpus: readonly CorpusServer[], dir: string, serveOk: boo
     const peak = targetPeakRss(target);
     return { ...base, tools: listed, ...(peak !== undefined ? { servePeakRssMiB: peak } : { notAvailable: "no /proc status for the serve process" }) };
   } catch (err) {
-    return { ...base, notAvailable: err instanceof Error ? err.message : String(err) };
+    return { ...base, notAvailable: messageOf(err) };
   } finally {
     await target?.close();
   }

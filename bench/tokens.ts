@@ -8,6 +8,7 @@ import { countJsonTokens } from "../src/tokens/countTokens.js";
 import { summarizedCatalog, type CorpusServer } from "./corpus.js";
 import { views, viewTokens } from "./frontier/views.js";
 import { appendedWordList } from "./frontier/wordList.js";
+import { messageOf } from "../src/model/errors.js";
 
 /** The comparison points a user would set beside abridge's modes (renderings in frontier/views.ts). */
 export const REFERENCES = [
@@ -225,7 +226,7 @@ export async function runTokens(options: TokensOptions): Promise<TokensResult> {
         summarizers.push(result);
       }
     } catch (err) {
-      notAvailable.push({ summarizer: "openai", reason: err instanceof Error ? err.message : String(err) });
+      notAvailable.push({ summarizer: "openai", reason: messageOf(err) });
     }
   }
   return { unit: "o200k_base tokens of JSON.stringify(OpenAI function-tool list)", summarizers, notAvailable };

@@ -150,7 +150,7 @@ function orderSummary(orders: readonly Order[]): { csv: string; answer: { custom
     totals.set(o.customer, t);
   }
   const customers = [...totals.keys()].sort();
-  const csv = ["customer,orders,total", ...customers.map((c) => `${c},${totals.get(c)!.orders},${totals.get(c)!.total.toFixed(2)}`)].join("\n") + "\n";
+  const csv = `${["customer,orders,total", ...customers.map((c) => `${c},${totals.get(c)!.orders},${totals.get(c)!.total.toFixed(2)}`)].join("\n")}\n`;
   const grand = [...totals.values()].reduce((sum, t) => sum + t.total, 0);
   return { csv, answer: { customers: customers.length, orders: orders.length, grandTotal: Math.round(grand * 100) / 100 } };
 }

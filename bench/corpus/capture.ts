@@ -21,6 +21,7 @@ import { promisify } from "node:util";
 import { tokenReport } from "../../src/catalog/renderTools.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import { CORPUS_DIR, loadCorpus, REPO_ROOT, summarizedCatalog } from "../corpus.js";
+import { messageOf } from "../../src/model/errors.js";
 
 const run = promisify(execFile);
 
@@ -261,6 +262,6 @@ async function lookUpLicences(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : String(err));
+  console.error(messageOf(err));
   process.exitCode = 1;
 });

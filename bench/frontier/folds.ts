@@ -33,7 +33,9 @@ export function assignFolds(servers: readonly string[], k: number = DEFAULT_FOLD
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.name < b.name ? -1 : 1))
     .map((s) => s.name);
   const tests: string[][] = Array.from({ length: count }, () => []);
-  ordered.forEach((name, i) => tests[i % count]?.push(name));
+  ordered.forEach((name, i) => {
+    tests[i % count]?.push(name);
+  });
   return tests.map((test, index) => {
     const held = new Set(test);
     return { index, test: [...test].sort(), train: unique.filter((s) => !held.has(s)).sort() };

@@ -3,6 +3,7 @@ import { briefDescription, parameterList } from "../../src/catalog/signature.js"
 import type { CatalogTool, ListedTool, Mode } from "../../src/catalog/types.js";
 import { countJsonTokens } from "../../src/tokens/countTokens.js";
 import type { RankDoc } from "./proxies.js";
+import { isObject } from "../../src/model/json.js";
 
 /**
  * The renderings a tool list can be sent in, each as (a) the list a client receives, for token
@@ -36,12 +37,6 @@ export interface View {
   docs(tools: readonly CatalogTool[]): RankDoc[];
   /** A note printed beside the view's figures. */
   note?: string;
-}
-
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** `server:tool`, the form labelled queries name tools in. */
