@@ -13,6 +13,7 @@ import { fixtureServerToml, runAbridge, writeConfig } from "../helpers/cliHarnes
 import { startNatsServer, type NatsServer } from "../helpers/natsServer.js";
 import { BusRig, startWorker, type WorkerProcess } from "./busHarness.js";
 import { nkeyUser, operator, tlsFiles } from "./natsAuth.js";
+import { messageOf } from "../../src/model/errors.js";
 
 const EXAMPLE = path.resolve(import.meta.dirname, "../../examples/nats-permissions.conf");
 const PASSWORDS = {
@@ -37,7 +38,7 @@ afterEach(async () => {
 
 afterAll(async () => rig?.close());
 
-function text(result: { content?: unknown[] }): string {
+function text(result: { content?: unknown[] | undefined }): string {
   return (result.content as { text?: string }[]).map((c) => c.text ?? "").join("");
 }
 
@@ -125,15 +126,15 @@ describe("a bus with the permissions of examples/nats-permissions.conf", () => {
     const refused = await failure(beta.callTool("alpha", "echo_echo", { text: "x" }));
     expect(refused).toBeInstanceOf(BusCallError);
     expect(refused).toMatchObject({ busCode: "refused", retryable: false, origin: "client" });
-    expect((refused as Error).message).toContain("do not let this client send on tool.invoke.mcp.alpha");
+    expect(messageOf(refused)).toContain("do not let this client send on tool.invoke.mcp.alpha");
   });
 
   it("tells a host whose inbox the permissions do not allow to set its inbox prefix", async () => {
     const plain = await client({ nats: url("alpha-host", PASSWORDS.ALPHA_HOST_PASSWORD) });
     const error = await failure(plain.callTool("alpha", "echo_echo", { text: "x" }));
     expect(error).toMatchObject({ busCode: "refused", retryable: false, origin: "client" });
-    expect((error as Error).message).toContain("receive answers on _INBOX.");
-    expect((error as Error).message).toContain("set an inbox prefix the permissions allow");
+    expect(messageOf(error)).toContain("receive answers on _INBOX.");
+    expect(messageOf(error)).toContain("set an inbox prefix the permissions allow");
   });
 
   it("stops a worker started with another agent's credentials, saying which subjects it may not read", async () => {
@@ -145,8 +146,8 @@ describe("a bus with the permissions of examples/nats-permissions.conf", () => {
   it("fails wrong credentials at once with a clear error, not retried, the password not shown", async () => {
     const error = await failure(BusClient.connect({ nats: url("alpha-host", "not-the-password") }));
     expect(error).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
-    expect((error as Error).message).toContain(`the NATS server at nats://127.0.0.1:${nats.port} refused the connection with the user and password given (Authorization Violation)`);
-    expect((error as Error).message).not.toContain("not-the-password");
+    expect(messageOf(error)).toContain(`the NATS server at nats://127.0.0.1:${nats.port} refused the connection with the user and password given (Authorization Violation)`);
+    expect(messageOf(error)).not.toContain("not-the-password");
 
     const cli = await runAbridge(["bus", "--nats", url("alpha-worker", "not-the-password"), "--agent", "alpha", "--config", config]);
     expect(cli.code).toBe(1);
@@ -180,11 +181,11 @@ describe("nkeys, TLS, tokens and .creds files", () => {
 
     const untrusted = await failure(BusClient.connect({ nats: address, nkeyFile: hostKey.seedFile, tls: { certFile: tls.clientCert, keyFile: tls.clientKey } }));
     expect(untrusted).toMatchObject({ code: "BUS_UNAVAILABLE" });
-    expect((untrusted as Error).message).toMatch(/certificate/i);
+    expect(messageOf(untrusted)).toMatch(/certificate/i);
     const stranger = await nkeyUser(dir, "stranger");
     const unknown = await failure(BusClient.connect({ nats: address, nkeyFile: stranger.seedFile, tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey } }));
     expect(unknown).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
-    expect((unknown as Error).message).toContain("refused the connection with the nkey or creds given");
+    expect(messageOf(unknown)).toContain("refused the connection with the nkey or creds given");
   });
 
   it("logs in with a token in the URL", async () => {
@@ -195,7 +196,7 @@ describe("nkeys, TLS, tokens and .creds files", () => {
     expect(text(await bus.callTool("tokened", "echo_echo", { text: "with a token" }))).toBe("with a token");
     const wrong = await failure(BusClient.connect({ nats: `nats://token-999@127.0.0.1:${nats.port}` }));
     expect(wrong).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
-    expect((wrong as Error).message).toContain("refused the connection with the token given");
+    expect(messageOf(wrong)).toContain("refused the connection with the token given");
   });
 
   it("logs in with .creds files of an operator's account, and refuses a user of an account the server does not know", async () => {
@@ -213,7 +214,7 @@ describe("nkeys, TLS, tokens and .creds files", () => {
     expect(text(await bus.callTool("credited", "echo_echo", { text: "with creds" }))).toBe("with creds");
     const stranger = await failure(BusClient.connect({ nats: nats.url, credsFile: await op.strangerCreds("stranger") }));
     expect(stranger).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
-    expect((stranger as Error).message).toContain("refused the connection with the nkey or creds given");
+    expect(messageOf(stranger)).toContain("refused the connection with the nkey or creds given");
   });
 
   it("refuses credentials it cannot use before connecting: two ways to log in, a missing file", async () => {

@@ -14,6 +14,7 @@ import { runAbridge, waitForNoMarkedPids, writeConfig } from "../helpers/cliHarn
 import { freePort, startNatsServer, type NatsServer } from "../helpers/natsServer.js";
 import { killAll } from "../helpers/processes.js";
 import { useTempDir } from "../helpers/tempDir.js";
+import { messageOf } from "../../src/model/errors.js";
 
 const require = createRequire(import.meta.url);
 const everythingBin = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -54,7 +55,7 @@ describe("a bus where no worker listens", () => {
       const called = await client.callTool("alpha", "everything_echo", { message: "hi" }, { timeoutMs: LONG_TIMEOUT_MS }).catch((err: unknown) => err);
       expect(called).toBeInstanceOf(BusCallError);
       expect(called).toMatchObject({ code: "BUS_CALL_FAILED", busCode: "unavailable", retryable: true, origin: "client", worker: undefined });
-      expect((called as Error).message).toContain("no worker of agent alpha is on the bus");
+      expect(messageOf(called)).toContain("no worker of agent alpha is on the bus");
 
       const listed = await client.listTools("alpha", { timeoutMs: LONG_TIMEOUT_MS }).catch((err: unknown) => err);
       expect(listed).toBeInstanceOf(BusCallError);
@@ -146,13 +147,13 @@ describe("the bus quick start of docs/fleet.md", () => {
     expect(lines.at(-1)).toMatch(/^abridge bus call /);
     const config = await writeConfig(
       temp.path,
-      [
+      `${[
         `cache_dir = "cache"`,
         `state_dir = "state"`,
         `[servers.everything]`,
         `command = ${JSON.stringify(process.execPath)}`,
         `args = ${JSON.stringify([everythingBin, "stdio", marker])}`,
-      ].join("\n") + "\n",
+      ].join("\n")}\n`,
     );
     // `abridge` on the PATH as an installed one would be: the CLI of this checkout.
     const bin = path.join(temp.path, "bin");

@@ -4,10 +4,9 @@
  * file is edited. Real nats-server, `abridge bus` as a child process, real fixture servers.
  */
 import { writeFile } from "node:fs/promises";
-import path from "node:path";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BusClient } from "../../src/index.js";
+import type { BusClient } from "../../src/index.js";
 import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
 import { body, BusRig, collect, requestHeaders, type Collector, type WorkerProcess } from "./busHarness.js";
 

@@ -9,10 +9,11 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BusCallError, BusClient } from "../../src/index.js";
+import { BusCallError, type BusClient } from "../../src/index.js";
 import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
 import { waitFor } from "../helpers/waitFor.js";
 import { body, BusRig, requestHeaders, type WorkerProcess } from "./busHarness.js";
+import { messageOf } from "../../src/model/errors.js";
 
 let rig: BusRig;
 let client: BusClient;
@@ -64,7 +65,9 @@ async function callRaw(agent: string, tool: string, args: Record<string, unknown
 describe("abridge bus: a fleet of workers", () => {
   it("shares an agent's calls between its workers (both serve)", async () => {
     const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => callRaw("fleet", "echo_echo", { text: `call ${i}` }, `turn-${i}`)));
-    answers.forEach((answer, i) => expect(answer).toMatchObject({ ok: true, id: `turn-${i}`, result: { content: [{ type: "text", text: `call ${i}` }] } }));
+    answers.forEach((answer, i) => {
+      expect(answer).toMatchObject({ ok: true, id: `turn-${i}`, result: { content: [{ type: "text", text: `call ${i}` }] } });
+    });
     // Each call went to one worker; with 24 calls spread at random, both take some.
     expect(new Set(answers.map((a) => a.worker))).toEqual(new Set(fleet.map((f) => f.worker.id)));
   });
@@ -93,7 +96,7 @@ describe("abridge bus: a fleet of workers", () => {
     );
     expect(error).toBeInstanceOf(BusCallError);
     expect(error).toMatchObject({ busCode: "timeout", retryable: true, origin: "worker", worker: slowpoke.id });
-    expect((error as Error).message).toContain("did not finish within the worker's timeout of 1500 ms");
+    expect(messageOf(error)).toContain("did not finish within the worker's timeout of 1500 ms");
     // The worker is free again.
     expect(await client.callTool("slowpoke", "echo_echo", { text: "next" })).toMatchObject({ content: [{ type: "text", text: "next" }] });
   });

@@ -86,7 +86,7 @@ async function failedReconnects(port: number, attempts: number): Promise<void> {
   }
 }
 
-function text(result: { content?: unknown[] }): string {
+function text(result: { content?: unknown[] | undefined }): string {
   return (result.content as { text?: string }[]).map((c) => c.text ?? "").join("");
 }
 

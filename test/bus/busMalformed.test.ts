@@ -6,7 +6,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BusClient } from "../../src/index.js";
+import type { BusClient } from "../../src/index.js";
 import { fixtureServerToml, pidsWithMarker, runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import { freePort, type NatsServer } from "../helpers/natsServer.js";
 import { body, BusRig, collect, requestHeaders, type WorkerProcess } from "./busHarness.js";

@@ -38,7 +38,7 @@ afterAll(async () => {
   expect(pidsWithMarker(marker)).toEqual([]);
 });
 
-function text(result: { content?: unknown[] }): string {
+function text(result: { content?: unknown[] | undefined }): string {
   return (result.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("\n");
 }
 

@@ -10,7 +10,7 @@ import type { CacheEntry } from "../../src/cache/cacheEntry.js";
 import { MAX_CLOCK_SKEW_MS, MAX_ENTRY_BYTES } from "../../src/cache/entryLimits.js";
 import { RedisStore, type RedisStoreOptions } from "../../src/cache/redisStore.js";
 import { createLogger } from "../../src/log/logger.js";
-import { ErrorCode, isAbridgeError } from "../../src/model/errors.js";
+import { ErrorCode, isAbridgeError, messageOf } from "../../src/model/errors.js";
 import { ClaimGate } from "../../src/summarize/claimGate.js";
 import type { SummarizeInput } from "../../src/summarize/types.js";
 import { fakeHash, makeEntry } from "../helpers/cacheEntries.js";
@@ -181,7 +181,7 @@ describe("RedisStore against hostile entries", () => {
     let refused: unknown;
     await store.append(big).catch((err: unknown) => (refused = err));
     expect(isAbridgeError(refused, ErrorCode.INPUT_INVALID)).toBe(true);
-    expect(String((refused as Error).message)).toContain(`over the ${MAX_ENTRY_BYTES}-byte bound`);
+    expect(String(messageOf(refused))).toContain(`over the ${MAX_ENTRY_BYTES}-byte bound`);
     expect(await admin.hexists(HASH, big.key)).toBe(0);
     expect(store.get(big.key)).toBeUndefined();
   });

@@ -63,7 +63,10 @@ describe("BoundedMemo", () => {
 describe("the catalog memo", () => {
   it("belongs to whoever makes the catalogs: catalogs without one share nothing through the process", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };
+    const counting: ToolHasher = { hash: (tool) => {
+        hashed.push(tool.name);
+        return hasher.hash(tool);
+      }, hashText: (text) => hasher.hashText(text) };
     for (let round = 0; round < 2; round++) {
       const catalog = new ToolCatalog({ store: storeOf(), hasher: counting });
       catalog.setTools([exposed(issue({ title: { type: "string" } }))], { queue: false });
@@ -76,7 +79,10 @@ describe("the catalog memo", () => {
 
   it("hashes each tool's schema once: a relist of the same tools as new objects walks none of them", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = { hash: (tool) => (hashed.push(tool.name), hasher.hash(tool)), hashText: (text) => hasher.hashText(text) };
+    const counting: ToolHasher = { hash: (tool) => {
+        hashed.push(tool.name);
+        return hasher.hash(tool);
+      }, hashText: (text) => hasher.hashText(text) };
     const memo = new CatalogMemo();
     const relist = (): AdmittedExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
     for (let round = 0; round < 3; round++) {

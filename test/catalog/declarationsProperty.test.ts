@@ -293,7 +293,9 @@ describe("declarations (property)", () => {
         let invalid = 0;
         samples.forEach((s, i) => {
           const fn = names.functionOf(SERVER, (tools[i] as DeclaredTool).tool.name) as string;
-          s.valid.forEach((v, j) => lines.push(`const ok_${i}_${j}: Parameters<typeof ${ns}.${fn}>[0] = ${JSON.stringify(v)};`));
+          s.valid.forEach((v, j) => {
+            lines.push(`const ok_${i}_${j}: Parameters<typeof ${ns}.${fn}>[0] = ${JSON.stringify(v)};`);
+          });
           s.invalid.forEach((v, j) => {
             invalid++;
             lines.push("// @ts-expect-error", `const bad_${i}_${j}: Parameters<typeof ${ns}.${fn}>[0] = ${JSON.stringify(v)};`);

@@ -11,6 +11,7 @@ import {
 } from "../../src/code/declarations/observedShapes.js";
 import { AbridgeError } from "../../src/model/errors.js";
 import { typecheck } from "./typecheck.js";
+import { isObject } from "../../src/model/json.js";
 
 const typeOf = (value: unknown): string => shapeType(inferShape(value));
 
@@ -107,7 +108,7 @@ describe("widenShape", () => {
       const wide = shapeType(widenShape(inferShape(a), inferShape(b)));
       lines.push(`const wa${i}: ${wide} = ${JSON.stringify(a)};`, `const wb${i}: ${wide} = ${JSON.stringify(b)};`);
       // An object's keys are all required in its own inferred type (within the key bound).
-      if (typeof a === "object" && a !== null && !Array.isArray(a)) {
+      if (isObject(a)) {
         const keys = Object.keys(a);
         if (keys.length > 0 && keys.length <= OBSERVED_BOUNDS.keys) {
           const { [keys[0] as string]: _dropped, ...rest } = a as Record<string, unknown>;

@@ -6,13 +6,13 @@ import { listedToolTokens, renderTools, tokenReport, toOpenAiFunctions } from ".
 import type { CatalogTool, ListedTool } from "../../src/catalog/types.js";
 import { catalogTool, corpusCatalog, loadCorpus } from "./corpusTools.js";
 import { admitted } from "../helpers/admitted.js";
+import { isObject } from "../../src/model/json.js";
 
 const servers = loadCorpus();
 const catalog = corpusCatalog(servers);
 const MODES = ["full", "summary", "compact", "lazy"] as const;
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function byName(listed: ListedTool[]): Map<string, ListedTool> {
   return new Map(listed.map((t) => [t.name, t]));
@@ -131,7 +131,7 @@ describe("renderTools over the corpus", () => {
     expect(fsRendered?.title).toBe(fs.tool.title);
     expect(fsRendered?.annotations).toEqual(fs.tool.annotations);
     expect(fsRendered?.outputSchema).toBeDefined();
-    const unsummarized: CatalogTool = { ...github, summary: undefined };
+    const { summary: _summary, ...unsummarized } = github;
     expect(renderTools([unsummarized], "summary")[0]?.description).toBe(github.tool.description);
   });
 

@@ -37,8 +37,6 @@ describe("tokenize", () => {
 
 describe("SearchIndex", () => {
   const index = new SearchIndex(catalog);
-  /** What word scores alone give (no name match for a one-word query). */
-  const compactFree = (query: string, n: number): string[] => index.search(query, 50).slice(0, n).map((r) => r.name);
 
   it("finds obvious tools near the top", () => {
     const top = (query: string, n = 3): string[] => index.search(query, n).map((r) => r.name);

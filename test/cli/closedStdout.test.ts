@@ -39,7 +39,7 @@ describe("a closed stdout ends the command quietly", () => {
     // 3,000 tools listed in full: about 200 KB of output.
     const config = await writeConfig(
       temp.path,
-      `cache_dir = "cache"\n` + fixtureServerToml("big", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--name", temp.marker], "connect_timeout_ms = 120000"),
+      `cache_dir = "cache"\n${fixtureServerToml("big", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--name", temp.marker], "connect_timeout_ms = 120000")}`,
     );
     const r = await readALittle(["tools", "--config", config]);
     expect(r.first).toContain("big_");

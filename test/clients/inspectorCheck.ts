@@ -23,6 +23,7 @@ import { fixtureServerToml, pidsWithMarker, tempDir, writeConfig } from "../help
 import { killAll } from "../helpers/processes.js";
 import { BIN } from "../helpers/serveHarness.js";
 import { waitFor } from "../helpers/waitFor.js";
+import { messageOf } from "../../src/model/errors.js";
 
 /** The version every check was written against; newer ones are checked when this is bumped. */
 export const INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector@2.12.0";
@@ -187,7 +188,7 @@ async function main(): Promise<number> {
         console.log(`ok    ${name}`);
       } catch (err) {
         failed += 1;
-        console.log(`FAIL  ${name}: ${err instanceof Error ? err.message : String(err)}`);
+        console.log(`FAIL  ${name}: ${messageOf(err)}`);
       }
     }
   } finally {

@@ -84,7 +84,7 @@ describe("a relative command through the CLI", () => {
     const script = path.join(temp.path, "server.sh");
     await writeFile(
       script,
-      ["#!/bin/sh", '[ -f ./here.txt ] || { echo "not started in the config folder" >&2; exit 3; }', `exec ${[command, ...args].map(quote).join(" ")}`].join("\n") + "\n",
+      `${["#!/bin/sh", '[ -f ./here.txt ] || { echo "not started in the config folder" >&2; exit 3; }', `exec ${[command, ...args].map(quote).join(" ")}`].join("\n")}\n`,
     );
     await chmod(script, 0o755);
     const config = await writeConfig(temp.path, ['cache_dir = "cache"', "[servers.rel]", 'command = "./server.sh"'].join("\n"));

@@ -22,7 +22,7 @@ afterEach(async () => {
 
 /** A bridge over the resource fixture (halves of 8,000 bytes, limit 10,000) and a client session. */
 async function session(): Promise<{ client: Client; dir: string; close: () => Promise<void> }> {
-  const toml = `audit_log = "audit.jsonl"\nmode = "full"\n` + fixtureToml("res", "resourceServer.ts", ["--big-bytes", "16000"], ["max_output_bytes = 10000"]);
+  const toml = `audit_log = "audit.jsonl"\nmode = "full"\n${fixtureToml("res", "resourceServer.ts", ["--big-bytes", "16000"], ["max_output_bytes = 10000"])}`;
   const { bridge, dir } = await startBridge(toml);
   const frontend = createMcpFrontend(bridge, { client: "test" });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();

@@ -8,7 +8,7 @@ import { writeFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
 import { lockFilePath, readLock } from "../../src/daemon/wire/lockfile.js";
-import { isAbridgeError } from "../../src/model/errors.js";
+import { isAbridgeError, messageOf } from "../../src/model/errors.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
 
 describe("the config a daemon serves", { timeout: 60_000 }, () => {
@@ -27,7 +27,7 @@ describe("the config a daemon serves", { timeout: 60_000 }, () => {
     await writeFile(other, 'mode = "full"\n');
     const error = await ensureDaemon({ stateDir: setup.stateDir, config: other, timeoutMs: 10_000 }).catch((err: unknown) => err);
     expect(isAbridgeError(error, "DAEMON_CONFIG_MISMATCH")).toBe(true);
-    const message = (error as Error).message;
+    const message = messageOf(error);
     expect(message).toContain(setup.configFile);
     expect(message).toContain(other);
     expect(message).toContain("daemon stop");
@@ -37,6 +37,6 @@ describe("the config a daemon serves", { timeout: 60_000 }, () => {
     await writeFile(setup.configFile, `# edited\n`, { flag: "a" });
     const edited = await ensureDaemon({ stateDir: setup.stateDir, config: setup.configFile, timeoutMs: 10_000 }).catch((err: unknown) => err);
     expect(isAbridgeError(edited, "DAEMON_CONFIG_MISMATCH")).toBe(true);
-    expect((edited as Error).message).toContain("has changed");
+    expect(messageOf(edited)).toContain("has changed");
   });
 });

@@ -80,7 +80,7 @@ export function docBlocks(markdown: string, file: string): DocBlock[] {
     if (!open) continue;
     const end = lines.findIndex((line, j) => j > i && /^```\s*$/.test(line));
     if (end < 0) throw new Error(`${file}:${i + 1}: a code block that is never closed`);
-    blocks.push({ file, line: i + 1, lang: open[1]!, text: lines.slice(i + 1, end).join("\n") + "\n", mark: parseMark(lines[i - 1]) });
+    blocks.push({ file, line: i + 1, lang: open[1]!, text: `${lines.slice(i + 1, end).join("\n")}\n`, mark: parseMark(lines[i - 1]) });
     i = end;
   }
   return blocks;

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { abridgeCommand } from "../helpers/abridgeCommand.js";
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";

@@ -18,5 +18,5 @@ export function abridgeCommand(args: readonly string[]): { command: string; args
 /** A TOML `[servers.<name>]` entry that runs abridge with `args`. */
 export function abridgeServerToml(name: string, args: readonly string[], extra = ""): string {
   const { command, args: argv } = abridgeCommand(args);
-  return [`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, extra].join("\n") + "\n";
+  return `${[`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, extra].join("\n")}\n`;
 }

@@ -9,6 +9,7 @@
  * here reads parsed JSON), so each side gets its own fresh copy of each sample.
  */
 import { expect } from "vitest";
+import { isObject } from "../../src/model/json.js";
 
 /** The part of a zod schema the comparison needs. */
 export interface SchemaLike {
@@ -48,10 +49,6 @@ function fresh(value: unknown): unknown {
   return text === undefined ? undefined : (JSON.parse(text) as unknown);
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** `value` with the object at `path` replaced by `edit` of a copy of it. */
 function editAt(value: unknown, path: readonly string[], edit: (target: Record<string, unknown>) => unknown): unknown {
   const copy = fresh(value);
@@ -77,7 +74,7 @@ function withProtoKey(target: Record<string, unknown>): Record<string, unknown> 
 export function variantsOf(sample: unknown, depth = 2): unknown[] {
   const out: unknown[] = [null, [sample], "x", 0, true];
   const walk = (at: unknown, path: string[]): void => {
-    if (!isPlainObject(at)) return;
+    if (!isObject(at)) return;
     for (const key of Object.keys(at)) {
       out.push(
         editAt(sample, path, (target) => {

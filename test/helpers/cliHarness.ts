@@ -57,7 +57,7 @@ export async function tempDir(prefix = "abridge-test-"): Promise<{ dir: string; 
 /** TOML for a stdio server running a fixture with tsx. */
 export function fixtureServerToml(name: string, file: string, args: readonly string[] = [], extra = ""): string {
   const { command, args: argv } = fixtureCommand(file, args);
-  return [`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, extra].join("\n") + "\n";
+  return `${[`[servers.${name}]`, `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(argv)}`, extra].join("\n")}\n`;
 }
 
 /**

@@ -55,7 +55,7 @@ export function settled<T>(promise: Promise<T>, options: WaitOptions): Promise<T
       },
       (err: unknown) => {
         clearTimeout(timer);
-        reject(err as Error);
+        reject(err);
       },
     );
   });
@@ -84,7 +84,7 @@ export class Watch {
           holds = condition();
         } catch (err) {
           done();
-          reject(err as Error);
+          reject(err);
           return;
         }
         if (!holds) return;

@@ -92,6 +92,6 @@ afterEach(async () => {
 });
 
 /** The text of a result's content blocks, joined. */
-export function resultText(result: { content?: unknown[] }): string {
+export function resultText(result: { content?: unknown[] | undefined }): string {
   return (result.content ?? []).map((b) => ((b as { text?: unknown }).text as string | undefined) ?? "").join("\n");
 }

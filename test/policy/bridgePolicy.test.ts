@@ -12,7 +12,7 @@ const calledTools = (lines: string[]): string[] =>
 
 describe("permission gates in the Bridge", () => {
   it("hides refused tools, refuses guessed names with the rule, never forwards, audits", async () => {
-    const toml = `audit_log = "audit.jsonl"\nmode = "full"\n` + fixtureToml("fs", "annotatedServer.ts", [], ["read_only = true", 'deny = ["delete_*"]']);
+    const toml = `audit_log = "audit.jsonl"\nmode = "full"\n${fixtureToml("fs", "annotatedServer.ts", [], ["read_only = true", 'deny = ["delete_*"]'])}`;
     const { bridge, lines, dir } = await startBridge(toml);
     const names = bridge.list().map((t) => t.name);
     expect(names).toContain("fs_read_file");
@@ -55,7 +55,7 @@ describe("permission gates in the Bridge", () => {
   });
 
   it("--read-only (forceReadOnly) wins over allow globs; audit_arguments writes values", async () => {
-    const toml = `audit_log = "audit.jsonl"\naudit_arguments = true\nmode = "full"\n` + fixtureToml("fs", "annotatedServer.ts", [], ['allow = ["*"]']);
+    const toml = `audit_log = "audit.jsonl"\naudit_arguments = true\nmode = "full"\n${fixtureToml("fs", "annotatedServer.ts", [], ['allow = ["*"]'])}`;
     const { bridge, dir } = await startBridge(toml, { forceReadOnly: true });
     expect(bridge.list().map((t) => t.name)).not.toContain("fs_write_file");
     const write = await bridge.callTool("fs_write_file", { path: "/x" });
@@ -66,7 +66,7 @@ describe("permission gates in the Bridge", () => {
   });
 
   it("destructive = deny hides destructive and unannotated tools", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("fs", "annotatedServer.ts", [], ['destructive = "deny"']));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("fs", "annotatedServer.ts", [], ['destructive = "deny"'])}`);
     const names = bridge.list().map((t) => t.name);
     expect(names).toContain("fs_write_file");
     expect(names).not.toContain("fs_delete_file");
@@ -77,7 +77,7 @@ describe("permission gates in the Bridge", () => {
 
 describe("output limits and trust marking in the Bridge", () => {
   it("marks every result untrusted, merging with the upstream's _meta", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("fs", "annotatedServer.ts"));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("fs", "annotatedServer.ts")}`);
     const result = await bridge.callTool("fs_meta", {});
     expect(result._meta).toEqual({ "upstream/key": 1, "abridge/trust": "untrusted-tool-output", "abridge/server": "fs" });
     expect(extraMetaTools(bridge.config)).toEqual([]);

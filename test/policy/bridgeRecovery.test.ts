@@ -12,7 +12,7 @@ import { fixtureToml, resultText, startBridge } from "./bridgeHarness.js";
 
 describe("a server that is down", () => {
   it("its tool names get UPSTREAM_UNAVAILABLE naming the server and why; its tools appear once it is up", async () => {
-    const toml = 'mode = "compact"\n' + fixtureToml("gated", "gatedServer.ts", ["--gate", "{dir}/gate", "--tools", "0"]) + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]);
+    const toml = `mode = "compact"\n${fixtureToml("gated", "gatedServer.ts", ["--gate", "{dir}/gate", "--tools", "0"])}${fixtureToml("echo", "echoServer.ts", ["--tools", "0"])}`;
     const { bridge, dir } = await startBridge(toml);
     expect(bridge.servers().find((s) => s.name === "gated")?.state).toBe("failed");
     const unavailable = { code: "UPSTREAM_UNAVAILABLE", retryable: true, message: expect.stringMatching(/server "gated" is failed: .*gate closed/) };
@@ -36,11 +36,11 @@ describe("a server that is down", () => {
 describe("applyConfig", () => {
   it("shows a policy edit in the list at once, without reconnecting, while a new server is still connecting", async () => {
     const fs = fixtureToml("fs", "annotatedServer.ts");
-    const { bridge, dir, pids } = await startBridge('mode = "full"\n' + fs);
+    const { bridge, dir, pids } = await startBridge(`mode = "full"\n${fs}`);
     const before = pids();
     expect(bridge.list().map((t) => t.name)).toContain("fs_write_file");
     const next = parseConfigText(
-      'mode = "full"\n' + fixtureToml("fs", "annotatedServer.ts", [], ["read_only = true"]) + fixtureToml("hang", "hangServer.ts", [], ["connect_timeout_ms = 2000"]),
+      `mode = "full"\n${fixtureToml("fs", "annotatedServer.ts", [], ["read_only = true"])}${fixtureToml("hang", "hangServer.ts", [], ["connect_timeout_ms = 2000"])}`,
       { file: path.join(dir, "abridge.toml"), env: {} },
     );
     const applying = bridge.applyConfig(next);

@@ -7,7 +7,7 @@ import { fixtureToml, startBridge } from "./bridgeHarness.js";
 
 describe("client-prefixed names of a server that is down", () => {
   it("say the server is unavailable", async () => {
-    const toml = 'mode = "compact"\n' + fixtureToml("gated", "gatedServer.ts", ["--gate", "{dir}/gate", "--tools", "0"]) + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]);
+    const toml = `mode = "compact"\n${fixtureToml("gated", "gatedServer.ts", ["--gate", "{dir}/gate", "--tools", "0"])}${fixtureToml("echo", "echoServer.ts", ["--tools", "0"])}`;
     const { bridge } = await startBridge(toml);
     const unavailable = { code: "UPSTREAM_UNAVAILABLE", message: expect.stringMatching(/server "gated" is failed: .*gate closed/) };
     for (const name of ["mcp__abridge__gated_echo", "abridge__gated_echo", "mcp_abridge_gated_echo", "mcp://abridge/gated_echo"]) {

@@ -107,7 +107,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
       await writeFile(path.join(stateDir, "abridge.lock"), '{"token":"daemon-token-value"}', { mode: 0o600 });
       const visible = path.join(base, "visible.txt");
       await writeFile(visible, "public");
-      const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], sandboxed());
+      const toml = `mode = "full"\n${fixtureToml("box", "annotatedServer.ts", [], sandboxed())}`;
       const { bridge } = await startBridge(toml, { stateDir });
       if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
       expect(bridge.servers()[0]?.state).toBe("ready");
@@ -163,7 +163,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
   });
 
   it("a sandbox_read path that does not exist is a clear start error", async () => {
-    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], sandboxed(["{dir}/missing"]));
+    const toml = `mode = "full"\n${fixtureToml("box", "annotatedServer.ts", [], sandboxed(["{dir}/missing"]))}`;
     const { bridge } = await startBridge(toml);
     if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
     expect(bridge.servers()[0]).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
@@ -171,7 +171,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
   });
 
   it("a sandbox_write path that does not exist is a clear start error", async () => {
-    const toml = 'mode = "full"\n' + fixtureToml("box", "annotatedServer.ts", [], [...sandboxed(), 'sandbox_write = ["{dir}/missing"]']);
+    const toml = `mode = "full"\n${fixtureToml("box", "annotatedServer.ts", [], [...sandboxed(), 'sandbox_write = ["{dir}/missing"]'])}`;
     const { bridge } = await startBridge(toml);
     if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["box"]);
     expect(bridge.servers()[0]).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
@@ -181,7 +181,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
 
 describe("lifecycle = per_call", () => {
   it("starts a fresh process for every call and leaves none running between calls", async () => {
-    const toml = 'mode = "full"\n' + fixtureToml("once", "annotatedServer.ts", [], ['lifecycle = "per_call"']);
+    const toml = `mode = "full"\n${fixtureToml("once", "annotatedServer.ts", [], ['lifecycle = "per_call"'])}`;
     const { bridge, pids } = await startBridge(toml);
     const first = Number(resultText(await bridge.callTool("once_pid", {})));
     const second = Number(resultText(await bridge.callTool("once_pid", {})));

@@ -15,7 +15,7 @@ const run = promisify(execFile);
 const temp = useTempDir();
 
 function echoToml(tools: number): string {
-  return 'mode = "summary"\n' + fixtureToml("echo", "echoServer.ts", ["--tools", String(tools)]);
+  return `mode = "summary"\n${fixtureToml("echo", "echoServer.ts", ["--tools", String(tools)])}`;
 }
 
 describe("cache file faults", () => {

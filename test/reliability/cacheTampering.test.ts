@@ -14,7 +14,7 @@ import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 import { useTempDir } from "../helpers/tempDir.js";
 
 const temp = useTempDir({ prefix: "abridge-tamper-" });
-const TOML = 'mode = "compact"\n' + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]);
+const TOML = `mode = "compact"\n${fixtureToml("echo", "echoServer.ts", ["--tools", "0"])}`;
 
 /** Fills a cache for the echo fixture, then rewrites echo's line with `summary`. */
 async function tamperedCache(summary: string): Promise<string> {

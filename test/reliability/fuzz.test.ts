@@ -19,6 +19,7 @@ import { AbridgeError } from "../../src/model/errors.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { lineOf, makeEntry } from "../helpers/cacheEntries.js";
 import { Watch } from "../helpers/waitFor.js";
+import { isObject } from "../../src/model/json.js";
 
 const SEED = 20261121;
 const RUNS = 300;
@@ -236,7 +237,7 @@ describe("fuzz: daemon framing and requests", () => {
         reading.changed();
       });
       for (const [i, value] of values.entries()) {
-        const withId = typeof value === "object" && value !== null && !Array.isArray(value) ? { ...value, id: i } : value;
+        const withId = isObject(value) ? { ...value, id: i } : value;
         client.write(`${JSON.stringify(withId)}\n`);
       }
       const answered = (): number => received.split("\n").length - 1;
@@ -245,7 +246,7 @@ describe("fuzz: daemon framing and requests", () => {
       expect(answers).toHaveLength(values.length);
       for (const [i, answer] of answers.entries()) {
         const value = values[i];
-        if (typeof value === "object" && value !== null && !Array.isArray(value)) expect(answer.id).toBe(i);
+        if (isObject(value)) expect(answer.id).toBe(i);
         if (!answer.ok) expect(["DAEMON_UNAUTHORIZED", "DAEMON_BAD_REQUEST"]).toContain(answer.error?.code);
       }
       for (let i = 0; i < answers.length; i += 10) expect(answers[i]).toEqual({ id: i, ok: true, result: { echoed: "stats" } });

@@ -15,6 +15,7 @@ import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/mcp/transportFactory
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
 import { useTempDir } from "../helpers/tempDir.js";
+import { messageOf } from "../../src/model/errors.js";
 
 const temp = useTempDir({ prefix: "abridge-call-answer-" });
 const cleanups: (() => Promise<void>)[] = [];
@@ -49,7 +50,7 @@ async function outcome(session: ServeSession, name: string, args: Record<string,
     const result = (await session.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as { isError?: boolean; content?: { text?: string }[] };
     return `${result.isError ? "tool error" : "ok"}: ${(result.content ?? []).map((c) => c.text ?? "").join("\n").slice(0, 300)}`;
   } catch (err) {
-    return `thrown: ${err instanceof Error ? err.message : String(err)}`;
+    return `thrown: ${messageOf(err)}`;
   }
 }
 

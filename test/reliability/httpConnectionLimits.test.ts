@@ -167,7 +167,7 @@ describe("serve --http: connections", () => {
   });
 
   it("closes a connection that has not shown the token in time, however it trickles; past the cap a request gets 503", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("echo", "echoServer.ts", ["--tools", "0"])}`);
     const token = "t0ken";
     const frontend = await startHttpServer(bridge, { port: 0, token, preAuthMs: 500, maxConnections: 2 });
     cleanups.push(() => frontend.close());

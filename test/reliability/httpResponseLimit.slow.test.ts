@@ -21,6 +21,7 @@ import { HTTP_RESULT_SLACK_BYTES } from "../../src/upstream/mcp/transportFactory
 import { fixtureServerToml, tempDir } from "../helpers/cliHarness.js";
 import { fixtureCommand } from "../helpers/processes.js";
 import { serveOverStdio, type ServeSession } from "../helpers/serveHarness.js";
+import { messageOf } from "../../src/model/errors.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -64,7 +65,7 @@ async function outcome(session: ServeSession, name: string, args: Record<string,
     const result = await session.client.callTool({ name, arguments: args }, undefined, { timeout: 240_000 });
     return `${(result as { isError?: boolean }).isError ? "tool error" : "ok"}: ${text(result).slice(0, 300)}`;
   } catch (err) {
-    return `thrown: ${err instanceof Error ? err.message : String(err)}`;
+    return `thrown: ${messageOf(err)}`;
   }
 }
 

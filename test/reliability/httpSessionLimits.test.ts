@@ -46,7 +46,7 @@ async function start(options: Partial<HttpServerOptions>, tools = 2): Promise<{ 
 }
 
 /** A raw initialize, as a client that never sends DELETE does it; the session id or the response. */
-async function initialize(url: string): Promise<Response & { session?: string }> {
+async function initialize(url: string): Promise<Response & { session: string | undefined }> {
   const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: ACCEPT }, body: INITIALIZE });
   await res.text();
   return Object.assign(res, { session: res.headers.get("mcp-session-id") ?? undefined });

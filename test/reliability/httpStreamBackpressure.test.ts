@@ -56,7 +56,7 @@ async function stalledStream(url: string, headers: Record<string, string>): Prom
 
 describe("serve --http: a stream its client does not read", () => {
   it("drops notifications past 1,000 waiting, ends the stream once it stalls, and the session serves on", async () => {
-    const { bridge, lines, logger, until } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
+    const { bridge, lines, logger, until } = await startBridge(`mode = "full"\n${fixtureToml("hostile", "hostileServer.ts")}`);
     const frontend = await startHttpServer(bridge, { port: 0, streamStallMs: 1_500, logger });
     cleanups.push(() => frontend.close());
 
@@ -100,7 +100,7 @@ describe("serve --http: a stream its client does not read", () => {
   });
 
   it("a session that expires with a stream its client does not read has that stream cut at once, not left to wait", async () => {
-    const { bridge, lines, logger, until } = await startBridge('mode = "full"\n' + fixtureToml("hostile", "hostileServer.ts"));
+    const { bridge, lines, logger, until } = await startBridge(`mode = "full"\n${fixtureToml("hostile", "hostileServer.ts")}`);
     // A stall bound far beyond the test: only the expiry can end the stream.
     const frontend = await startHttpServer(bridge, { port: 0, sessionIdleMs: 1_000, streamStallMs: 600_000, logger });
     cleanups.push(() => frontend.close());

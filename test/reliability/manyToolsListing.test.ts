@@ -44,7 +44,7 @@ async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "sum
 describe("a large tool list that changes", () => {
   it("summaries landing over a whole background pass make one list_changed", async () => {
     // A debounce far shorter than the pass: every pause between batches used to end it.
-    const { bridge } = await startBridge('mode = "compact"\n' + fixtureToml("many", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--long"]), {
+    const { bridge } = await startBridge(`mode = "compact"\n${fixtureToml("many", "echoServer.ts", ["--tools", "3000", "--page-size", "1000", "--long"])}`, {
       changeDebounceMs: 5,
     });
     // Summary mode: each summary replaces a long description, so every one that lands changes the
@@ -61,7 +61,7 @@ describe("a large tool list that changes", () => {
   });
 
   it("a client paging through reads the list as it was at its first page", async () => {
-    const toml = (deny: string) => 'mode = "compact"\n' + fixtureToml("many", "echoServer.ts", ["--tools", "30"], deny === "" ? [] : [`deny = ["${deny}"]`]);
+    const toml = (deny: string) => `mode = "compact"\n${fixtureToml("many", "echoServer.ts", ["--tools", "30"], deny === "" ? [] : [`deny = ["${deny}"]`])}`;
     const { bridge, dir } = await startBridge(toml(""));
     await bridge.drainSummaries();
     const { client } = await connect(bridge, 10);

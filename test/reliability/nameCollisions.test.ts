@@ -18,7 +18,7 @@ describe("name collisions from upstream data", () => {
         gh: fixtureToml("gh", "misbehavingServer.ts", ["--tool-names", "delete_repo"]),
         gh_delete: fixtureToml("gh_delete", "misbehavingServer.ts", ["--tool-names", "repo"]),
       };
-      const { bridge, lines } = await startBridge('mode = "full"\n' + servers[first] + servers[second]);
+      const { bridge, lines } = await startBridge(`mode = "full"\n${servers[first]}${servers[second]}`);
       const names = new Map(bridge.tools().map((t) => [`${t.server}/${t.tool.name}`, t.name]));
       const firstTool = first === "gh" ? "gh/delete_repo" : "gh_delete/repo";
       const secondTool = first === "gh" ? "gh_delete/repo" : "gh/delete_repo";

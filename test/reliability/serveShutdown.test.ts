@@ -21,7 +21,7 @@ async function setup(): Promise<{ config: string; mark: string; marker: string }
   cleanups.push(cleanup);
   const mark = path.join(dir, "call-arrived");
   const marker = `sigterm-${path.basename(dir)}`;
-  const config = await writeConfig(dir, 'mode = "full"\n' + fixtureServerToml("host", "misbehavingServer.ts", ["--mark-file", mark, "--marker", marker]));
+  const config = await writeConfig(dir, `mode = "full"\n${fixtureServerToml("host", "misbehavingServer.ts", ["--mark-file", mark, "--marker", marker])}`);
   return { config, mark, marker };
 }
 

@@ -18,7 +18,7 @@ describe("terminal escapes from an upstream", () => {
   const temp = useTempDir({ prefix: "abridge-escapes-", marker: "escapes" });
   let config: string;
   beforeEach(async () => {
-    config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("host", "misbehavingServer.ts", ["--escapes", "--marker", temp.marker]));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("host", "misbehavingServer.ts", ["--escapes", "--marker", temp.marker])}`);
   });
   afterEach(async () => {
     expect(pidsWithMarker(temp.marker)).toEqual([]);

@@ -12,7 +12,7 @@ import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js
 
 describe("upstream faults", () => {
   it("crash mid-call: UPSTREAM_EXITED, the server restarts, the next call works, the audit says so", async () => {
-    const toml = 'audit_log = "audit.jsonl"\nmode = "full"\n' + fixtureToml("crash", "crashServer.ts", ["--after", "1"]);
+    const toml = `audit_log = "audit.jsonl"\nmode = "full"\n${fixtureToml("crash", "crashServer.ts", ["--after", "1"])}`;
     const { bridge, dir, pids } = await startBridge(toml);
     expect(resultText(await bridge.callTool("crash_work", {}))).toBe("work 1 done");
     const firstPid = pids()[0];
@@ -28,7 +28,7 @@ describe("upstream faults", () => {
   });
 
   it("hang during a call: UPSTREAM_TIMEOUT, the connection stays usable", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300"]));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300"])}`);
     await expect(bridge.callTool("slow_sleep", { ms: 30_000 })).rejects.toMatchObject({ code: "UPSTREAM_TIMEOUT", retryable: true });
     const ok = await bridge.callTool("slow_sleep", { ms: 10, steps: 1 }, { timeoutMs: 20_000 });
     expect(resultText(ok)).toBe("slept 10 ms");
@@ -59,7 +59,7 @@ describe("upstream faults", () => {
   });
 
   it("exits during tools/list: a clear start failure with its stderr, nothing left running", async () => {
-    const toml = 'mode = "full"\n' + fixtureToml("dies", "crashServer.ts", ["--exit-on-list"]) + fixtureToml("echo", "echoServer.ts");
+    const toml = `mode = "full"\n${fixtureToml("dies", "crashServer.ts", ["--exit-on-list"])}${fixtureToml("echo", "echoServer.ts")}`;
     const { bridge } = await startBridge(toml);
     const dies = bridge.servers().find((s) => s.name === "dies");
     expect(dies).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED" } });
@@ -68,7 +68,7 @@ describe("upstream faults", () => {
   });
 
   it("garbage and partial JSON on stdout: skipped; a call answered only with garbage times out; no restart", async () => {
-    const { bridge, lines } = await startBridge('mode = "full"\n' + fixtureToml("junk", "garbageServer.ts"));
+    const { bridge, lines } = await startBridge(`mode = "full"\n${fixtureToml("junk", "garbageServer.ts")}`);
     expect(resultText(await bridge.callTool("junk_partial", {}))).toBe("partial survived");
     await expect(bridge.callTool("junk_junk", {}, { timeoutMs: 1000 })).rejects.toMatchObject({ code: "UPSTREAM_TIMEOUT" });
     expect(resultText(await bridge.callTool("junk_echo", { text: "still here" }))).toBe("still here");
@@ -77,7 +77,7 @@ describe("upstream faults", () => {
   });
 
   it("a large result is cut to max_output_bytes at a block boundary; the server keeps serving", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("huge", "hugeOutputServer.ts"));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("huge", "hugeOutputServer.ts")}`);
     // Blocks count by their JSON: 64 KiB of text + the 25 bytes of {"type":"text","text":""}.
     const block = 65536 + 25;
     const total = 128 * block;
@@ -92,7 +92,7 @@ describe("upstream faults", () => {
   });
 
   it("a 50 MB result (over the SDK's 10 MiB line limit) is received and cut; the same process serves on", async () => {
-    const { bridge, pids } = await startBridge('mode = "full"\n' + fixtureToml("huge", "hugeOutputServer.ts"));
+    const { bridge, pids } = await startBridge(`mode = "full"\n${fixtureToml("huge", "hugeOutputServer.ts")}`);
     const firstPid = pids()[0];
     const block = 65536 + 25;
     const total = 800 * block;

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { toWireOutcome } from "../../src/serve/mcpFrontend.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
+import { messageOf } from "../../src/model/errors.js";
 
 describe("upstream JSON-RPC errors", () => {
   it.each([
@@ -13,10 +14,10 @@ describe("upstream JSON-RPC errors", () => {
     [-32000, "backend refused the request"],
     [-32050, "a vendor code"],
   ])("code %i from the upstream is passed through with its message, not retryable", async (code, message) => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("host", "misbehavingServer.ts"));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("host", "misbehavingServer.ts")}`);
     const err = await bridge.callTool("host_fail", { code, message }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "UPSTREAM_ERROR", retryable: false, details: { rpcCode: code } });
-    expect((err as Error).message).toContain(message);
+    expect(messageOf(err)).toContain(message);
     // On the wire the client sees the upstream's code, with its message.
     const wire = toWireOutcome(err);
     expect(wire).toMatchObject({ error: { code } });
@@ -27,7 +28,7 @@ describe("upstream JSON-RPC errors", () => {
   });
 
   it("a real timeout is still UPSTREAM_TIMEOUT, retryable", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("host", "misbehavingServer.ts", [], ["timeout_ms = 300"]));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("host", "misbehavingServer.ts", [], ["timeout_ms = 300"])}`);
     await expect(bridge.callTool("host_wait", { ms: 30_000 })).rejects.toMatchObject({ code: "UPSTREAM_TIMEOUT", retryable: true });
   });
 });

@@ -18,7 +18,7 @@ describe("summarize warm on a full disk", () => {
   it("counts the summaries it could not write and exits 1", async () => {
     await mkdir(path.join(temp.path, "cache"));
     await symlink("/dev/full", path.join(temp.path, "cache", "summaries.jsonl"));
-    const config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "4", "--name", temp.marker]));
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "4", "--name", temp.marker])}`);
     const run = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(run.stderr).toMatch(/6 of 6 summaries could not be written to .*summaries\.jsonl.*\[CACHE_IO\]/);
     expect(run.code).toBe(1);

@@ -42,7 +42,7 @@ describe("get_schema and call_tool take the names clients show", () => {
   });
 
   const config = (extra = ""): Promise<string> =>
-    writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", temp.marker]) + extra);
+    writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", temp.marker])}${extra}`);
 
   it("compact: get_schema of each client's name is the schema of everything_echo", async () => {
     session = await serveOverStdio(await config(), ["--mode", "compact"]);

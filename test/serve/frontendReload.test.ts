@@ -22,14 +22,14 @@ afterEach(async () => {
 describe("an open session across a hot reload", () => {
   it("follows prefix edits and routes reads away from removed servers", async () => {
     const conf = (name: string, extra: string[] = []): string => fixtureToml(name, "conformanceServer.ts", [], extra);
-    const { bridge, dir } = await startBridge('mode = "full"\n' + conf("conf"));
+    const { bridge, dir } = await startBridge(`mode = "full"\n${conf("conf")}`);
     const frontend = createMcpFrontend(bridge);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await frontend.server.connect(serverSide);
     const client = new Client({ name: "reload-test", version: "1" });
     await client.connect(clientSide);
     sessions.push({ client, frontend });
-    const reload = (toml: string) => bridge.applyConfig(parseConfigText('mode = "full"\n' + toml, { file: path.join(dir, "abridge.toml"), env: {} }));
+    const reload = (toml: string) => bridge.applyConfig(parseConfigText(`mode = "full"\n${toml}`, { file: path.join(dir, "abridge.toml"), env: {} }));
     const promptNames = async (): Promise<string[]> => (await client.listPrompts()).prompts.map((p) => p.name);
     const resourceNames = async (): Promise<string[]> => (await client.listResources()).resources.map((r) => r.name);
     const readText = async (uri: string): Promise<string> => {

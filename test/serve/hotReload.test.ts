@@ -62,7 +62,7 @@ describe("hot reload of the config", () => {
   });
 
   it("keeps the running config when an edit is invalid, and says why", async () => {
-    const config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]));
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker])}`);
     session = await serveOverStdio(config, ["--log-level", "info"]);
     await writeFile(config, `cache_dir = "cache"\nmode = "tiny"\n`);
     await session.untilStderr("config edit rejected", "the rejection in the log");
@@ -73,9 +73,9 @@ describe("hot reload of the config", () => {
 
   it("keeps settings opened at start (audit log) and says they need a restart", async () => {
     const echo = fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker]);
-    const config = await writeConfig(temp.path, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n` + echo);
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\naudit_log = "audit1.jsonl"\n${echo}`);
     session = await serveOverStdio(config, ["--log-level", "info"]);
-    await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n` + echo);
+    await writeFile(config, `cache_dir = "cache"\naudit_log = "audit2.jsonl"\naudit_arguments = true\n${echo}`);
     await session.untilStderr("take effect after a restart", "the restart notice");
     expect(session.stderr()).toMatch(/keys=.*audit_log/);
     await session.client.callTool({ name: "echo_echo", arguments: { text: "where does this go" } });

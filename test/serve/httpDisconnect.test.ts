@@ -61,7 +61,7 @@ async function postToEnd(url: string, headers: Record<string, string>, body: unk
 describe("serve --http: a client that disconnects mid-call", () => {
   it("cancels the upstream call and the session serves on", async () => {
     // A long timeout: a cancellation the upstream sees comes from the disconnect, not the timeout.
-    const { bridge, lines, until } = await startBridge('mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]));
+    const { bridge, lines, until } = await startBridge(`mode = "full"\n${fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"])}`);
     const frontend: HttpFrontend = await startHttpServer(bridge, { port: 0 });
     cleanups.push(() => frontend.close());
 
@@ -97,7 +97,7 @@ describe("serve --http: a client that disconnects mid-call", () => {
   });
 
   it("does not cancel a call whose answer was delivered", async () => {
-    const { bridge } = await startBridge('mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]));
+    const { bridge } = await startBridge(`mode = "full"\n${fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"])}`);
     const lines: string[] = [];
     const frontend = await startHttpServer(bridge, { port: 0, logger: createLogger({ level: "debug", sink: (line) => lines.push(line) }) });
     cleanups.push(() => frontend.close());

@@ -68,7 +68,7 @@ function call(id: number, name: string, args: Record<string, unknown>): Record<s
 /** A bridge with a slow and an echo server behind an HTTP front end; both log to the bridge's lines. */
 async function serve(maxCallsPerSession?: number): Promise<{ http: HttpFrontend; lines: string[]; until: TestBridge["until"] }> {
   const { bridge, lines, logger, until } = await startBridge(
-    'mode = "full"\n' + fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"]) + fixtureToml("echo", "echoServer.ts", ["--tools", "0"]),
+    `mode = "full"\n${fixtureToml("slow", "slowServer.ts", [], ["timeout_ms = 300000"])}${fixtureToml("echo", "echoServer.ts", ["--tools", "0"])}`,
   );
   const frontend = await startHttpServer(bridge, {
     port: 0,

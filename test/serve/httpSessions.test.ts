@@ -22,7 +22,7 @@ describe("HTTP sessions in process", () => {
   });
 
   async function start(extra = ""): Promise<{ url: string; bridge: Bridge }> {
-    const toml = `audit_log = "audit.jsonl"\n${extra}\n` + fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker]);
+    const toml = `audit_log = "audit.jsonl"\n${extra}\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker])}`;
     const config = parseConfigText(toml, { file: path.join(temp.path, "abridge.toml"), env: {} });
     bridge = await Bridge.open({ config, cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, stateDir: path.join(temp.path, "state") });
     await bridge.start();

@@ -24,7 +24,7 @@ describe("tools with null members", () => {
   let config: string;
   let session: ServeSession | undefined;
   beforeEach(async () => {
-    config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("nulls", "nullFieldsServer.ts", [temp.marker]));
+    config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("nulls", "nullFieldsServer.ts", [temp.marker])}`);
   });
   afterEach(async () => {
     await session?.close();

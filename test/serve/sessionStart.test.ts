@@ -39,7 +39,7 @@ function gatedResourceServerToml(name: string, gate: string, marker: string): st
   const { command, args } = fixtureCommand("resourceServer.ts", ["--marker", marker]);
   const run = [command, ...args].map((word) => `'${word}'`).join(" ");
   const script = `while [ ! -e '${gate}' ]; do sleep 0.05; done; exec ${run}`;
-  return [`[servers.${name}]`, `command = "sh"`, `args = ${JSON.stringify(["-c", script, marker])}`, SLOW_START].join("\n") + "\n";
+  return `${[`[servers.${name}]`, `command = "sh"`, `args = ${JSON.stringify(["-c", script, marker])}`, SLOW_START].join("\n")}\n`;
 }
 
 /** `abridge serve` as a child: its stdout as JSON-RPC lines (stdio only) and its stderr, waited on together. */

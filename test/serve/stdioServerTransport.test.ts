@@ -94,7 +94,7 @@ describe("StdioServerTransport", () => {
     expect(transport.queuedMessages).toBe(10 + 10);
     expect(transport.droppedNotifications).toBe(100_000 - 1 - 10);
     flowing = true;
-    held.splice(0).forEach((release) => release());
+    for (const release of held.splice(0)) release();
     await new Promise((resolve) => setImmediate(resolve));
     const lines = chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id?: number; params?: { data: number } });
     expect(lines.filter((l) => l.id !== undefined).map((l) => l.id)).toEqual(Array.from({ length: 10 }, (_, i) => i * 10_000));

@@ -12,7 +12,7 @@ describe("abridge serve when the client stops reading", () => {
   });
 
   it("shuts down in order on EPIPE and ends its upstream children", async () => {
-    const config = await writeConfig(temp.path, `cache_dir = "cache"\n` + fixtureServerToml("slow", "slowServer.ts", ["--name", temp.marker]));
+    const config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("slow", "slowServer.ts", ["--name", temp.marker])}`);
     const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--log-level", "info"], {
       stdio: ["pipe", "pipe", "pipe"],
     });

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { summarySchema } from "../../src/config/schema.js";
-import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../../src/model/errors.js";
 import { createSummarizer, PLACEHOLDER_API_KEY } from "../../src/summarize/createSummarizer.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import { parsePrompt } from "../../src/summarize/loadPrompt.js";
@@ -76,7 +76,7 @@ describe("createSummarizer", () => {
     }
     expect(error).toBeInstanceOf(AbridgeError);
     expect(error).toMatchObject({ code: ErrorCode.CONFIG_ENV_MISSING });
-    expect((error as Error).message).toContain("OPENAI_API_KEY");
+    expect(messageOf(error)).toContain("OPENAI_API_KEY");
   });
 
   it("reads the prompt id from the front matter of the prompts directory's file", async () => {

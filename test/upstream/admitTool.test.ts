@@ -8,6 +8,7 @@ import { createLogger } from "../../src/log/logger.js";
 import type { JsonObject } from "../../src/model/types.js";
 import { parseRecordedList } from "../../src/upstream/recorded/recordedList.js";
 import { parseManifest, renderManifestProblem } from "../../src/upstream/jsonrpc/jsonRpcManifests.js";
+import { messageOf } from "../../src/model/errors.js";
 
 /** An input schema nested `levels` objects deep. */
 function deepSchema(levels: number): JsonObject {
@@ -104,7 +105,7 @@ describe("the entry points apply admitTool and word its refusals as they did", (
       parseRecordedList(text, "r.json");
     } catch (err) {
       expect(err).toMatchObject({ code: "INPUT_INVALID" });
-      message = err instanceof Error ? err.message : String(err);
+      message = messageOf(err);
     }
     expect(message.split("\n")).toEqual([
       "r.json: invalid tool list",

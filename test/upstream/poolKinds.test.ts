@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ServerConfig } from "../../src/config/schema.js";
-import { isAbridgeError } from "../../src/model/errors.js";
+import { isAbridgeError, messageOf } from "../../src/model/errors.js";
 import { exposesTool } from "../../src/policy/allowDeny.js";
 import type { Upstream } from "../../src/upstream/upstream.js";
 import { createUpstream } from "../../src/upstream/upstreamFactory.js";
@@ -79,7 +79,7 @@ describe("the pool's three kinds of upstream", () => {
     });
     const error = await pool.start().catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    const message = (error as Error).message;
+    const message = messageOf(error);
     expect(message).toContain(`servers.wiki.recorded: ${path.join(dir, "bad.json")}`);
     expect(message).toContain(`servers.rpc.manifests: cannot read the manifests folder ${path.join(dir, "missing")}`);
     const live = pool.status("gone");

@@ -48,7 +48,7 @@ function heldStream(highWaterMark = 16) {
     lines: (): string[] => chunks.join("").split("\n").filter(Boolean),
     release: (): void => {
       flowing = true;
-      held.splice(0).forEach((callback) => callback());
+      for (const callback of held.splice(0)) callback();
     },
   };
 }

@@ -31,9 +31,12 @@ describe("a daemon still opening its bridge", { timeout: 60_000 }, () => {
         tokensAfter: 8,
         createdAt: "2026-01-01T00:00:00.000Z",
       });
-    await writeFile(cacheFile, Array.from({ length: 60_000 }, (_, i) => line(i)).join("\n") + "\n");
+    await writeFile(cacheFile, `${Array.from({ length: 60_000 }, (_, i) => line(i)).join("\n")}\n`);
     let started = false;
-    const starting = startDaemon(setup).then((daemon) => ((started = true), daemon));
+    const starting = startDaemon(setup).then((daemon) => {
+      started = true;
+      return daemon;
+    });
     let lock = await readLock(lockFilePath(setup.stateDir));
     while (lock.state !== "ok" && !started) {
       await new Promise((resolve) => setImmediate(resolve));

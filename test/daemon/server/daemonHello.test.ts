@@ -85,7 +85,10 @@ describe("the daemon's hello", { timeout: 60_000 }, () => {
     const setup = await testSetup("");
     const daemon = await startDaemon(setup, { idleTimeoutMs: 1_500 });
     let stopped = false;
-    const closed = daemon.closed.then((reason) => ((stopped = true), reason));
+    const closed = daemon.closed.then((reason) => {
+      stopped = true;
+      return reason;
+    });
     let answered = 0;
     while (!stopped) {
       const client = await RawClient.connect(daemon.address).catch(() => undefined);

@@ -14,7 +14,7 @@ import { memoryLogger, startDaemon, testSetup } from "../daemonHarness.js";
 
 function rawSocket(address: string): Promise<Socket> {
   const parsed = parseAddress(address);
-  if (!parsed || parsed.kind !== "tcp") throw new Error(`bad address ${address}`);
+  if (parsed?.kind !== "tcp") throw new Error(`bad address ${address}`);
   const socket = connect({ host: parsed.host, port: parsed.port });
   socket.on("error", () => undefined);
   return once(socket, "connect").then(() => socket);

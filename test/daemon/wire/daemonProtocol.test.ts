@@ -82,14 +82,14 @@ describe("daemon protocol", () => {
     const token = daemon.token;
     await client.request({ op: "list_tools", token }); // upstreams ready
     client.send(
-      [
+      `${[
         { op: "call_tool", server: "slow", tool: "sleep", args: { ms: 600, steps: 1 }, token, id: 1 },
         { op: "stats", token, id: 2 },
         { op: "call_tool", server: "echo", tool: "echo", args: { text: "fast" }, token, id: 3 },
         { op: "bogus", token, id: 4 },
       ]
         .map((m) => JSON.stringify(m))
-        .join("\n") + "\n",
+        .join("\n")}\n`,
     );
     const answers = [await client.next(), await client.next(), await client.next(), await client.next()];
     expect(answers.map((a) => a?.id)).toEqual([1, 2, 3, 4]);

@@ -1,7 +1,7 @@
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { isAbridgeError } from "../../../src/model/errors.js";
+import { isAbridgeError, messageOf } from "../../../src/model/errors.js";
 import { loadManifests, parseManifest, renderManifestProblem } from "../../../src/upstream/jsonrpc/jsonRpcManifests.js";
 import { useTempDir } from "../../helpers/tempDir.js";
 
@@ -60,7 +60,7 @@ describe("JSON-RPC manifests", () => {
       error = err;
     }
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    expect((error as Error).message).toContain(message);
+    expect(messageOf(error)).toContain(message);
   });
 
   it("skips a bad tool and keeps the rest of its file", () => {

@@ -3,7 +3,7 @@ import { rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ServerConfig } from "../../../src/config/schema.js";
-import { isAbridgeError } from "../../../src/model/errors.js";
+import { isAbridgeError, messageOf } from "../../../src/model/errors.js";
 import type { ServerStatus } from "../../../src/model/types.js";
 import { exposesTool } from "../../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../../src/upstream/upstreamPool.js";
@@ -14,7 +14,7 @@ import { useTempDir } from "../../helpers/tempDir.js";
 const FAST_BACKOFF = { baseMs: 20, factor: 2, capMs: 100, resetAfterMs: 30_000 };
 
 type Text = { type: string; text: string };
-const textOf = (result: { content?: unknown[] }): string => (result.content as Text[])[0]!.text;
+const textOf = (result: { content?: unknown[] | undefined }): string => (result.content as Text[])[0]!.text;
 
 /** Resolves once `pool` reports `server` in `state`. */
 function stateReached(pool: UpstreamPool, server: string, state: ServerStatus["state"]): Promise<void> {
@@ -247,7 +247,7 @@ describe("a JSON-RPC backend in the upstream pool", () => {
   it("a manifests folder that cannot be read fails the pool's start with CONFIG_INVALID naming the field", async () => {
     const error = await openPool({ manifests: path.join(temp.path, "missing") }).catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    expect((error as Error).message).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(temp.path, "missing")} (ENOENT)`);
+    expect(messageOf(error)).toContain(`servers.svc.manifests: cannot read the manifests folder ${path.join(temp.path, "missing")} (ENOENT)`);
   });
 
   it("bad manifests are reported naming file and field while the others load", async () => {

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isAbridgeError } from "../../../src/model/errors.js";
+import { isAbridgeError, messageOf } from "../../../src/model/errors.js";
 import { exposesTool } from "../../../src/policy/allowDeny.js";
 import { UpstreamPool } from "../../../src/upstream/upstreamPool.js";
 import { serverConfig } from "../../helpers/processes.js";
@@ -41,7 +41,7 @@ describe("a recorded server in the upstream pool", () => {
     pool = new UpstreamPool({ servers: [recorded("bad", "bad.json")], separator: "_", exposes: exposesTool });
     const error = await pool.start().catch((err: unknown) => err);
     expect(isAbridgeError(error, "CONFIG_INVALID")).toBe(true);
-    expect((error as Error).message).toContain(`servers.bad.recorded: ${path.join(temp.path, "bad.json")}: tools[0].name`);
+    expect(messageOf(error)).toContain(`servers.bad.recorded: ${path.join(temp.path, "bad.json")}: tools[0].name`);
     await pool.close();
 
     await writeFile(path.join(temp.path, "good.json"), JSON.stringify(TOOLS));
