@@ -43,7 +43,13 @@ function row(name: string, op: DaemonOp, line: string, runs: number): AnswerRow 
   for (let i = 0; i < 5; i++) parseAnswer(op, JSON.parse(line));
   const jsonMs = time(() => JSON.parse(line), runs);
   const checkedMs = time(() => parseAnswer(op, JSON.parse(line)), runs);
-  return { answer: name, bytes: Buffer.byteLength(line), jsonParseMs: round(jsonMs, 3), withSchemaMs: round(checkedMs, 3), schemaMs: round(checkedMs - jsonMs, 3) };
+  return {
+    answer: name,
+    bytes: Buffer.byteLength(line),
+    jsonParseMs: round(jsonMs, 3),
+    withSchemaMs: round(checkedMs, 3),
+    schemaMs: round(checkedMs - jsonMs, 3),
+  };
 }
 
 /** Times both answers `runs` times each (the median is reported). */

@@ -112,7 +112,8 @@ export async function runBus(options: BusBenchOptions = {}): Promise<BusResult> 
   const concurrency = options.concurrency ?? 64;
   const seconds = options.seconds ?? 3;
   const method = `BusClient → nats-server (loopback) → N × abridge bus (full mode, one echo upstream each), ${concurrency} calls in flight, ${seconds} s per row after a 0.5 s warm-up`;
-  if (spawnSync("nats-server", ["--version"]).status !== 0) return { method, concurrency, secondsPerRow: seconds, rows: [], notAvailable: "nats-server is not installed" };
+  if (spawnSync("nats-server", ["--version"]).status !== 0)
+    return { method, concurrency, secondsPerRow: seconds, rows: [], notAvailable: "nats-server is not installed" };
   const dir = await mkdtemp(path.join(os.tmpdir(), "abridge-bench-bus-"));
   const port = await freePort();
   const nats = await startNats(port);

@@ -172,7 +172,17 @@ export function cacheLoadMarkdown(r: CacheResult): string {
     "## Cache\n",
     markdownTable(
       ["entries>", "file MiB>", "load ms (median)>", "CPU ms>", "runs>", "heap MiB>", "RSS MiB>", "peak RSS MiB>", "first 1,000 gets ms>"],
-      r.load.map((l) => [l.entries, round(l.fileMiB, 1), round(l.loadMsMedian, 1), round(l.loadCpuMsMedian, 1), l.runs, round(l.heapMiBMedian, 1), round(l.rssMiBMedian, 1), round(l.rssPeakMiBMedian, 1), round(l.firstGets1000MsMedian, 1)]),
+      r.load.map((l) => [
+        l.entries,
+        round(l.fileMiB, 1),
+        round(l.loadMsMedian, 1),
+        round(l.loadCpuMsMedian, 1),
+        l.runs,
+        round(l.heapMiBMedian, 1),
+        round(l.rssMiBMedian, 1),
+        round(l.rssPeakMiBMedian, 1),
+        round(l.firstGets1000MsMedian, 1),
+      ]),
     ),
     `\nEach load runs in a fresh process (\`JsonlStore.open\`, read-only): it indexes key -> line offset, entries are parsed on first use. RSS is the growth over the process before the load (after it and a forced GC; peak: the high-water mark). Hashing (canonical JSON + xxhash64): ${round(r.hashing.msPer1000Median, 2)} ms per 1,000 corpus tools (median of ${r.hashing.rounds} rounds of ${r.hashing.toolsPerRound}).`,
   ].join("\n");

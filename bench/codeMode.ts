@@ -183,10 +183,34 @@ export async function runCodeMode(options: CodeModeOptions = {}): Promise<CodeMo
     });
     const addedMs = runtime.toolCall.addedUsPerCall / 1000;
     const targets = [
-      check("code session tokens over the suite, as a share of the classic session's", total.share, t.tokenShare, pct(total.share) ?? "", `<= ${t.tokenShare * 100}%`),
-      check("cold start of a run (`return 1` through Bridge.runCode: a fresh engine context on a started worker, median)", runtime.coldStart.runMsMedian, t.coldStartMs, `${runtime.coldStart.runMsMedian.toFixed(2)} ms`, `<= ${t.coldStartMs} ms`),
-      check("added cost of one tool call from a program, against a direct Bridge.callTool", addedMs, t.addedCallMs, `${addedMs.toFixed(3)} ms`, `<= ${t.addedCallMs} ms`),
-      check("extra RSS for 16 concurrent runs", runtime.memory.extraRssMiB, t.extraRssMiB, `${runtime.memory.extraRssMiB.toFixed(1)} MiB`, `<= ${t.extraRssMiB} MiB`),
+      check(
+        "code session tokens over the suite, as a share of the classic session's",
+        total.share,
+        t.tokenShare,
+        pct(total.share) ?? "",
+        `<= ${t.tokenShare * 100}%`,
+      ),
+      check(
+        "cold start of a run (`return 1` through Bridge.runCode: a fresh engine context on a started worker, median)",
+        runtime.coldStart.runMsMedian,
+        t.coldStartMs,
+        `${runtime.coldStart.runMsMedian.toFixed(2)} ms`,
+        `<= ${t.coldStartMs} ms`,
+      ),
+      check(
+        "added cost of one tool call from a program, against a direct Bridge.callTool",
+        addedMs,
+        t.addedCallMs,
+        `${addedMs.toFixed(3)} ms`,
+        `<= ${t.addedCallMs} ms`,
+      ),
+      check(
+        "extra RSS for 16 concurrent runs",
+        runtime.memory.extraRssMiB,
+        t.extraRssMiB,
+        `${runtime.memory.extraRssMiB.toFixed(1)} MiB`,
+        `<= ${t.extraRssMiB} MiB`,
+      ),
     ];
     return {
       startedAt: new Date().toISOString(),
@@ -219,7 +243,18 @@ export function codeModeMarkdown(r: CodeModeResult): string {
     t.code.transcriptTokens,
     pct(t.transcriptShare),
   ]);
-  rows.push(["**total**", undefined, r.total.classic, undefined, undefined, r.total.code, pct(r.total.share), r.total.classicTranscript, r.total.codeTranscript, pct(r.total.transcriptShare)]);
+  rows.push([
+    "**total**",
+    undefined,
+    r.total.classic,
+    undefined,
+    undefined,
+    r.total.code,
+    pct(r.total.share),
+    r.total.classicTranscript,
+    r.total.codeTranscript,
+    pct(r.total.transcriptShare),
+  ]);
   const parts = r.tasks.map((t) => [
     t.task,
     t.classic.list,
@@ -235,7 +270,18 @@ export function codeModeMarkdown(r: CodeModeResult): string {
   return [
     `## Code mode\n\nUnit: ${r.unit}. ${r.turnModel} Seed ${r.seed}${r.quick ? "; --quick run" : ""}. Both sessions of every task reached the same answer, the one the generated data implies.\n`,
     markdownTable(
-      ["task", "classic calls / turns", "classic tokens>", "code calls / turns", "calls in program>", "code tokens>", "code / classic>", "classic transcript>", "code transcript>", "transcript code / classic>"],
+      [
+        "task",
+        "classic calls / turns",
+        "classic tokens>",
+        "code calls / turns",
+        "calls in program>",
+        "code tokens>",
+        "code / classic>",
+        "classic transcript>",
+        "code transcript>",
+        "transcript code / classic>",
+      ],
       rows,
     ),
     "\nWhere the tokens go (list = the tool list times the turns; calls = what the model wrote; results = what it read):\n",
@@ -253,13 +299,19 @@ export function codeModeMarkdown(r: CodeModeResult): string {
         ["the same call with Bridge.callTool", `${rt.toolCall.directUsPerCall.toFixed(1)} µs`],
         ["added by the program (median of the repeats' differences; the target's figure)", `${rt.toolCall.addedUsPerCall.toFixed(1)} µs`],
         ["added by the program in CPU time of the bridge's process (all threads)", `${rt.toolCall.addedCpuUsPerCall.toFixed(1)} µs`],
-        [`extra RSS, ${rt.memory.concurrentRuns} concurrent runs, in a process whose bridge had run no program (the target's figure)`, `${rt.memory.extraRssMiB.toFixed(1)} MiB`],
+        [
+          `extra RSS, ${rt.memory.concurrentRuns} concurrent runs, in a process whose bridge had run no program (the target's figure)`,
+          `${rt.memory.extraRssMiB.toFixed(1)} MiB`,
+        ],
         ["the same after one run of `return 1` (worker started, engine compiled)", fixed(rt.memory.extraRssPrimedMiB, 1, "MiB")],
         ["the same after a first batch of 16", `${rt.memory.extraRssWarmMiB.toFixed(1)} MiB`],
       ],
     ),
     "\n### Targets\n",
-    markdownTable(["figure", "value", "target", "status"], r.targets.map((t) => [t.figure, t.value, t.target, t.status])),
+    markdownTable(
+      ["figure", "value", "target", "status"],
+      r.targets.map((t) => [t.figure, t.value, t.target, t.status]),
+    ),
   ].join("\n");
 }
 
@@ -277,7 +329,10 @@ export async function writeCodeModeResults(r: CodeModeResult, dir = RESULTS_DIR)
 function tasksFlag(argv: readonly string[]): string[] | undefined {
   const i = argv.indexOf("--tasks");
   if (i === -1) return undefined;
-  return (argv[i + 1] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  return (argv[i + 1] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
 }
 
 await runStandalone(import.meta.url, {

@@ -400,10 +400,26 @@ export function codeRuntimeMarkdown(r: CodeRuntimeResult): string {
     markdownTable(
       ["target", "figure", ""],
       [
-        ["cold start <= 20 ms per run (warm pool)", `${ms(r.coldStart.warmRunMsMedian)} ms median, ${ms(r.coldStart.warmRunMsP90)} ms p90 (${r.coldStart.runs} runs)`, met(r.coldStart.warmRunMsMedian <= 20)],
-        ["a tool call adds <= 0.2 ms", `${ms(r.toolCall.sequentialUsPerCall / 1000)} ms awaited one by one, ${ms(r.toolCall.batchedUsPerCall / 1000)} ms all at once (${r.toolCall.calls} calls)`, met(r.toolCall.sequentialUsPerCall <= 200)],
-        ["16 concurrent runs add <= 64 MiB RSS", `${ms(r.memory.extraRssMiB)} MiB from a process that had not used the runtime (${ms(r.memory.extraRssFromWarmMiB)} MiB from a warm pool; ${r.memory.threads} ${r.memory.threads === 1 ? "thread" : "threads"})`, met(r.memory.extraRssMiB <= 64)],
-        ["a run never blocks the event loop", `largest delay ${ms(r.eventLoop.workerMaxDelayMs)} ms while a program looped ${r.eventLoop.loopMs} ms (${ms(r.eventLoop.mainThreadMaxDelayMs)} ms with the engine on the main thread)`, met(r.eventLoop.workerMaxDelayMs < r.eventLoop.loopMs / 4)],
+        [
+          "cold start <= 20 ms per run (warm pool)",
+          `${ms(r.coldStart.warmRunMsMedian)} ms median, ${ms(r.coldStart.warmRunMsP90)} ms p90 (${r.coldStart.runs} runs)`,
+          met(r.coldStart.warmRunMsMedian <= 20),
+        ],
+        [
+          "a tool call adds <= 0.2 ms",
+          `${ms(r.toolCall.sequentialUsPerCall / 1000)} ms awaited one by one, ${ms(r.toolCall.batchedUsPerCall / 1000)} ms all at once (${r.toolCall.calls} calls)`,
+          met(r.toolCall.sequentialUsPerCall <= 200),
+        ],
+        [
+          "16 concurrent runs add <= 64 MiB RSS",
+          `${ms(r.memory.extraRssMiB)} MiB from a process that had not used the runtime (${ms(r.memory.extraRssFromWarmMiB)} MiB from a warm pool; ${r.memory.threads} ${r.memory.threads === 1 ? "thread" : "threads"})`,
+          met(r.memory.extraRssMiB <= 64),
+        ],
+        [
+          "a run never blocks the event loop",
+          `largest delay ${ms(r.eventLoop.workerMaxDelayMs)} ms while a program looped ${r.eventLoop.loopMs} ms (${ms(r.eventLoop.mainThreadMaxDelayMs)} ms with the engine on the main thread)`,
+          met(r.eventLoop.workerMaxDelayMs < r.eventLoop.loopMs / 4),
+        ],
       ],
     ),
     "",
@@ -420,7 +436,12 @@ export function codeRuntimeMarkdown(r: CodeRuntimeResult): string {
     `The first run on a new pool (engine compiled, worker started) took ${ms(r.coldStart.firstRunOnNewPoolMs)} ms; \`warm()\` takes that off a first run.`,
     "",
     markdownTable(
-      ["transpiler", "import in a fresh process, ms>", "12-line program, us>", `largest program (${r.transpiler[0]!.largeProgramLines} lines, ${Math.round(r.transpiler[0]!.largeProgramBytes / 1024)} KiB), us>`],
+      [
+        "transpiler",
+        "import in a fresh process, ms>",
+        "12-line program, us>",
+        `largest program (${r.transpiler[0]!.largeProgramLines} lines, ${Math.round(r.transpiler[0]!.largeProgramBytes / 1024)} KiB), us>`,
+      ],
       r.transpiler.map((t) => [t.name, ms(t.importMsMedian), ms(t.smallProgramUsMedian), ms(t.largeProgramUsMedian)]),
     ),
   ].join("\n");

@@ -36,15 +36,14 @@ const PENDING = new Set(["json-schema-2020-12", "server-sse-polling"]);
  */
 const KNOWN_REASONS: Record<string, string> = {
   "compact:json-schema-2020-12-$schema":
-    "compact mode lists an open schema ({type: \"object\"}, or names and types with compact_schema) by design, the types living in the parameter line of the description; the full schema, $schema included, is one get_schema call away and calls are validated against it",
+    'compact mode lists an open schema ({type: "object"}, or names and types with compact_schema) by design, the types living in the parameter line of the description; the full schema, $schema included, is one get_schema call away and calls are validated against it',
   "compact:json-schema-2020-12-$defs":
     "compact mode lists no $defs by design (its open schema has no $ref to resolve); get_schema returns the original with $defs",
   "compact:json-schema-2020-12-additionalProperties":
     "compact mode lists no additionalProperties by design; arguments are still validated against the full schema before forwarding",
   "*:server-sse-priming-event":
     "abridge's HTTP front end keeps no event store, so POST streams carry no priming event id (resumability is not offered; a SHOULD, reported as a warning)",
-  "*:server-sse-retry-field":
-    "no event store, so no `retry` field is sent (a SHOULD, reported as a warning)",
+  "*:server-sse-retry-field": "no event store, so no `retry` field is sent (a SHOULD, reported as a warning)",
 };
 
 /** One check as the suite writes it in checks.json. */
@@ -155,7 +154,12 @@ async function runMode(mode: string, config: string, work: string): Promise<Mode
       ok: true,
       scenarios,
       checks: { passed: sum(scenarios, "passed"), failed: sum(scenarios, "failed"), warnings: sum(scenarios, "warnings") },
-      active: { passed: sum(active, "passed"), failed: sum(active, "failed"), scenariosPassed: active.filter((s) => s.failed === 0).length, scenarios: active.length },
+      active: {
+        passed: sum(active, "passed"),
+        failed: sum(active, "failed"),
+        scenariosPassed: active.filter((s) => s.failed === 0).length,
+        scenarios: active.length,
+      },
       scenariosPassed: scenarios.filter((s) => s.failed === 0).length,
       durationMs: Date.now() - started,
     };
@@ -176,7 +180,15 @@ function markdown(results: ModeResult[]): string {
       ["Mode", "Checks passed>", "Checks failed>", "Warnings>", "Scenarios passed>", "Active suite checks>", "Active scenarios>"],
       results.map((r) =>
         r.ok
-          ? [r.mode, r.checks.passed, r.checks.failed, r.checks.warnings, `${r.scenariosPassed}/${r.scenarios.length}`, `${r.active.passed}/${r.active.passed + r.active.failed}`, `${r.active.scenariosPassed}/${r.active.scenarios}`]
+          ? [
+              r.mode,
+              r.checks.passed,
+              r.checks.failed,
+              r.checks.warnings,
+              `${r.scenariosPassed}/${r.scenarios.length}`,
+              `${r.active.passed}/${r.active.passed + r.active.failed}`,
+              `${r.active.scenariosPassed}/${r.active.scenarios}`,
+            ]
           : [r.mode, undefined, undefined, undefined, `did not run: ${r.error ?? ""}`.slice(0, 200), undefined, undefined],
       ),
     ),

@@ -78,7 +78,8 @@ else {
     run: runSuite,
     markdown: (r) => [clientTable(r), ...(problemLines(r).length > 0 ? ["", problemLines(r).join("\n")] : [])].join("\n"),
     json: (r, date) => ({ startedAt: date, ...r }),
-    markdownFile: (_md, r) => `# Conformance: abridge as an upstream client\n\n${clientTable(r)}\n${problemLines(r).length > 0 ? `\n${problemLines(r).join("\n")}\n` : ""}`,
+    markdownFile: (_md, r) =>
+      `# Conformance: abridge as an upstream client\n\n${clientTable(r)}\n${problemLines(r).length > 0 ? `\n${problemLines(r).join("\n")}\n` : ""}`,
   });
 }
 
@@ -100,7 +101,9 @@ async function actAsClient(): Promise<void> {
   const relay = {
     client: "conformance-client",
     request: async (method: string) =>
-      method === "elicitation/create" ? { action: "accept", content: { confirmed: true } } : { role: "assistant", content: { type: "text", text: "ok" }, model: "conformance" },
+      method === "elicitation/create"
+        ? { action: "accept", content: { confirmed: true } }
+        : { role: "assistant", content: { type: "text", text: "ok" }, model: "conformance" },
     notify: () => undefined,
   };
   try {
@@ -110,7 +113,8 @@ async function actAsClient(): Promise<void> {
     const tools = bridge.tools("conformance").map((t) => t.name);
     if (scenario === "tools_call") await bridge.callServerTool("conformance", "add_numbers", { a: 5, b: 3 });
     if (scenario === "sep-2322-client-request-state") {
-      for (const tool of tools) await bridge.callServerTool("conformance", tool, {}, { relay }).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
+      for (const tool of tools)
+        await bridge.callServerTool("conformance", tool, {}, { relay }).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
     }
     if (scenario === "http-standard-headers" || scenario === "request-metadata" || scenario === "http-invalid-tool-headers") {
       for (const tool of tools) await bridge.callServerTool("conformance", tool, {}).catch((err: unknown) => console.error(`${tool}: ${String(err)}`));
@@ -131,7 +135,9 @@ function contextCalls(): { name: string; arguments: Record<string, unknown> }[] 
   if (raw === undefined) return [];
   const context = JSON.parse(raw) as { toolCalls?: { name?: unknown; arguments?: unknown }[] };
   return (context.toolCalls ?? []).flatMap((c) =>
-    typeof c.name === "string" ? [{ name: c.name, arguments: typeof c.arguments === "object" && c.arguments !== null ? (c.arguments as Record<string, unknown>) : {} }] : [],
+    typeof c.name === "string"
+      ? [{ name: c.name, arguments: typeof c.arguments === "object" && c.arguments !== null ? (c.arguments as Record<string, unknown>) : {} }]
+      : [],
   );
 }
 
@@ -158,7 +164,22 @@ async function runSuite(argv: readonly string[]): Promise<ConformanceClientResul
     try {
       await run(
         process.execPath,
-        ["--import", GLOB_SHIM, SUITE, "client", "--command", clientCommand, "--scenario", scenario, "--spec-version", specVersion, "--timeout", "120000", "-o", out],
+        [
+          "--import",
+          GLOB_SHIM,
+          SUITE,
+          "client",
+          "--command",
+          clientCommand,
+          "--scenario",
+          scenario,
+          "--spec-version",
+          specVersion,
+          "--timeout",
+          "120000",
+          "-o",
+          out,
+        ],
         { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 },
       ).catch((err: unknown) => err);
       const checks = await readChecks(out);

@@ -51,7 +51,8 @@ const KNOWN_REASONS: Record<string, string> = {
   "compact:json-schema-2020-12-$schema":
     'compact mode lists an open schema ({type: "object"}) by design, the types living in the description; the full schema is one get_schema call away and calls are validated against it',
   "compact:json-schema-2020-12-$defs": "compact mode lists no $defs by design; get_schema returns the original with $defs",
-  "compact:json-schema-2020-12-additionalProperties": "compact mode lists no additionalProperties by design; arguments are still validated against the full schema",
+  "compact:json-schema-2020-12-additionalProperties":
+    "compact mode lists no additionalProperties by design; arguments are still validated against the full schema",
   "compact:sep-2106-composition-keywords-preserved": "compact mode lists no allOf by design; get_schema returns the original",
   "compact:sep-2106-conditional-keywords-preserved": "compact mode lists no if/then/else by design; get_schema returns the original",
   "compact:sep-2106-anchor-keyword-preserved": "compact mode lists no $defs (so no $anchor) by design; get_schema returns the original",
@@ -146,11 +147,15 @@ async function runScenario(url: string, scenario: string, revision: string, outD
   const dir = path.join(outDir, scenario.replace(/[^a-z0-9-]/gi, "_"));
   await mkdir(dir, { recursive: true });
   try {
-    await run(process.execPath, ["--import", GLOB_SHIM, CLI, "server", "--url", url, "--scenario", scenario, "--spec-version", revision, "--force", "-o", dir], {
-      cwd: REPO_ROOT,
-      maxBuffer: 16 * 1024 * 1024,
-      timeout: 5 * 60_000,
-    });
+    await run(
+      process.execPath,
+      ["--import", GLOB_SHIM, CLI, "server", "--url", url, "--scenario", scenario, "--spec-version", revision, "--force", "-o", dir],
+      {
+        cwd: REPO_ROOT,
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: 5 * 60_000,
+      },
+    );
   } catch (err) {
     // The suite exits 1 when a check fails: a result. A run that wrote nothing is caught below.
     if (typeof (err as { code?: unknown }).code !== "number") throw err;
@@ -194,7 +199,14 @@ async function runSet(set: RequirementSet, mode: string, config: string, work: s
     }
     return { revision: set.revision, mode, ok: true, scenarios, durationMs: Date.now() - started };
   } catch (err) {
-    return { revision: set.revision, mode, ok: false, error: `${messageOf(err)}\n${serve.stderr().slice(-2000)}`, scenarios: [], durationMs: Date.now() - started };
+    return {
+      revision: set.revision,
+      mode,
+      ok: false,
+      error: `${messageOf(err)}\n${serve.stderr().slice(-2000)}`,
+      scenarios: [],
+      durationMs: Date.now() - started,
+    };
   } finally {
     await serve.stop();
   }
@@ -224,7 +236,14 @@ function markdown(results: RunResult[]): string {
     ),
   ];
   for (const r of results.filter((x) => x.ok)) {
-    const notes = r.scenarios.flatMap((s) => s.failures.map((f) => [`${s.scenario}${s.scored ? "" : ` (not scored: ${s.notScoredReason})`}`, f.id, f.message.replace(/\|/g, "\\|").replace(/\n/g, " "), f.reason]));
+    const notes = r.scenarios.flatMap((s) =>
+      s.failures.map((f) => [
+        `${s.scenario}${s.scored ? "" : ` (not scored: ${s.notScoredReason})`}`,
+        f.id,
+        f.message.replace(/\|/g, "\\|").replace(/\n/g, " "),
+        f.reason,
+      ]),
+    );
     lines.push("", `## ${r.revision}, ${r.mode} mode: failures`, "");
     lines.push(notes.length === 0 ? "None." : markdownTable(["Scenario", "Check", "Message", "Reason"], notes));
   }
@@ -276,7 +295,8 @@ async function runConformanceNext(argv: readonly string[]): Promise<ConformanceN
           `  ${revision} ${mode}: scored scenarios ${scored.filter((s) => s.ok).length}/${scored.length} passed; not scored ${result.scenarios.filter((s) => !s.scored && s.ok).length}/${result.scenarios.length - scored.length}\n`,
         );
         for (const s of result.scenarios) {
-          for (const f of s.failures) process.stdout.write(`  ${s.scored ? "FAIL" : "fail (not scored)"} ${s.scenario}/${f.id}: ${f.message.split("\n")[0]} (reason: ${f.reason})\n`);
+          for (const f of s.failures)
+            process.stdout.write(`  ${s.scored ? "FAIL" : "fail (not scored)"} ${s.scenario}/${f.id}: ${f.message.split("\n")[0]} (reason: ${f.reason})\n`);
         }
       }
     }

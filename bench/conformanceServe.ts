@@ -36,7 +36,11 @@ export async function writeFixtureConfig(dir: string): Promise<string> {
 }
 
 /** Starts `abridge serve --http 127.0.0.1:0` and resolves with its URL and a stop function. */
-export async function startServe(config: string, cacheDir: string, mode: string): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void>; stderr: () => string }> {
+export async function startServe(
+  config: string,
+  cacheDir: string,
+  mode: string,
+): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void>; stderr: () => string }> {
   const { command, args } = tsxCommand(CLI_BIN, ["serve", "--config", config, "--cache-dir", cacheDir, "--no-watch", "--mode", mode, "--http", "127.0.0.1:0"]);
   const child = spawnGroup(command, args, REPO_ROOT);
   let text = "";
@@ -68,4 +72,3 @@ export async function startServe(config: string, cacheDir: string, mode: string)
     throw err;
   }
 }
-

@@ -36,17 +36,16 @@ export interface CorpusQuery {
 }
 
 function missing(what: string): AbridgeError {
-  return new AbridgeError(
-    ErrorCode.INPUT_INVALID,
-    `benchmark corpus missing: expected ${what} (${CORPUS_DIR}, vendored in the repository under bench/corpus)`,
-  );
+  return new AbridgeError(ErrorCode.INPUT_INVALID, `benchmark corpus missing: expected ${what} (${CORPUS_DIR}, vendored in the repository under bench/corpus)`);
 }
 
 /** Every `servers/*.json` in name order; throws a clear error when the corpus is not there. */
 export function loadCorpus(): CorpusServer[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) throw missing(`the recorded tools/list answers in ${dir}`);
-  const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   if (files.length === 0) throw missing(`at least one servers/*.json in ${dir}`);
   return files.map((name) => {
     const file = path.join(dir, name);
@@ -71,7 +70,8 @@ export function loadQueries(): CorpusQuery[] {
 /** `tool` admitted as an upstream admits what it lists (see admitTool); a corpus tool it refuses is an error. */
 export function admittedTool(tool: unknown): AdmittedTool {
   const admission = admitTool(tool);
-  if (!admission.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `corpus tool not admitted: ${admission.problem.field || "tool"}: ${admission.problem.message}`);
+  if (!admission.ok)
+    throw new AbridgeError(ErrorCode.INPUT_INVALID, `corpus tool not admitted: ${admission.problem.field || "tool"}: ${admission.problem.message}`);
   return admission.tool;
 }
 

@@ -70,7 +70,15 @@ export async function runDeclarations(raw: boolean) {
   const corpus = loadCorpus();
   const started = nowMs();
   const tools: CatalogTool[] = raw
-    ? corpus.flatMap((s) => s.tools.map((tool) => ({ name: `${s.server}_${tool.name}`, server: s.server, uri: `mcp://${s.server}/${tool.name}`, key: `${s.server}:${tool.name}:raw`, tool: admittedTool(tool) })))
+    ? corpus.flatMap((s) =>
+        s.tools.map((tool) => ({
+          name: `${s.server}_${tool.name}`,
+          server: s.server,
+          uri: `mcp://${s.server}/${tool.name}`,
+          key: `${s.server}:${tool.name}:raw`,
+          tool: admittedTool(tool),
+        })),
+      )
     : (await summarizedCatalog(corpus, new ExtractiveSummarizer())).tools;
   const summarizeMs = nowMs() - started;
   const names = CodeNames.of(tools.map((t) => ({ server: t.server, tool: t.tool.name })));
@@ -83,7 +91,13 @@ export async function runDeclarations(raw: boolean) {
   declarations(tools, { names, noteChars: 81 });
   const warmMs = nowMs() - warmStart;
 
-  const perServer = corpus.map((s) => row(s.server, tools.filter((t) => t.server === s.server), names));
+  const perServer = corpus.map((s) =>
+    row(
+      s.server,
+      tools.filter((t) => t.server === s.server),
+      names,
+    ),
+  );
   const total = row("total", tools, names);
   const withGetSchema = countTokens(JSON.stringify(toOpenAiFunctions(renderTools(tools, "compact"))));
 
@@ -151,9 +165,24 @@ export function declarationsMarkdown(result: DeclarationsResult): string {
         ["full (upstream list, OpenAI form: no outputSchema)", total.full, pct(1), pct(total.full / total.compact)],
         ["full as an MCP tools/list (with outputSchema)", total.fullMcp, pct(total.fullMcp / total.full), pct(total.fullMcp / total.compact)],
         ["compact (summary + parameter line, without get_schema)", total.compact, pct(total.compact / total.full), pct(1)],
-        ["declarations (summary, typed arguments and results, notes <= 80 chars)", total.declarations, pct(result.shares.declarationsOfFull), pct(result.shares.declarationsOfCompact)],
-        ["declarations without property notes", total.declarationsNoNotes, pct(result.shares.declarationsNoNotesOfFull), pct(result.shares.declarationsNoNotesOfCompact)],
-        ["declarations with every result unknown (arguments only, as the lists)", total.argumentsOnly, pct(result.shares.argumentsOnlyOfFull), pct(result.shares.argumentsOnlyOfCompact)],
+        [
+          "declarations (summary, typed arguments and results, notes <= 80 chars)",
+          total.declarations,
+          pct(result.shares.declarationsOfFull),
+          pct(result.shares.declarationsOfCompact),
+        ],
+        [
+          "declarations without property notes",
+          total.declarationsNoNotes,
+          pct(result.shares.declarationsNoNotesOfFull),
+          pct(result.shares.declarationsNoNotesOfCompact),
+        ],
+        [
+          "declarations with every result unknown (arguments only, as the lists)",
+          total.argumentsOnly,
+          pct(result.shares.argumentsOnlyOfFull),
+          pct(result.shares.argumentsOnlyOfCompact),
+        ],
       ],
     ),
     "",
@@ -163,7 +192,10 @@ export function declarationsMarkdown(result: DeclarationsResult): string {
     "",
     "Largest declarations:",
     "",
-    markdownTable(["tool", "declaration>", "arguments only>", "compact>", "full>"], largest.map((t) => [t.tool, t.tokens, t.argumentsOnly, t.compact, t.full])),
+    markdownTable(
+      ["tool", "declaration>", "arguments only>", "compact>", "full>"],
+      largest.map((t) => [t.tool, t.tokens, t.argumentsOnly, t.compact, t.full]),
+    ),
     "",
     `Writing every declaration: ${result.timing.coldMs} ms (${result.timing.chars.toLocaleString("en-US")} characters); again, kept per tool content: ${result.timing.memoizedMs} ms.`,
     "",

@@ -82,16 +82,21 @@ async function warmFleet(dir: string, llmUrl: string, cacheUrl: string | undefin
       const hostDir = path.join(dir, `${cacheUrl === undefined ? "separate" : "shared"}-${i}`);
       // A stdio server starts in its config's folder.
       await mkdir(hostDir, { recursive: true });
-      const config = parseConfigText(hostToml({ ...(cacheUrl !== undefined ? { cacheUrl } : {}), llm: llmUrl, marker: `bench-fleet-${process.pid}` }), { file: path.join(hostDir, "abridge.toml"), env: {} });
+      const config = parseConfigText(hostToml({ ...(cacheUrl !== undefined ? { cacheUrl } : {}), llm: llmUrl, marker: `bench-fleet-${process.pid}` }), {
+        file: path.join(hostDir, "abridge.toml"),
+        env: {},
+      });
       return Bridge.open({ config, cacheFile: path.join(hostDir, "cache", "summaries.jsonl"), stateDir: path.join(hostDir, "state"), env: {} });
     }),
   );
   try {
     const started = performance.now();
-    await Promise.all(bridges.map(async (bridge) => {
-      await bridge.start();
-      await bridge.drainSummaries();
-    }));
+    await Promise.all(
+      bridges.map(async (bridge) => {
+        await bridge.start();
+        await bridge.drainSummaries();
+      }),
+    );
     const wallMs = performance.now() - started;
     const failed = bridges.flatMap((bridge) => bridge.servers().filter((s) => s.state !== "ready"));
     if (failed.length > 0) throw new Error(`a fleet host's server did not start: ${failed.map((s) => s.error?.message ?? s.state).join("; ")}`);
@@ -186,7 +191,14 @@ async function mkdirTemp(): Promise<string> {
 
 /** The README section of a {@link FleetCacheResult}. */
 export function fleetCacheMarkdown(result: FleetCacheResult): string {
-  const row = (label: string, w: WarmFigures): string[] => [label, String(w.hosts), String(w.tools), String(w.llmRequests), String(w.toolsAsked), `${w.wallMs}`];
+  const row = (label: string, w: WarmFigures): string[] => [
+    label,
+    String(w.hosts),
+    String(w.tools),
+    String(w.llmRequests),
+    String(w.toolsAsked),
+    `${w.wallMs}`,
+  ];
   return [
     `### Fleet: ${result.shared.hosts} bridges warming one catalog at once`,
     "",

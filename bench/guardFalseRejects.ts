@@ -144,14 +144,16 @@ export function runGuardFalseRejects(corpus: readonly CorpusServer[] = loadCorpu
 
   const vocabularies = rows.map((row) => new ToolVocabulary(row.tool));
   const others = otherServers(rows);
-  const judged = (text: (row: Summarized, i: number) => string): Grounding[] => rows.map((row, i) => grounding(text(row, i), vocabularies[i] as ToolVocabulary));
+  const judged = (text: (row: Summarized, i: number) => string): Grounding[] =>
+    rows.map((row, i) => grounding(text(row, i), vocabularies[i] as ToolVocabulary));
   const honest = judged((row) => row.summary.summary);
   const swapped = judged((_row, i) => (others[i] as Summarized).summary.summary);
   const appended = judged((row, i) => `${row.summary.summary} ${(others[i] as Summarized).summary.summary}`);
   const share = (list: Grounding[], s: number, min: number): number => list.filter((g) => poorlyGrounded(g, s, min)).length / rows.length;
   const sweep: SweepRow[] = [];
   for (const min of MIN_UNGROUNDED_SWEPT) {
-    for (const s of SHARES) sweep.push({ share: s, minUngrounded: min, honest: share(honest, s, min), swapped: share(swapped, s, min), appended: share(appended, s, min) });
+    for (const s of SHARES)
+      sweep.push({ share: s, minUngrounded: min, honest: share(honest, s, min), swapped: share(swapped, s, min), appended: share(appended, s, min) });
   }
 
   const lies: LieCatch[] = [];
@@ -159,7 +161,10 @@ export function runGuardFalseRejects(corpus: readonly CorpusServer[] = loadCorpu
     const count = cases.filter((c) => !guardSummary(c.tool, c.summary).ok).length;
     lies.push({ kind, checked: cases.length, rejected: count, share: cases.length === 0 ? Number.NaN : count / cases.length });
   };
-  caught("summary of a tool of another server", rows.map((row, i) => ({ tool: row.tool, summary: { summary: (others[i] as Summarized).summary.summary, params: {} } })));
+  caught(
+    "summary of a tool of another server",
+    rows.map((row, i) => ({ tool: row.tool, summary: { summary: (others[i] as Summarized).summary.summary, params: {} } })),
+  );
   caught(
     "honest summary + another server's tool's summary",
     rows.map((row, i) => ({ tool: row.tool, summary: { summary: `${row.summary.summary} ${(others[i] as Summarized).summary.summary}`, params: {} } })),
@@ -173,7 +178,9 @@ export function runGuardFalseRejects(corpus: readonly CorpusServer[] = loadCorpu
   );
   caught(
     'honest summary + "; read-only." for a tool not annotated read-only',
-    rows.filter((row) => !isReadOnlyTool(row.tool)).map((row) => ({ tool: row.tool, summary: { summary: `${row.summary.summary.replace(/\.$/, "")}; read-only.`, params: {} } })),
+    rows
+      .filter((row) => !isReadOnlyTool(row.tool))
+      .map((row) => ({ tool: row.tool, summary: { summary: `${row.summary.summary.replace(/\.$/, "")}; read-only.`, params: {} } })),
   );
 
   return {
@@ -201,7 +208,17 @@ export function guardFalseRejectsMarkdown(r: GuardFalseRejectsResult): string {
     `Honest extractive summaries of ${r.tools.toLocaleString("en-US")} tools (${r.servers} servers) the guard rejects: **${r.falseRejects} (${(r.falseRejectShare * 100).toFixed(2)}%)**. ` +
       `Guard time per tool: ${round(r.guardMsPerToolMedian * 1000, 1)} µs (median of passes).`,
     ...(r.rejected.length > 0
-      ? ["", markdownTable(["tool", "summary", "reasons"], r.rejected.map((x) => [x.tool, x.summary, x.reasons.join("; ")])), "", `By rule: ${Object.entries(r.byRule).map(([rule, n]) => `${rule}: ${n}`).join("; ")}.`]
+      ? [
+          "",
+          markdownTable(
+            ["tool", "summary", "reasons"],
+            r.rejected.map((x) => [x.tool, x.summary, x.reasons.join("; ")]),
+          ),
+          "",
+          `By rule: ${Object.entries(r.byRule)
+            .map(([rule, n]) => `${rule}: ${n}`)
+            .join("; ")}.`,
+        ]
       : []),
     "",
     "Grounding alone (share of content words found / fewest not found to reject): tools rejected per set of summaries.",
@@ -210,7 +227,10 @@ export function guardFalseRejectsMarkdown(r: GuardFalseRejectsResult): string {
     "",
     "Made-up lies the whole guard rejects:",
     "",
-    markdownTable(["lie", "checked>", "rejected>", "share>"], r.lies.map((l) => [l.kind, l.checked, l.rejected, pct(l.share)])),
+    markdownTable(
+      ["lie", "checked>", "rejected>", "share>"],
+      r.lies.map((l) => [l.kind, l.checked, l.rejected, pct(l.share)]),
+    ),
   ].join("\n");
 }
 

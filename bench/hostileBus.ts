@@ -119,7 +119,13 @@ interface FloodSummary {
 }
 
 /** Runs the flooder (this file with `--flood`): `ready` once it is connected and about to publish, `done` with its summary. */
-function flood(url: string, tool: string, args: Record<string, unknown>, calls: number, quietMs: number): { ready: Promise<void>; done: Promise<FloodSummary> } {
+function flood(
+  url: string,
+  tool: string,
+  args: Record<string, unknown>,
+  calls: number,
+  quietMs: number,
+): { ready: Promise<void>; done: Promise<FloodSummary> } {
   const { command, args: argv } = tsxCommand(HERE, ["--flood", url, tool, JSON.stringify(args), String(calls), String(quietMs)]);
   const child = spawn(command, argv, { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
@@ -130,7 +136,9 @@ function flood(url: string, tool: string, args: Record<string, unknown>, calls: 
     if (out.startsWith("ready\n")) onReady();
   });
   const done = new Promise<FloodSummary>((resolve, reject) => {
-    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as FloodSummary) : reject(new Error(`flooder exited with ${code}: ${out}`))));
+    child.once("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as FloodSummary) : reject(new Error(`flooder exited with ${code}: ${out}`)),
+    );
   });
   done.catch(() => onReady());
   return { ready, done };
@@ -301,7 +309,10 @@ export async function runHostileBus(options: HostileBusOptions = {}): Promise<Ho
       for (let i = 0; i < 200; i++) await client.callTool(AGENT, "echo_echo", { text: "warm-up" }, { timeoutMs: 60_000 });
       await measure("baseline (no attack)", () => ({ ready: Promise.resolve(), done: new Promise((resolve) => setTimeout(() => resolve({}), 2_000)) }));
       await measure(`${calls.toLocaleString("en-US")} echo calls published at once`, flooded("echo_echo", { text: "flood" }, calls, 30_000));
-      await measure(`${slowCalls.toLocaleString("en-US")} calls of ${slowMs / 1000} s published at once`, flooded("slow_wait", { ms: slowMs }, slowCalls, 30_000 + slowMs));
+      await measure(
+        `${slowCalls.toLocaleString("en-US")} calls of ${slowMs / 1000} s published at once`,
+        flooded("slow_wait", { ms: slowMs }, slowCalls, 30_000 + slowMs),
+      );
       await measure(`${refreshes} two-byte refresh requests`, () => ({ ready: Promise.resolve(), done: refreshFlood(url, refreshes) }));
     } finally {
       await client.close();
@@ -326,7 +337,21 @@ export function hostileBusMarkdown(result: HostileBusResult): string {
           .join(", ");
   lines.push(
     markdownTable(
-      ["case", "RSS before MiB>", "RSS after MiB>", "peak MiB>", "healthy calls>", "healthy failed>", "healthy p50 ms>", "healthy p99 ms>", "answered", "lost>", "slow consumers>", "worker CPU ms>", "seconds>"],
+      [
+        "case",
+        "RSS before MiB>",
+        "RSS after MiB>",
+        "peak MiB>",
+        "healthy calls>",
+        "healthy failed>",
+        "healthy p50 ms>",
+        "healthy p99 ms>",
+        "answered",
+        "lost>",
+        "slow consumers>",
+        "worker CPU ms>",
+        "seconds>",
+      ],
       result.cases.map((c) => [
         c.case,
         c.rssBeforeMiB,
@@ -348,7 +373,6 @@ export function hostileBusMarkdown(result: HostileBusResult): string {
   );
   return lines.join("\n");
 }
-
 
 if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);

@@ -83,7 +83,6 @@ interface Serve {
   close(): Promise<void>;
 }
 
-
 const mib = (kib: number): number => round(kib / 1024, 0);
 
 async function startServe(config: string, dir: string, name: string): Promise<Serve> {
@@ -93,7 +92,12 @@ async function startServe(config: string, dir: string, name: string): Promise<Se
     args,
     cwd: dir,
     stderr: "pipe",
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ABRIDGE_STATE_DIR: path.join(dir, `state-${name}`), ABRIDGE_CACHE_DIR: path.join(dir, `cache-${name}`) },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      ABRIDGE_STATE_DIR: path.join(dir, `state-${name}`),
+      ABRIDGE_CACHE_DIR: path.join(dir, `cache-${name}`),
+    },
   });
   const stderr: string[] = [];
   transport.stderr?.on("data", (chunk: Buffer) => {
@@ -262,9 +266,20 @@ export async function runHostileCache(options: HostileCacheOptions = {}): Promis
     const config = path.join(dir, "abridge.toml");
     await writeFile(
       config,
-      [`cache_url = ${JSON.stringify(redis.url())}`, "startup_grace_ms = 60000", 'log_level = "warn"', "[servers.echo]", `command = ${JSON.stringify(command)}`, `args = ${JSON.stringify(args)}`, ""].join("\n"),
+      [
+        `cache_url = ${JSON.stringify(redis.url())}`,
+        "startup_grace_ms = 60000",
+        'log_level = "warn"',
+        "[servers.echo]",
+        `command = ${JSON.stringify(command)}`,
+        `args = ${JSON.stringify(args)}`,
+        "",
+      ].join("\n"),
     );
-    const warm = await runAbridge(["summarize", "warm", "--config", config], { cwd: dir, env: { ABRIDGE_STATE_DIR: path.join(dir, "state-warm"), ABRIDGE_CACHE_DIR: path.join(dir, "cache-warm") } });
+    const warm = await runAbridge(["summarize", "warm", "--config", config], {
+      cwd: dir,
+      env: { ABRIDGE_STATE_DIR: path.join(dir, "state-warm"), ABRIDGE_CACHE_DIR: path.join(dir, "cache-warm") },
+    });
     if (warm.code !== 0) throw new Error(`summarize warm failed: ${warm.stderr}`);
 
     const cases: HostileCacheCase[] = [];
@@ -277,7 +292,8 @@ export async function runHostileCache(options: HostileCacheOptions = {}): Promis
     const originals = await listed(plain);
     await plain.close();
     const expected = await cachedSummaries(admin, originals);
-    if (!(await poll(async () => (await served(first, expected)) === expected.size, 60_000))) throw new Error("the first bridge does not serve the warmed summaries");
+    if (!(await poll(async () => (await served(first, expected)) === expected.size, 60_000)))
+      throw new Error("the first bridge does not serve the warmed summaries");
     const baselineKiB = processMemoryKiB(first.pid, "VmRSS");
 
     // Publish flood.
@@ -309,10 +325,19 @@ export async function runHostileCache(options: HostileCacheOptions = {}): Promis
       stop();
       const result = await calls;
       cases.push(
-        await figures(`publish flood: ${flood.toLocaleString("en-US")} invented entries on the landed channel`, first, baselineKiB, started, result, await served(first, expected), expected.size, {
-          publishSeconds: round(publishedMs / 1000, 1),
-          consumedSeconds: round(consumedMs / 1000, 1),
-        }),
+        await figures(
+          `publish flood: ${flood.toLocaleString("en-US")} invented entries on the landed channel`,
+          first,
+          baselineKiB,
+          started,
+          result,
+          await served(first, expected),
+          expected.size,
+          {
+            publishSeconds: round(publishedMs / 1000, 1),
+            consumedSeconds: round(consumedMs / 1000, 1),
+          },
+        ),
       );
     }
 
@@ -342,13 +367,22 @@ export async function runHostileCache(options: HostileCacheOptions = {}): Promis
       const result = await calls;
       const sentBytes = (await redisStat(admin, "stats", "total_net_output_bytes")) - sentBefore;
       cases.push(
-        await figures(`big value: one ${bigBytes.toLocaleString("en-US")}-byte entry in the hash, a bridge starting`, second, baselineKiB, started, result, servedNow, expected.size, {
-          allServed: all,
-          secondsToServeAll: all ? round(servedAfterMs / 1000, 1) : undefined,
-          redisSentMiB: round(sentBytes / 1024 / 1024, 1),
-          redisPeakMiB: round((await redisStat(admin, "memory", "used_memory_peak")) / 1024 / 1024, 0),
-          skippedLogged: second.stderr.some((line) => line.includes("skipped a summary cache entry over")),
-        }),
+        await figures(
+          `big value: one ${bigBytes.toLocaleString("en-US")}-byte entry in the hash, a bridge starting`,
+          second,
+          baselineKiB,
+          started,
+          result,
+          servedNow,
+          expected.size,
+          {
+            allServed: all,
+            secondsToServeAll: all ? round(servedAfterMs / 1000, 1) : undefined,
+            redisSentMiB: round(sentBytes / 1024 / 1024, 1),
+            redisPeakMiB: round((await redisStat(admin, "memory", "used_memory_peak")) / 1024 / 1024, 0),
+            skippedLogged: second.stderr.some((line) => line.includes("skipped a summary cache entry over")),
+          },
+        ),
       );
       await admin.hdel(HASH, big.key);
     }
@@ -368,7 +402,18 @@ export function hostileCacheMarkdown(result: HostileCacheResult): string {
     "",
     markdownTable(
       ["case", "RSS before MiB", "after", "peak", "healthy calls", "failed", "p50 ms", "p99 ms", "summaries served", "s"],
-      result.cases.map((c) => [c.case, c.rssBeforeMiB, c.rssAfterMiB, c.rssPeakMiB, c.healthyCalls, c.healthyFailed, c.p50Ms, c.p99Ms, `${c.summariesServed} of ${c.summariesCached}`, c.seconds]),
+      result.cases.map((c) => [
+        c.case,
+        c.rssBeforeMiB,
+        c.rssAfterMiB,
+        c.rssPeakMiB,
+        c.healthyCalls,
+        c.healthyFailed,
+        c.p50Ms,
+        c.p99Ms,
+        `${c.summariesServed} of ${c.summariesCached}`,
+        c.seconds,
+      ]),
     ),
     "",
     ...result.cases.map((c) => `- ${c.case}: ${JSON.stringify(c.detail)}`),

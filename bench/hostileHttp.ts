@@ -89,13 +89,17 @@ interface Reply {
 
 function post(url: string, headers: Record<string, string>, body: unknown, agent: http.Agent | false = false, timeoutMs = 30_000): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", accept: ACCEPT, ...headers }, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on("error", reject);
-    });
+    const req = http.request(
+      url,
+      { method: "POST", agent, headers: { "content-type": "application/json", accept: ACCEPT, ...headers }, signal: AbortSignal.timeout(timeoutMs) },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(JSON.stringify(body));
   });
@@ -104,7 +108,12 @@ function post(url: string, headers: Record<string, string>, body: unknown, agent
 /** A session of its own on `url`; the headers of its requests. */
 async function session(url: string, name: string): Promise<Record<string, string>> {
   const auth = { authorization: `Bearer ${TOKEN}` };
-  const init = await post(url, auth, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name, version: "1" } } });
+  const init = await post(url, auth, {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name, version: "1" } },
+  });
   if (init.status !== 200) throw new Error(`initialize: HTTP ${init.status}: ${init.body.slice(0, 200)}`);
   const headers = { ...auth, "mcp-session-id": String(init.headers["mcp-session-id"]), "mcp-protocol-version": PROTOCOL_VERSION };
   await post(url, headers, { jsonrpc: "2.0", method: "notifications/initialized" });
@@ -120,12 +129,19 @@ async function getStream(url: string, headers: Record<string, string>, onData?: 
     socket.once("connect", () => resolve());
     socket.once("error", reject);
   });
-  const lines = [`GET ${pathname} HTTP/1.1`, `Host: ${hostname}:${port}`, "Accept: text/event-stream", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `GET ${pathname} HTTP/1.1`,
+    `Host: ${hostname}:${port}`,
+    "Accept: text/event-stream",
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   socket.write(`${lines.join("\r\n")}\r\n\r\n`);
-  await new Promise<void>((resolve) => socket.once("data", (first: Buffer) => {
-    onData?.(first);
-    resolve();
-  }));
+  await new Promise<void>((resolve) =>
+    socket.once("data", (first: Buffer) => {
+      onData?.(first);
+      resolve();
+    }),
+  );
   if (onData) socket.on("data", onData);
   return socket;
 }
@@ -158,7 +174,12 @@ async function logFloodAttacker(url: string, lines: number): Promise<void> {
   }, 250);
   process.stdout.write("ready\n");
   const started = nowMs();
-  const answer = await post(url, blocked, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hostile_log_flood", arguments: { count: lines, bytes: 100 } } });
+  const answer = await post(url, blocked, {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "hostile_log_flood", arguments: { count: lines, bytes: 100 } },
+  });
   if (!answer.body.includes("flooding")) throw new Error(`log_flood: ${answer.body.slice(0, 200)}`);
   await done;
   clearInterval(quiet);
@@ -210,7 +231,9 @@ function attack(args: string[]): { ready: Promise<void>; done: Promise<Record<st
     if (out.startsWith("ready\n")) onReady();
   });
   const done = new Promise<Record<string, unknown>>((resolve, reject) => {
-    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as Record<string, unknown>) : reject(new Error(`attacker exited with ${code}: ${out}`))));
+    child.once("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as Record<string, unknown>) : reject(new Error(`attacker exited with ${code}: ${out}`)),
+    );
   });
   done.catch(() => onReady());
   return { ready, done };
@@ -229,7 +252,12 @@ async function healthy(url: string, headers: Record<string, string>, until: Prom
       const t0 = nowMs();
       try {
         // Every tenth call on a new connection: the token holder connecting during the attack.
-        const reply = await post(url, headers, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo_echo", arguments: { text: `healthy ${id}` } } }, id % 10 === 0 ? false : agent);
+        const reply = await post(
+          url,
+          headers,
+          { jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo_echo", arguments: { text: `healthy ${id}` } } },
+          id % 10 === 0 ? false : agent,
+        );
         if (reply.status === 200 && reply.body.includes(`healthy ${id}`)) latencies.push(nowMs() - t0);
         else lost += 1;
       } catch {
@@ -269,7 +297,15 @@ export async function runHostileHttp(options: HostileHttpOptions = {}): Promise<
     const config = path.join(dir, "abridge.toml");
     await writeFile(
       config,
-      ['mode = "full"', 'log_level = "warn"', 'cache_dir = "cache"', "startup_grace_ms = 120000", "", stdioServerToml("echo", ECHO_FIXTURE, ["--tools", "0"]), stdioServerToml("hostile", HOSTILE_FIXTURE)].join("\n"),
+      [
+        'mode = "full"',
+        'log_level = "warn"',
+        'cache_dir = "cache"',
+        "startup_grace_ms = 120000",
+        "",
+        stdioServerToml("echo", ECHO_FIXTURE, ["--tools", "0"]),
+        stdioServerToml("hostile", HOSTILE_FIXTURE),
+      ].join("\n"),
     );
     const { command, args } = tsxCommand(bin, ["serve", "--config", config, "--no-watch", "--http", "127.0.0.1:0"]);
     const child = spawn("sh", ["-c", `ulimit -n ${fdLimit} && exec "$0" "$@"`, command, ...args], {
@@ -289,7 +325,8 @@ export async function runHostileHttp(options: HostileHttpOptions = {}): Promise<
     const pid = child.pid!;
     const headers = await session(url, "healthy");
     // Warm-up: both upstreams up, the code paths loaded.
-    for (let i = 0; i < 20; i++) await post(url, headers, { jsonrpc: "2.0", id: 100_000 + i, method: "tools/call", params: { name: "echo_echo", arguments: { text: "warm" } } });
+    for (let i = 0; i < 20; i++)
+      await post(url, headers, { jsonrpc: "2.0", id: 100_000 + i, method: "tools/call", params: { name: "echo_echo", arguments: { text: "warm" } } });
     const warnings = (from: number): Record<string, number> => {
       const counts: Record<string, number> = {};
       for (const line of stderr.slice(from).split("\n")) {
@@ -331,7 +368,10 @@ export async function runHostileHttp(options: HostileHttpOptions = {}): Promise<
     };
     await measure("baseline (no attack)", { ready: Promise.resolve(), done: new Promise((resolve) => setTimeout(() => resolve({}), 3_000)) });
     await measure(`${logLines.toLocaleString("en-US")} log lines, one GET stream never read`, attack(["log-flood", url, String(logLines)]));
-    await measure(`${idleSockets.toLocaleString("en-US")} idle tokenless sockets held ${holdSeconds} s`, attack(["idle", url, String(idleSockets), String(holdSeconds * 1000)]));
+    await measure(
+      `${idleSockets.toLocaleString("en-US")} idle tokenless sockets held ${holdSeconds} s`,
+      attack(["idle", url, String(idleSockets), String(holdSeconds * 1000)]),
+    );
   } finally {
     if (serve !== undefined) await stop(serve);
     await rm(dir, { recursive: true, force: true });
@@ -351,7 +391,19 @@ export function hostileHttpMarkdown(result: HostileHttpResult): string {
     `${result.method}. CLI: ${result.bin}.`,
     "",
     markdownTable(
-      ["case", "RSS before MiB>", "RSS peak MiB>", "RSS after MiB>", "healthy calls>", "lost>", "healthy p50 ms>", "healthy p99 ms>", "seconds>", "attacker saw", "serve warned"],
+      [
+        "case",
+        "RSS before MiB>",
+        "RSS peak MiB>",
+        "RSS after MiB>",
+        "healthy calls>",
+        "lost>",
+        "healthy p50 ms>",
+        "healthy p99 ms>",
+        "seconds>",
+        "attacker saw",
+        "serve warned",
+      ],
       result.cases.map((c) => [
         c.case,
         c.rssBeforeMiB,
@@ -372,7 +424,6 @@ export function hostileHttpMarkdown(result: HostileHttpResult): string {
     `Measured on ${os.cpus().length} core(s); serve, its upstreams, the attacker and the healthy client share them.`,
   ].join("\n");
 }
-
 
 if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);

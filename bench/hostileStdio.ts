@@ -276,7 +276,25 @@ export function hostileStdioMarkdown(result: HostileStdioResult): string {
     .join(", ");
   lines.push(
     markdownTable(
-      ["calls>", "stall s>", "answered", "lost>", "first ping ms>", "worst ping ms>", "ping p50 ms>", "loop delay max ms>", "healthy calls>", "healthy failed>", "healthy p50 ms>", "healthy p99 ms>", "RSS before MiB>", "RSS after MiB>", "peak MiB>", "serve CPU s>", "seconds>"],
+      [
+        "calls>",
+        "stall s>",
+        "answered",
+        "lost>",
+        "first ping ms>",
+        "worst ping ms>",
+        "ping p50 ms>",
+        "loop delay max ms>",
+        "healthy calls>",
+        "healthy failed>",
+        "healthy p50 ms>",
+        "healthy p99 ms>",
+        "RSS before MiB>",
+        "RSS after MiB>",
+        "peak MiB>",
+        "serve CPU s>",
+        "seconds>",
+      ],
       [
         [
           result.calls,
@@ -304,7 +322,6 @@ export function hostileStdioMarkdown(result: HostileStdioResult): string {
   );
   return lines.join("\n");
 }
-
 
 await runStandalone(import.meta.url, {
   name: "hostile-stdio",

@@ -83,7 +83,8 @@ function statelessCaller(url: string): { call(tool: string, args: object): Promi
             let body = "";
             res.on("data", (chunk: string) => (body += chunk));
             res.on("end", () => {
-              if (res.statusCode !== 200 || !body.includes('"resultType":"complete"')) reject(new Error(`stateless call: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
+              if (res.statusCode !== 200 || !body.includes('"resultType":"complete"'))
+                reject(new Error(`stateless call: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
               else resolve();
             });
             res.on("error", reject);

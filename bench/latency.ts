@@ -91,12 +91,7 @@ async function throughput(target: Connected, tool: string, concurrency: number, 
   return done / ((nowMs() - start) / 1000);
 }
 
-async function measure(
-  row: LatencyRow,
-  open: () => Promise<Connected>,
-  tool: string,
-  options: LatencyOptions,
-): Promise<LatencyRow> {
+async function measure(row: LatencyRow, open: () => Promise<Connected>, tool: string, options: LatencyOptions): Promise<LatencyRow> {
   let target: Connected | undefined;
   try {
     target = await open();
@@ -112,7 +107,7 @@ async function measure(
     return { ...row, calls, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), throughput: tput };
   } catch (err) {
     options.signal?.throwIfAborted();
-    return { ...row, notAvailable: err instanceof Error ? err.message.split("\n")[0] ?? String(err) : String(err) };
+    return { ...row, notAvailable: err instanceof Error ? (err.message.split("\n")[0] ?? String(err)) : String(err) };
   } finally {
     await target?.close();
   }
@@ -186,20 +181,41 @@ export async function runLatency(options: LatencyOptions = {}): Promise<LatencyR
     const echo = tsxCommand(ECHO_FIXTURE);
     const signal = options.signal;
 
-    rows.push(await measure({ id: "direct", label: "(a) SDK client -> echo, stdio (baseline)" }, () => connectStdio(echo.command, echo.args, signal ? { signal } : {}), "echo", options));
+    rows.push(
+      await measure(
+        { id: "direct", label: "(a) SDK client -> echo, stdio (baseline)" },
+        () => connectStdio(echo.command, echo.args, signal ? { signal } : {}),
+        "echo",
+        options,
+      ),
+    );
     rows.push(await measure({ id: "library", label: "Bridge library in-process -> echo, stdio" }, () => openLibrary(configFile, dir), "echo_echo", options));
     const serveRow = async (id: string, label: string, open: () => Promise<Connected>): Promise<LatencyRow> =>
       serveMissing !== undefined ? { id, label, notAvailable: serveMissing } : measure({ id, label }, open, "echo_echo", options);
     rows.push(await serveRow("serveStdio", "(b) abridge serve, stdio", () => serveOverStdio(serve)));
     rows.push(await serveRow("serveHttp", "(c) abridge serve, streamable HTTP", () => serveOverHttp({ ...serve, client: "raw" })));
     rows.push(await measure({ id: "mcpProxy", label: "(c') mcp-proxy (npm), streamable HTTP [peer]" }, () => openMcpProxy(signal), "echo", options));
-    rows.push(await measure({ id: "daemon", label: "(d) abridge daemon client" }, () => connectDaemon({ config: configFile, cacheDir: dir, server: "echo", ...(signal ? { signal } : {}) }), "echo", options));
+    rows.push(
+      await measure(
+        { id: "daemon", label: "(d) abridge daemon client" },
+        () => connectDaemon({ config: configFile, cacheDir: dir, server: "echo", ...(signal ? { signal } : {}) }),
+        "echo",
+        options,
+      ),
+    );
 
     // Without an SDK on either end: what one pipe hop costs, and what abridge adds to it.
     const rawConfig = path.join(dir, "raw.toml");
     await writeFile(rawConfig, configToml([stdioServerToml("echo", RAW_ECHO_FIXTURE)], "compact"));
     const rawEcho = tsxCommand(RAW_ECHO_FIXTURE);
-    rows.push(await measure({ id: "rawDirect", label: "(e) raw client -> raw echo, stdio (one pipe hop)" }, () => connectRawStdio(rawEcho.command, rawEcho.args, signal ? { signal } : {}), "echo", options));
+    rows.push(
+      await measure(
+        { id: "rawDirect", label: "(e) raw client -> raw echo, stdio (one pipe hop)" },
+        () => connectRawStdio(rawEcho.command, rawEcho.args, signal ? { signal } : {}),
+        "echo",
+        options,
+      ),
+    );
     rows.push(
       serveMissing !== undefined
         ? { id: "rawServe", label: "(f) raw client -> abridge serve, stdio -> raw echo", notAvailable: serveMissing }
@@ -221,8 +237,10 @@ export async function runLatency(options: LatencyOptions = {}): Promise<LatencyR
     if (row.p99Ms !== undefined && base.p99Ms !== undefined) row.addedP99Ms = row.p99Ms - base.p99Ms;
   }
   return {
-    upstream: "test/fixtures/echoServer.ts over stdio (a fast stdio echo, chosen over InMemoryTransport so every path reaches the same upstream process), serve in compact mode (arguments validated)",
-    method: "one connection per path (over HTTP: one session on a keep-alive pool of up to 64 sockets); 200 warm-up calls; p50/p99 of sequential calls; at most 1,000 sequential calls or 4 s; throughput = median calls/s of 3 runs (up to 500 calls at c=1, 1,000 at c=8, 2,000 at c=64, each run cut at 2 s); the streamable HTTP rows (c) and (c') are measured with the same SDK-free keep-alive client (bench/rawHttpClient.ts: node:http, up to 64 sockets, JSON or SSE answers), since the SDK's HTTP client tops out near 1,400 calls/s in one process",
+    upstream:
+      "test/fixtures/echoServer.ts over stdio (a fast stdio echo, chosen over InMemoryTransport so every path reaches the same upstream process), serve in compact mode (arguments validated)",
+    method:
+      "one connection per path (over HTTP: one session on a keep-alive pool of up to 64 sockets); 200 warm-up calls; p50/p99 of sequential calls; at most 1,000 sequential calls or 4 s; throughput = median calls/s of 3 runs (up to 500 calls at c=1, 1,000 at c=8, 2,000 at c=64, each run cut at 2 s); the streamable HTTP rows (c) and (c') are measured with the same SDK-free keep-alive client (bench/rawHttpClient.ts: node:http, up to 64 sockets, JSON or SSE answers), since the SDK's HTTP client tops out near 1,400 calls/s in one process",
     rows,
   };
 }

@@ -201,7 +201,14 @@ async function benchDaemon(config: string, stateDir: string): Promise<Outcome> {
     let turn = 0;
     const outcome = await drive("daemon", child.pid!, async (i) => {
       const connection = pool[turn++ % pool.length]!;
-      const answer = (await connection.request({ op: "call_tool", server: "echo", tool: "echo", args: { text: `call-${i}` }, id: i, token: lock.lock.token })) as {
+      const answer = (await connection.request({
+        op: "call_tool",
+        server: "echo",
+        tool: "echo",
+        args: { text: `call-${i}` },
+        id: i,
+        token: lock.lock.token,
+      })) as {
         ok: boolean;
         id?: number;
         result?: { content: { text: string }[] };

@@ -106,7 +106,12 @@ function manyToolsPagingMarkdown(r: ManyToolsPagingResult): string {
     markdownTable(
       ["paging the whole list", "pages>", "tools>", "ms>"],
       [
-        [`while summarizing${r.pagingWhileSummarizing.stillSummarizingAfter ? "" : " (done before paging ended)"}`, r.pagingWhileSummarizing.pages, r.pagingWhileSummarizing.tools, r.pagingWhileSummarizing.ms],
+        [
+          `while summarizing${r.pagingWhileSummarizing.stillSummarizingAfter ? "" : " (done before paging ended)"}`,
+          r.pagingWhileSummarizing.pages,
+          r.pagingWhileSummarizing.tools,
+          r.pagingWhileSummarizing.ms,
+        ],
         ["after", r.pagingAfter.pages, r.pagingAfter.tools, r.pagingAfter.ms],
       ],
     ),

@@ -103,7 +103,10 @@ export async function killGroup(child: ChildProcess): Promise<void> {
  * Connects over streamable HTTP to `url`, retrying until the server listens (a child that was just
  * spawned) or `timeoutMs` passes.
  */
-export async function connectHttp(url: string, options: { timeoutMs?: number; signal?: AbortSignal; onClose?: () => Promise<void>; pid?: number } = {}): Promise<Connected> {
+export async function connectHttp(
+  url: string,
+  options: { timeoutMs?: number; signal?: AbortSignal; onClose?: () => Promise<void>; pid?: number } = {},
+): Promise<Connected> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   let lastError: unknown;
   while (Date.now() < deadline) {

@@ -80,17 +80,30 @@ function formatChange(change: number): string {
  * run's value; then, folded, every figure of this run with the previous run's beside it (by path;
  * "—" where the previous run did not measure it), so a small drift shows as well as a jump.
  */
-export function comparisonMarkdown(changes: readonly FigureChange[], previousStartedAt: string, threshold = 0.05, added: readonly { path: string; after: number }[] = []): string {
+export function comparisonMarkdown(
+  changes: readonly FigureChange[],
+  previousStartedAt: string,
+  threshold = 0.05,
+  added: readonly { path: string; after: number }[] = [],
+): string {
   const moved = changes.filter((c) => Math.abs(c.change) >= threshold);
   const newNote = added.length > 0 ? ` ${added.length} figures are new in this run.` : "";
   const header = `## Against the previous run (${previousStartedAt})\n\n${changes.length} figures in both runs; ${moved.length} moved by ${Math.round(threshold * 100)}% or more, the rest by less.${newNote}`;
   const movedTable =
-    moved.length === 0 ? "" : `\n\n${markdownTable(["figure", "previous", "this run", "change"], moved.map((c) => [`\`${c.path}\``, formatNumber(c.before), formatNumber(c.after), formatChange(c.change)]))}`;
+    moved.length === 0
+      ? ""
+      : `\n\n${markdownTable(
+          ["figure", "previous", "this run", "change"],
+          moved.map((c) => [`\`${c.path}\``, formatNumber(c.before), formatNumber(c.after), formatChange(c.change)]),
+        )}`;
   const every = [
     ...changes.map((c) => ({ path: c.path, cells: [formatNumber(c.before), formatNumber(c.after), formatChange(c.change)] })),
     ...added.map((a) => ({ path: a.path, cells: ["—", formatNumber(a.after), "—"] })),
   ].sort((x, y) => x.path.localeCompare(y.path));
   if (every.length === 0) return header + movedTable;
-  const all = markdownTable(["figure", "previous", "this run", "change"], every.map((e) => [`\`${e.path}\``, ...e.cells]));
+  const all = markdownTable(
+    ["figure", "previous", "this run", "change"],
+    every.map((e) => [`\`${e.path}\``, ...e.cells]),
+  );
   return `${header}${movedTable}\n\n<details><summary>Every figure of this run beside the previous run's (${every.length})</summary>\n\n${all}\n\n</details>`;
 }

@@ -65,7 +65,12 @@ async function runProtocolProbe(runs: number): Promise<ProtocolProbeResult> {
       // The protocols in alternation, run after run, so that a loaded moment weighs on each alike.
       for (let run = 0; run < runs; run++) {
         for (const protocol of c.protocols) {
-          const pool = new UpstreamPool({ separator: "_", exposes: exposesTool, retryFailedStart: false, servers: [serverConfig({ name: "s", transport: "http", url: running.url, protocol })] });
+          const pool = new UpstreamPool({
+            separator: "_",
+            exposes: exposesTool,
+            retryFailedStart: false,
+            servers: [serverConfig({ name: "s", transport: "http", url: running.url, protocol })],
+          });
           const t0 = nowMs();
           await pool.start();
           starts.get(protocol)!.push(nowMs() - t0);

@@ -38,7 +38,10 @@ function answerIn(body: string, contentType: string, id: number): Answer | undef
  * stream and an SSE parser per call), below the servers it would measure; this one leaves the
  * figure to the server. Both HTTP rows of the latency bench use it, so their ratio is fair.
  */
-export async function connectRawHttp(url: string, options: { timeoutMs?: number; signal?: AbortSignal; onClose?: () => Promise<void>; pid?: number } = {}): Promise<Connected> {
+export async function connectRawHttp(
+  url: string,
+  options: { timeoutMs?: number; signal?: AbortSignal; onClose?: () => Promise<void>; pid?: number } = {},
+): Promise<Connected> {
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   // Headers shared by every request; the session id joins them once the session exists.
@@ -52,14 +55,26 @@ export async function connectRawHttp(url: string, options: { timeoutMs?: number;
     new Promise((resolve, reject) => {
       const payload = JSON.stringify(message);
       const req = http.request(
-        { agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(payload) } },
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          headers: { ...headers, "content-length": Buffer.byteLength(payload) },
+        },
         (res) => {
           res.setEncoding("utf8");
           let body = "";
           res.on("data", (chunk: string) => (body += chunk));
           res.on("end", () => {
             const sessionId = res.headers["mcp-session-id"];
-            resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"] ?? "", body, ...(typeof sessionId === "string" ? { sessionId } : {}) });
+            resolve({
+              status: res.statusCode ?? 0,
+              contentType: res.headers["content-type"] ?? "",
+              body,
+              ...(typeof sessionId === "string" ? { sessionId } : {}),
+            });
           });
           res.on("error", reject);
         },
@@ -86,8 +101,14 @@ export async function connectRawHttp(url: string, options: { timeoutMs?: number;
     options.signal?.throwIfAborted();
     try {
       const id = nextId++;
-      const res = await post({ jsonrpc: "2.0", id, method: "initialize", params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "abridge-bench-raw-http", version: "0.1.0" } } });
-      if (res.status !== 200 || answerIn(res.body, res.contentType, id) === undefined) throw new Error(`initialize: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+      const res = await post({
+        jsonrpc: "2.0",
+        id,
+        method: "initialize",
+        params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "abridge-bench-raw-http", version: "0.1.0" } },
+      });
+      if (res.status !== 200 || answerIn(res.body, res.contentType, id) === undefined)
+        throw new Error(`initialize: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
       if (res.sessionId !== undefined) headers["mcp-session-id"] = res.sessionId;
       headers["mcp-protocol-version"] = PROTOCOL_VERSION;
       initialized = true;

@@ -37,8 +37,32 @@ function random(seed: number): () => number {
   };
 }
 
-const WORDS = "alpha beta gamma delta bridge server cache token result table column row value index model client stream config policy output limit schema tool call".split(" ");
-const NAMES = ["Ada", "Brook", "Cyril", "Dana", "Emil", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kira", "Lev", "Mara", "Nils", "Oda", "Pia", "Quinn", "Rafa", "Sven", "Tove"];
+const WORDS =
+  "alpha beta gamma delta bridge server cache token result table column row value index model client stream config policy output limit schema tool call".split(
+    " ",
+  );
+const NAMES = [
+  "Ada",
+  "Brook",
+  "Cyril",
+  "Dana",
+  "Emil",
+  "Farah",
+  "Goran",
+  "Hana",
+  "Ivo",
+  "Jun",
+  "Kira",
+  "Lev",
+  "Mara",
+  "Nils",
+  "Oda",
+  "Pia",
+  "Quinn",
+  "Rafa",
+  "Sven",
+  "Tove",
+];
 
 /** A 1x1 PNG, for read_media_file. */
 const PNG_1X1 = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
@@ -53,16 +77,38 @@ function treeFiles(rand: () => number): Map<string, string | Buffer> {
     const count = 4 + Math.floor(rand() * 5);
     for (let i = 0; i < count; i++) {
       const kind = i % 4;
-      if (kind === 0) files.set(`${dir}/readme-${i}.md`, `# ${sentence(3)}\n\n${Array.from({ length: 3 + Math.floor(rand() * 6) }, () => `${sentence(12)}.`).join("\n")}\n`);
+      if (kind === 0)
+        files.set(`${dir}/readme-${i}.md`, `# ${sentence(3)}\n\n${Array.from({ length: 3 + Math.floor(rand() * 6) }, () => `${sentence(12)}.`).join("\n")}\n`);
       else if (kind === 1) {
-        const rows = Array.from({ length: 3 + Math.floor(rand() * 12) }, (_, r) => ({ id: r + 1, name: pick(NAMES), score: Math.round(rand() * 1000) / 10, active: rand() > 0.3, tags: [pick(WORDS), pick(WORDS)], note: rand() > 0.7 ? null : sentence(4) }));
+        const rows = Array.from({ length: 3 + Math.floor(rand() * 12) }, (_, r) => ({
+          id: r + 1,
+          name: pick(NAMES),
+          score: Math.round(rand() * 1000) / 10,
+          active: rand() > 0.3,
+          tags: [pick(WORDS), pick(WORDS)],
+          note: rand() > 0.7 ? null : sentence(4),
+        }));
         files.set(`${dir}/records-${i}.json`, `${JSON.stringify({ generated: "2026-11-27", rows }, null, 2)}\n`);
-      } else if (kind === 2) files.set(`${dir}/module-${i}.ts`, `/** ${sentence(8)} */\nexport function ${pick(WORDS)}${i}(value: number): number {\n  return value * ${i + 1};\n}\n`);
-      else files.set(`${dir}/log-${i}.txt`, Array.from({ length: 5 + Math.floor(rand() * 20) }, (_, l) => `2026-11-27T10:${String(l).padStart(2, "0")}:00Z ${pick(["INFO", "WARN", "DEBUG"])} ${sentence(6)}`).join("\n"));
+      } else if (kind === 2)
+        files.set(
+          `${dir}/module-${i}.ts`,
+          `/** ${sentence(8)} */\nexport function ${pick(WORDS)}${i}(value: number): number {\n  return value * ${i + 1};\n}\n`,
+        );
+      else
+        files.set(
+          `${dir}/log-${i}.txt`,
+          Array.from(
+            { length: 5 + Math.floor(rand() * 20) },
+            (_, l) => `2026-11-27T10:${String(l).padStart(2, "0")}:00Z ${pick(["INFO", "WARN", "DEBUG"])} ${sentence(6)}`,
+          ).join("\n"),
+        );
     }
   }
   files.set("data/pixel.png", PNG_1X1);
-  files.set("config/settings.json", `${JSON.stringify({ name: "demo", version: 3, features: { cache: true, spill: false }, servers: NAMES.slice(0, 5).map((n, i) => ({ name: n.toLowerCase(), port: 4000 + i, enabled: i % 2 === 0 })) }, null, 2)}\n`);
+  files.set(
+    "config/settings.json",
+    `${JSON.stringify({ name: "demo", version: 3, features: { cache: true, spill: false }, servers: NAMES.slice(0, 5).map((n, i) => ({ name: n.toLowerCase(), port: 4000 + i, enabled: i % 2 === 0 })) }, null, 2)}\n`,
+  );
   return files;
 }
 
@@ -98,8 +144,18 @@ function filesystemCalls(root: string, files: Map<string, string | Buffer>): [st
   calls.push(["directory_tree", { path: root, excludePatterns: ["**/*.txt"] }]);
   for (const name of names) calls.push(["get_file_info", { path: at(name) }]);
   for (const name of names.filter((n) => !n.endsWith(".png"))) calls.push(["read_text_file", { path: at(name) }]);
-  for (const name of names.filter((n) => n.endsWith(".txt")).slice(0, 4)) calls.push(["read_text_file", { path: at(name), head: 3 }], ["read_text_file", { path: at(name), tail: 2 }]);
-  for (let i = 0; i + 3 <= Math.min(names.length, 24); i += 3) calls.push(["read_multiple_files", { paths: names.slice(i, i + 3).filter((n) => !n.endsWith(".png")).map(at) }]);
+  for (const name of names.filter((n) => n.endsWith(".txt")).slice(0, 4))
+    calls.push(["read_text_file", { path: at(name), head: 3 }], ["read_text_file", { path: at(name), tail: 2 }]);
+  for (let i = 0; i + 3 <= Math.min(names.length, 24); i += 3)
+    calls.push([
+      "read_multiple_files",
+      {
+        paths: names
+          .slice(i, i + 3)
+          .filter((n) => !n.endsWith(".png"))
+          .map(at),
+      },
+    ]);
   for (const pattern of ["*.json", "*.md", "readme", "module", "*.ts", "log-*", "nothing-matches"]) calls.push(["search_files", { path: root, pattern }]);
   calls.push(["read_media_file", { path: at("data/pixel.png") }], ["read_file", { path: at("config/settings.json") }]);
   calls.push(["create_directory", { path: at("out") }], ["create_directory", { path: at("out/nested") }]);
@@ -120,16 +176,27 @@ function memoryCalls(rand: () => number): [string, Record<string, unknown>][] {
     const entities = NAMES.slice(batch * 2, batch * 2 + 2).map((name) => ({
       name,
       entityType: pick(types),
-      observations: Array.from({ length: 1 + Math.floor(rand() * 3) }, () => `${pick(["works on", "prefers", "owns", "reviews"])} ${pick(WORDS)} ${pick(WORDS)}`),
+      observations: Array.from(
+        { length: 1 + Math.floor(rand() * 3) },
+        () => `${pick(["works on", "prefers", "owns", "reviews"])} ${pick(WORDS)} ${pick(WORDS)}`,
+      ),
     }));
     entities.push({ name: `${pick(WORDS)}-${batch}`, entityType: "project", observations: [`started in week ${batch + 1}`] });
     calls.push(["create_entities", { entities }]);
-    const relations = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => ({ from: pick(NAMES.slice(0, batch * 2 + 2)), to: pick(NAMES.slice(0, batch * 2 + 2)), relationType: pick(["knows", "works_with", "reports_to", "mentors"]) }));
+    const relations = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => ({
+      from: pick(NAMES.slice(0, batch * 2 + 2)),
+      to: pick(NAMES.slice(0, batch * 2 + 2)),
+      relationType: pick(["knows", "works_with", "reports_to", "mentors"]),
+    }));
     calls.push(["create_relations", { relations }]);
-    calls.push(["add_observations", { observations: [{ entityName: pick(NAMES.slice(0, batch * 2 + 2)), contents: [`noted ${pick(WORDS)} on day ${batch}`, `likes ${pick(WORDS)}`] }] }]);
+    calls.push([
+      "add_observations",
+      { observations: [{ entityName: pick(NAMES.slice(0, batch * 2 + 2)), contents: [`noted ${pick(WORDS)} on day ${batch}`, `likes ${pick(WORDS)}`] }] },
+    ]);
     calls.push(["read_graph", {}]);
   }
-  for (const query of ["Ada", "project", "cache", "works", "team", "xyz", "mentors", "Hana", "token", "service", "week", "likes", "reviews", "person", "delta"]) calls.push(["search_nodes", { query }]);
+  for (const query of ["Ada", "project", "cache", "works", "team", "xyz", "mentors", "Hana", "token", "service", "week", "likes", "reviews", "person", "delta"])
+    calls.push(["search_nodes", { query }]);
   for (let i = 0; i < 10; i++) calls.push(["open_nodes", { names: [pick(NAMES), pick(NAMES), pick(NAMES)] }]);
   calls.push(["delete_observations", { deletions: [{ entityName: "Ada", observations: ["not there"] }] }]);
   calls.push(["delete_relations", { relations: [{ from: "Ada", to: "Brook", relationType: "knows" }] }]);
@@ -146,7 +213,8 @@ function everythingCalls(): [string, Record<string, unknown>][] {
   for (const count of [1, 2, 3, 5, 8, 10]) calls.push(["get-resource-links", { count }]);
   for (const resourceId of [1, 2, 3, 4]) calls.push(["get-resource-reference", { resourceType: "Text", resourceId }]);
   calls.push(["get-resource-reference", { resourceType: "Blob", resourceId: 5 }]);
-  for (const messageType of ["error", "success", "debug"]) calls.push(["get-annotated-message", { messageType }], ["get-annotated-message", { messageType, includeImage: true }]);
+  for (const messageType of ["error", "success", "debug"])
+    calls.push(["get-annotated-message", { messageType }], ["get-annotated-message", { messageType, includeImage: true }]);
   calls.push(["get-tiny-image", {}], ["get-tiny-image", {}]);
   calls.push(["trigger-long-running-operation", { duration: 0.2, steps: 2 }]);
   calls.push(["gzip-file-as-resource", { name: "hello.txt.gz", data: "data:text/plain;base64,aGVsbG8gd29ybGQ=", outputType: "resource" }]);
@@ -157,9 +225,38 @@ function thinkingCalls(): [string, Record<string, unknown>][] {
   const calls: [string, Record<string, unknown>][] = [];
   for (let chain = 0; chain < 5; chain++) {
     const total = 4 + chain;
-    for (let n = 1; n <= total; n++) calls.push(["sequentialthinking", { thought: `step ${n} of plan ${chain}: weigh ${WORDS[(n + chain) % WORDS.length]} against ${WORDS[(n * 3 + chain) % WORDS.length]}`, nextThoughtNeeded: n < total, thoughtNumber: n, totalThoughts: total }]);
-    calls.push(["sequentialthinking", { thought: `revise step 2 of plan ${chain}`, nextThoughtNeeded: false, thoughtNumber: total + 1, totalThoughts: total + 1, isRevision: true, revisesThought: 2 }]);
-    calls.push(["sequentialthinking", { thought: `branch from step 1 of plan ${chain}`, nextThoughtNeeded: false, thoughtNumber: 2, totalThoughts: 3, branchFromThought: 1, branchId: `b${chain}` }]);
+    for (let n = 1; n <= total; n++)
+      calls.push([
+        "sequentialthinking",
+        {
+          thought: `step ${n} of plan ${chain}: weigh ${WORDS[(n + chain) % WORDS.length]} against ${WORDS[(n * 3 + chain) % WORDS.length]}`,
+          nextThoughtNeeded: n < total,
+          thoughtNumber: n,
+          totalThoughts: total,
+        },
+      ]);
+    calls.push([
+      "sequentialthinking",
+      {
+        thought: `revise step 2 of plan ${chain}`,
+        nextThoughtNeeded: false,
+        thoughtNumber: total + 1,
+        totalThoughts: total + 1,
+        isRevision: true,
+        revisesThought: 2,
+      },
+    ]);
+    calls.push([
+      "sequentialthinking",
+      {
+        thought: `branch from step 1 of plan ${chain}`,
+        nextThoughtNeeded: false,
+        thoughtNumber: 2,
+        totalThoughts: 3,
+        branchFromThought: 1,
+        branchId: `b${chain}`,
+      },
+    ]);
   }
   return calls;
 }
@@ -176,9 +273,17 @@ async function main(): Promise<void> {
   const node = process.execPath;
   const servers: { server: string; client: () => Promise<Client>; calls: () => [string, Record<string, unknown>][] }[] = [
     { server: "filesystem", client: () => connect(node, [bin("@modelcontextprotocol/server-filesystem"), root]), calls: () => filesystemCalls(root, files) },
-    { server: "memory", client: () => connect(node, [bin("@modelcontextprotocol/server-memory")], { MEMORY_FILE_PATH: path.join(SCRATCH, "memory.jsonl") }), calls: () => memoryCalls(random(7)) },
+    {
+      server: "memory",
+      client: () => connect(node, [bin("@modelcontextprotocol/server-memory")], { MEMORY_FILE_PATH: path.join(SCRATCH, "memory.jsonl") }),
+      calls: () => memoryCalls(random(7)),
+    },
     { server: "everything", client: () => connect(node, [bin("@modelcontextprotocol/server-everything"), "stdio"]), calls: everythingCalls },
-    { server: "sequential-thinking", client: () => connect(node, [bin("@modelcontextprotocol/server-sequential-thinking")], { DISABLE_THOUGHT_LOGGING: "true" }), calls: thinkingCalls },
+    {
+      server: "sequential-thinking",
+      client: () => connect(node, [bin("@modelcontextprotocol/server-sequential-thinking")], { DISABLE_THOUGHT_LOGGING: "true" }),
+      calls: thinkingCalls,
+    },
   ];
   await mkdir(RESULTS_DIR, { recursive: true });
   let total = 0;

@@ -20,7 +20,9 @@ export interface RecordedCall {
 /** Every recorded call, server by server in file-name order, calls in the order made. */
 export function loadRecordedResults(dir = RESULTS_DIR): RecordedCall[] {
   const calls: RecordedCall[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".jsonl")).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".jsonl"))
+    .sort()) {
     const lines = readFileSync(path.join(dir, file), "utf8").split("\n");
     lines.forEach((line, i) => {
       if (line.trim() === "") return;

@@ -103,7 +103,19 @@ function isJsonBearing(result: CallToolResult): boolean {
 }
 
 function emptyRow(server: string): ShapingRow {
-  return { server, calls: 0, jsonCalls: 0, textBefore: 0, textCompact: 0, textLean: 0, jsonTextBefore: 0, jsonTextCompact: 0, bothBefore: 0, bothCompact: 0, bothTextOnly: 0 };
+  return {
+    server,
+    calls: 0,
+    jsonCalls: 0,
+    textBefore: 0,
+    textCompact: 0,
+    textLean: 0,
+    jsonTextBefore: 0,
+    jsonTextCompact: 0,
+    bothBefore: 0,
+    bothCompact: 0,
+    bothTextOnly: 0,
+  };
 }
 
 function addTo(row: ShapingRow, call: RecordedCall): void {
@@ -244,7 +256,22 @@ const saved = (before: number, after: number): string => (before === 0 ? "—" :
 export function resultShapingMarkdown(r: ResultShapingResult): string {
   const rows = [...r.rows, r.total];
   const perServer = markdownTable(
-    ["server", "calls", "JSON calls", "text as-is", "text compact", "saved", "JSON calls' text as-is", "compact", "saved", "text lean", "text + structured as-is", "compact", "text-only", "saved (text-only)"],
+    [
+      "server",
+      "calls",
+      "JSON calls",
+      "text as-is",
+      "text compact",
+      "saved",
+      "JSON calls' text as-is",
+      "compact",
+      "saved",
+      "text lean",
+      "text + structured as-is",
+      "compact",
+      "text-only",
+      "saved (text-only)",
+    ],
     rows.map((row) => [
       row.server === "total" ? "**total**" : row.server,
       row.calls,
@@ -269,9 +296,21 @@ export function resultShapingMarkdown(r: ResultShapingResult): string {
   const targets = markdownTable(
     ["target", "figure", "status"],
     [
-      ["compact: >= 30% fewer tokens on the JSON-bearing results", `${pct(r.jsonSaving)} (${r.total.jsonTextBefore} -> ${r.total.jsonTextCompact})`, r.jsonSaving >= 0.3 ? "met" : "missed"],
-      ["0 values lost (round trip of every recorded result)", `${r.roundTrip.valuesLost} of ${r.roundTrip.results} results (${r.roundTrip.shapedBlocks} of ${r.roundTrip.textBlocks} text blocks rewritten)`, r.roundTrip.valuesLost === 0 ? "met" : "missed"],
-      ["compact adds <= 0.05 ms p50 per call (results < 10 KB)", `${round(r.timing.p50Ms, 4)} ms p50, ${round(r.timing.p99Ms, 4)} ms p99 (${r.timing.results} results); JSON-bearing alone: ${round(r.timing.jsonP50Ms, 4)} ms p50, ${round(r.timing.jsonP99Ms, 4)} ms p99 (${r.timing.jsonResults})`, Math.max(r.timing.p50Ms, r.timing.jsonP50Ms) <= 0.05 ? "met" : "missed"],
+      [
+        "compact: >= 30% fewer tokens on the JSON-bearing results",
+        `${pct(r.jsonSaving)} (${r.total.jsonTextBefore} -> ${r.total.jsonTextCompact})`,
+        r.jsonSaving >= 0.3 ? "met" : "missed",
+      ],
+      [
+        "0 values lost (round trip of every recorded result)",
+        `${r.roundTrip.valuesLost} of ${r.roundTrip.results} results (${r.roundTrip.shapedBlocks} of ${r.roundTrip.textBlocks} text blocks rewritten)`,
+        r.roundTrip.valuesLost === 0 ? "met" : "missed",
+      ],
+      [
+        "compact adds <= 0.05 ms p50 per call (results < 10 KB)",
+        `${round(r.timing.p50Ms, 4)} ms p50, ${round(r.timing.p99Ms, 4)} ms p99 (${r.timing.results} results); JSON-bearing alone: ${round(r.timing.jsonP50Ms, 4)} ms p50, ${round(r.timing.jsonP99Ms, 4)} ms p99 (${r.timing.jsonResults})`,
+        Math.max(r.timing.p50Ms, r.timing.jsonP50Ms) <= 0.05 ? "met" : "missed",
+      ],
     ],
   );
   return (

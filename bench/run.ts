@@ -45,7 +45,27 @@ import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import { messageOf } from "../src/model/errors.js";
 
-const BENCHES = ["tokens", "fidelity", "guard", "cache", "latency", "stdioServe", "daemonCalls", "httpEras", "startup", "slowStart", "jsonRpc", "bus", "hostileBus", "hostileStdio", "hostileHttp", "hostileCache", "fleetCache", "resultShaping", "codeMode"] as const;
+const BENCHES = [
+  "tokens",
+  "fidelity",
+  "guard",
+  "cache",
+  "latency",
+  "stdioServe",
+  "daemonCalls",
+  "httpEras",
+  "startup",
+  "slowStart",
+  "jsonRpc",
+  "bus",
+  "hostileBus",
+  "hostileStdio",
+  "hostileHttp",
+  "hostileCache",
+  "fleetCache",
+  "resultShaping",
+  "codeMode",
+] as const;
 type BenchName = (typeof BENCHES)[number];
 
 /** Names `--only` takes for several benchmarks at once. */
@@ -127,7 +147,11 @@ function onlyStem(argv: readonly string[]): string {
   const inline = argv.find((a) => a.startsWith("--only="));
   const value = inline !== undefined ? inline.slice("--only=".length) : i === -1 ? undefined : argv[i + 1];
   if (value === undefined) return "latest";
-  return `only-${value.split(",").map((s) => s.trim()).filter((s) => s !== "").join("-")}`;
+  return `only-${value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .join("-")}`;
 }
 
 const ms = (v: number | undefined, digits = 2): number | undefined => (v === undefined ? undefined : round(v, digits));
@@ -179,7 +203,12 @@ function tokensMarkdown(r: TokensResult): string {
     out.push(
       `\nPer tool (each tool alone, OpenAI form): compact larger than full: **${t.compactOverFull}** of ${t.tools}; ` +
         `summary larger than full: ${t.summaryOverFull}; compact larger than summary: ${t.compactOverSummary}.` +
-        (t.worst.length > 0 ? `\n\nLargest compact/full:\n\n${markdownTable(["tool", "full>", "summary>", "compact>", "compact/full>"], t.worst.map((w) => [w.tool, w.full, w.summary, w.compact, pct(w.compact / w.full)]))}` : ""),
+        (t.worst.length > 0
+          ? `\n\nLargest compact/full:\n\n${markdownTable(
+              ["tool", "full>", "summary>", "compact>", "compact/full>"],
+              t.worst.map((w) => [w.tool, w.full, w.summary, w.compact, pct(w.compact / w.full)]),
+            )}`
+          : ""),
     );
     const w = s.wordLists;
     out.push(
@@ -223,7 +252,14 @@ function latencyMarkdown(r: LatencyResult): string {
       r.rows.map((row) =>
         row.notAvailable !== undefined
           ? [row.label, `not available: ${row.notAvailable.replace(/^not available: /, "")}`]
-          : [row.label, ms(row.p50Ms, 3), ms(row.p99Ms, 3), ms(row.addedP50Ms, 3), ms(row.addedP99Ms, 3), ...CONCURRENCY.map((c) => Math.round(row.throughput?.[String(c)] ?? Number.NaN))],
+          : [
+              row.label,
+              ms(row.p50Ms, 3),
+              ms(row.p99Ms, 3),
+              ms(row.addedP50Ms, 3),
+              ms(row.addedP99Ms, 3),
+              ...CONCURRENCY.map((c) => Math.round(row.throughput?.[String(c)] ?? Number.NaN)),
+            ],
       ),
     ),
   ].join("\n");
@@ -236,7 +272,9 @@ function startupMarkdown(r: StartupResult): string {
     "## Start-up and scale\n",
     startupUpstreamsMarkdown(r),
     `\nListing ${l.tools} tools (compact, warm cache): discovery + render in-process ${ms(l.discoverAndRenderMsMedian, 2)} ms; repeated list (memoized) ${ms(l.cachedListMsMedian, 4)} ms; ` +
-      (l.serveRoundTripMsMedian !== undefined ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians; 20 lists after 10 warm-up lists).` : `through serve: not available: ${l.notAvailable}.`),
+      (l.serveRoundTripMsMedian !== undefined
+        ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians; 20 lists after 10 warm-up lists).`
+        : `through serve: not available: ${l.notAvailable}.`),
     `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact): ` +
       (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
   ].join("\n");
@@ -251,19 +289,80 @@ function checkTargets(r: Results): TargetCheck[] {
   const share = r.tokens?.summarizers[0]?.shareOfFull;
   const code = r.codeMode;
   const ct = CODE_MODE_TARGETS;
-  add(`code mode: code sessions <= ${ct.tokenShare * 100}% of the classic sessions' tokens (task suite)`, code?.total.share, (v) => v <= ct.tokenShare, (v) => `${pct(v)} (${code?.total.code} of ${code?.total.classic})`);
-  add(`code mode: a run starts in <= ${ct.coldStartMs} ms (median)`, code?.runtime.coldStart.runMsMedian, (v) => v <= ct.coldStartMs, (v) => `${v.toFixed(2)} ms`);
-  add(`code mode: a call from a program adds <= ${ct.addedCallMs} ms to a direct Bridge.callTool`, code === undefined ? undefined : code.runtime.toolCall.addedUsPerCall / 1000, (v) => v <= ct.addedCallMs, (v) => `${v.toFixed(3)} ms`);
-  add(`code mode: 16 concurrent runs add <= ${ct.extraRssMiB} MiB RSS`, code?.runtime.memory.extraRssMiB, (v) => v <= ct.extraRssMiB, (v) => `${v.toFixed(1)} MiB (${code?.runtime.memory.extraRssPrimedMiB.toFixed(1)} MiB once a run has started the runtime)`);
+  add(
+    `code mode: code sessions <= ${ct.tokenShare * 100}% of the classic sessions' tokens (task suite)`,
+    code?.total.share,
+    (v) => v <= ct.tokenShare,
+    (v) => `${pct(v)} (${code?.total.code} of ${code?.total.classic})`,
+  );
+  add(
+    `code mode: a run starts in <= ${ct.coldStartMs} ms (median)`,
+    code?.runtime.coldStart.runMsMedian,
+    (v) => v <= ct.coldStartMs,
+    (v) => `${v.toFixed(2)} ms`,
+  );
+  add(
+    `code mode: a call from a program adds <= ${ct.addedCallMs} ms to a direct Bridge.callTool`,
+    code === undefined ? undefined : code.runtime.toolCall.addedUsPerCall / 1000,
+    (v) => v <= ct.addedCallMs,
+    (v) => `${v.toFixed(3)} ms`,
+  );
+  add(
+    `code mode: 16 concurrent runs add <= ${ct.extraRssMiB} MiB RSS`,
+    code?.runtime.memory.extraRssMiB,
+    (v) => v <= ct.extraRssMiB,
+    (v) => `${v.toFixed(1)} MiB (${code?.runtime.memory.extraRssPrimedMiB.toFixed(1)} MiB once a run has started the runtime)`,
+  );
   const shaping = r.resultShaping;
-  add("result_format compact: >= 30% fewer tokens on JSON-bearing recorded results", shaping?.jsonSaving, (v) => v >= 0.3, (v) => pct(v) ?? "");
-  add("result_format compact: 0 values lost in the round trip of every recorded result", shaping?.roundTrip.valuesLost, (v) => v === 0, (v) => `${v} of ${shaping?.roundTrip.results}`);
-  add("result_format compact adds <= 0.05 ms p50 per call (JSON-bearing results < 10 KB)", shaping?.timing.jsonP50Ms, (v) => v <= 0.05, (v) => `${v.toFixed(4)} ms (all results: ${shaping?.timing.p50Ms.toFixed(4)} ms)`);
-  add("compact <= 12% of full tokens (corpus, extractive)", share?.compact, (v) => v <= 0.12, (v) => pct(v) ?? "");
-  add("lazy <= 1.5% of full tokens", share?.lazy, (v) => v <= 0.015, (v) => pct(v) ?? "");
-  add("summary <= 40% of full tokens", share?.summary, (v) => v <= 0.4, (v) => pct(v) ?? "");
-  add("compact top-5 fidelity >= 97% of full's", r.fidelity?.compactOverFull.top5, (v) => v >= 0.97, (v) => `${pct(v)} (compact ${pct(r.fidelity?.modes.find((m) => m.mode === "compact")?.top5)} vs full ${pct(r.fidelity?.modes.find((m) => m.mode === "full")?.top5)})`);
-  add("structural fidelity 100%", r.fidelity?.structural.share, (v) => v >= 1, (v) => pct(v) ?? "");
+  add(
+    "result_format compact: >= 30% fewer tokens on JSON-bearing recorded results",
+    shaping?.jsonSaving,
+    (v) => v >= 0.3,
+    (v) => pct(v) ?? "",
+  );
+  add(
+    "result_format compact: 0 values lost in the round trip of every recorded result",
+    shaping?.roundTrip.valuesLost,
+    (v) => v === 0,
+    (v) => `${v} of ${shaping?.roundTrip.results}`,
+  );
+  add(
+    "result_format compact adds <= 0.05 ms p50 per call (JSON-bearing results < 10 KB)",
+    shaping?.timing.jsonP50Ms,
+    (v) => v <= 0.05,
+    (v) => `${v.toFixed(4)} ms (all results: ${shaping?.timing.p50Ms.toFixed(4)} ms)`,
+  );
+  add(
+    "compact <= 12% of full tokens (corpus, extractive)",
+    share?.compact,
+    (v) => v <= 0.12,
+    (v) => pct(v) ?? "",
+  );
+  add(
+    "lazy <= 1.5% of full tokens",
+    share?.lazy,
+    (v) => v <= 0.015,
+    (v) => pct(v) ?? "",
+  );
+  add(
+    "summary <= 40% of full tokens",
+    share?.summary,
+    (v) => v <= 0.4,
+    (v) => pct(v) ?? "",
+  );
+  add(
+    "compact top-5 fidelity >= 97% of full's",
+    r.fidelity?.compactOverFull.top5,
+    (v) => v >= 0.97,
+    (v) =>
+      `${pct(v)} (compact ${pct(r.fidelity?.modes.find((m) => m.mode === "compact")?.top5)} vs full ${pct(r.fidelity?.modes.find((m) => m.mode === "full")?.top5)})`,
+  );
+  add(
+    "structural fidelity 100%",
+    r.fidelity?.structural.share,
+    (v) => v >= 1,
+    (v) => pct(v) ?? "",
+  );
   add(
     "summary guard rejects <= 1% of honest extractive summaries (corpus)",
     r.guard?.falseRejectShare,
@@ -275,29 +374,124 @@ function checkTargets(r: Results): TargetCheck[] {
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
   const serveStdio = row("serveStdio");
   const rawServe = row("rawServe");
-  add("serve (stdio) adds <= 0.1 ms p50 over one pipe hop (raw echo, raw client)", rawServe?.addedP50Ms, (v) => v <= 0.1, (v) => `${v.toFixed(3)} ms`, rawServe?.notAvailable);
-  add("serve (stdio) adds <= 0.3 ms p50 over direct (SDK echo)", serveStdio?.addedP50Ms, (v) => v <= 0.3, (v) => `${v.toFixed(3)} ms`, serveStdio?.notAvailable);
-  add("serve (stdio) >= 50% of direct's calls/s at c=64 (raw echo, raw client)", ratio(c64("rawServe"), c64("rawDirect")), (v) => v >= 0.5, (v) => pct(v) ?? "", rawServe?.notAvailable);
-  add("serve (stdio) >= 50% of direct's calls/s at c=64 (SDK echo)", ratio(c64("serveStdio"), c64("direct")), (v) => v >= 0.5, (v) => pct(v) ?? "", serveStdio?.notAvailable);
-  add("streamable HTTP >= 5,000 calls/s at c=64", c64("serveHttp"), (v) => v >= 5_000, (v) => `${Math.round(v)} calls/s`, row("serveHttp")?.notAvailable);
-  add("streamable HTTP p50 <= 1 ms", row("serveHttp")?.p50Ms, (v) => v <= 1, (v) => `${v.toFixed(2)} ms`, row("serveHttp")?.notAvailable);
-  add("streamable HTTP >= 3x mcp-proxy's calls/s at c=64", ratio(c64("serveHttp"), c64("mcpProxy")), (v) => v >= 3, (v) => `${v.toFixed(2)}x`, row("mcpProxy")?.notAvailable);
-  add("daemon >= 30,000 calls/s at c=64", c64("daemon"), (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`, row("daemon")?.notAvailable);
+  add(
+    "serve (stdio) adds <= 0.1 ms p50 over one pipe hop (raw echo, raw client)",
+    rawServe?.addedP50Ms,
+    (v) => v <= 0.1,
+    (v) => `${v.toFixed(3)} ms`,
+    rawServe?.notAvailable,
+  );
+  add(
+    "serve (stdio) adds <= 0.3 ms p50 over direct (SDK echo)",
+    serveStdio?.addedP50Ms,
+    (v) => v <= 0.3,
+    (v) => `${v.toFixed(3)} ms`,
+    serveStdio?.notAvailable,
+  );
+  add(
+    "serve (stdio) >= 50% of direct's calls/s at c=64 (raw echo, raw client)",
+    ratio(c64("rawServe"), c64("rawDirect")),
+    (v) => v >= 0.5,
+    (v) => pct(v) ?? "",
+    rawServe?.notAvailable,
+  );
+  add(
+    "serve (stdio) >= 50% of direct's calls/s at c=64 (SDK echo)",
+    ratio(c64("serveStdio"), c64("direct")),
+    (v) => v >= 0.5,
+    (v) => pct(v) ?? "",
+    serveStdio?.notAvailable,
+  );
+  add(
+    "streamable HTTP >= 5,000 calls/s at c=64",
+    c64("serveHttp"),
+    (v) => v >= 5_000,
+    (v) => `${Math.round(v)} calls/s`,
+    row("serveHttp")?.notAvailable,
+  );
+  add(
+    "streamable HTTP p50 <= 1 ms",
+    row("serveHttp")?.p50Ms,
+    (v) => v <= 1,
+    (v) => `${v.toFixed(2)} ms`,
+    row("serveHttp")?.notAvailable,
+  );
+  add(
+    "streamable HTTP >= 3x mcp-proxy's calls/s at c=64",
+    ratio(c64("serveHttp"), c64("mcpProxy")),
+    (v) => v >= 3,
+    (v) => `${v.toFixed(2)}x`,
+    row("mcpProxy")?.notAvailable,
+  );
+  add(
+    "daemon >= 30,000 calls/s at c=64",
+    c64("daemon"),
+    (v) => v >= 30_000,
+    (v) => `${Math.round(v)} calls/s`,
+    row("daemon")?.notAvailable,
+  );
   const daemonRaw = r.daemonCalls?.rows.find((x) => x.upstream === "raw");
-  add("daemon >= 30,000 calls/s at c=64 (raw echo upstream)", daemonRaw?.callsPerSecondC64, (v) => v >= 30_000, (v) => `${Math.round(v)} calls/s`);
-  add("HTTP: stateless (2026-07-28) calls/s >= a session's at c=64 (no session lookup)", r.httpEras?.statelessSpeedup, (v) => v >= 1, (v) => `${v.toFixed(2)}x`);
-  add("peak RSS of serve with the corpus catalogs <= 100 MiB", r.startup?.memory.servePeakRssMiB, (v) => v <= 100, (v) => `${Math.round(v)} MiB`, r.startup?.memory.notAvailable);
+  add(
+    "daemon >= 30,000 calls/s at c=64 (raw echo upstream)",
+    daemonRaw?.callsPerSecondC64,
+    (v) => v >= 30_000,
+    (v) => `${Math.round(v)} calls/s`,
+  );
+  add(
+    "HTTP: stateless (2026-07-28) calls/s >= a session's at c=64 (no session lookup)",
+    r.httpEras?.statelessSpeedup,
+    (v) => v >= 1,
+    (v) => `${v.toFixed(2)}x`,
+  );
+  add(
+    "peak RSS of serve with the corpus catalogs <= 100 MiB",
+    r.startup?.memory.servePeakRssMiB,
+    (v) => v <= 100,
+    (v) => `${Math.round(v)} MiB`,
+    r.startup?.memory.notAvailable,
+  );
   const big = r.cache?.load.find((l) => l.entries === 100_000);
-  add("100k-entry cache loads in <= 150 ms", big?.loadMsMedian, (v) => v <= 150, (v) => `${v.toFixed(0)} ms`);
+  add(
+    "100k-entry cache loads in <= 150 ms",
+    big?.loadMsMedian,
+    (v) => v <= 150,
+    (v) => `${v.toFixed(0)} ms`,
+  );
   const huge = r.cache?.load.find((l) => l.entries === 1_000_000);
-  add("1M-entry cache loads in <= 2 s", huge?.loadMsMedian, (v) => v <= 2_000, (v) => `${v.toFixed(0)} ms`);
-  add("1M-entry cache load grows RSS by <= 300 MiB (peak)", huge?.rssPeakMiBMedian, (v) => v <= 300, (v) => `${v.toFixed(0)} MiB`);
+  add(
+    "1M-entry cache loads in <= 2 s",
+    huge?.loadMsMedian,
+    (v) => v <= 2_000,
+    (v) => `${v.toFixed(0)} ms`,
+  );
+  add(
+    "1M-entry cache load grows RSS by <= 300 MiB (peak)",
+    huge?.rssPeakMiBMedian,
+    (v) => v <= 300,
+    (v) => `${v.toFixed(0)} MiB`,
+  );
   const fifty = r.startup?.rows.find((row) => row.upstreams === 50);
-  add("start-up with 50 upstreams <= the slowest upstream's own start + 50 ms (node, prebuilt JS)", fifty?.coldShareMsMedian, (v) => v <= 50, (v) => `+${v.toFixed(0)} ms over the floor`);
+  add(
+    "start-up with 50 upstreams <= the slowest upstream's own start + 50 ms (node, prebuilt JS)",
+    fifty?.coldShareMsMedian,
+    (v) => v <= 50,
+    (v) => `+${v.toFixed(0)} ms over the floor`,
+  );
   const listing = r.startup?.listing;
-  add("discovery + render of 1,000 tools <= 10 ms warm (in-process)", listing?.discoverAndRenderMsMedian, (v) => v <= 10, (v) => `${v.toFixed(1)} ms`);
+  add(
+    "discovery + render of 1,000 tools <= 10 ms warm (in-process)",
+    listing?.discoverAndRenderMsMedian,
+    (v) => v <= 10,
+    (v) => `${v.toFixed(1)} ms`,
+  );
   const listMs = listing?.serveRoundTripMsMedian;
-  add("warm tools/list of 1,000 tools <= 5 ms (round trip through serve)", listMs, (v) => v <= 5, (v) => `${v.toFixed(2)} ms`, listing?.notAvailable);
+  add(
+    "warm tools/list of 1,000 tools <= 5 ms (round trip through serve)",
+    listMs,
+    (v) => v <= 5,
+    (v) => `${v.toFixed(2)} ms`,
+    listing?.notAvailable,
+  );
   // Targets of the held-out evaluation (leave-servers-out, both proxies).
   const views = r.heldOut?.views;
   const view = (id: string) => views?.find((v) => v.id === id);
@@ -308,32 +502,114 @@ function checkTargets(r: Results): TargetCheck[] {
     return a === undefined || b === undefined || b === 0 ? undefined : a / b;
   };
   const proxies = r.heldOut?.proxies ?? [];
-  add("held-out: compact <= 12% of full tokens", view("compact")?.shareOfFull, (v) => v <= 0.12, (v) => pct(v) ?? "");
-  for (const p of proxies) add(`held-out: compact top-5 >= 95% of full's (${p})`, keep("compact", p), (v) => v >= 0.95, (v) => pct(v) ?? "");
-  add("held-out: summary <= 40% of full tokens", view("summary")?.shareOfFull, (v) => v <= 0.4, (v) => pct(v) ?? "");
-  for (const p of proxies) add(`held-out: summary top-5 >= 97% of full's (${p})`, keep("summary", p), (v) => v >= 0.97, (v) => pct(v) ?? "");
-  add("held-out: lazy <= 1.5% of full tokens (pooled corpus list)", view("lazy")?.shareOfFull, (v) => v <= 0.015, (v) => `${(v * 100).toFixed(2)}%`);
-  for (const p of proxies) add(`held-out: lazy (search_tools) top-5 >= full's (${p})`, keep("lazy", p), (v) => v >= 1, (v) => `${pct(v)} of full's`);
+  add(
+    "held-out: compact <= 12% of full tokens",
+    view("compact")?.shareOfFull,
+    (v) => v <= 0.12,
+    (v) => pct(v) ?? "",
+  );
+  for (const p of proxies)
+    add(
+      `held-out: compact top-5 >= 95% of full's (${p})`,
+      keep("compact", p),
+      (v) => v >= 0.95,
+      (v) => pct(v) ?? "",
+    );
+  add(
+    "held-out: summary <= 40% of full tokens",
+    view("summary")?.shareOfFull,
+    (v) => v <= 0.4,
+    (v) => pct(v) ?? "",
+  );
+  for (const p of proxies)
+    add(
+      `held-out: summary top-5 >= 97% of full's (${p})`,
+      keep("summary", p),
+      (v) => v >= 0.97,
+      (v) => pct(v) ?? "",
+    );
+  add(
+    "held-out: lazy <= 1.5% of full tokens (pooled corpus list)",
+    view("lazy")?.shareOfFull,
+    (v) => v <= 0.015,
+    (v) => `${(v * 100).toFixed(2)}%`,
+  );
+  for (const p of proxies)
+    add(
+      `held-out: lazy (search_tools) top-5 >= full's (${p})`,
+      keep("lazy", p),
+      (v) => v >= 1,
+      (v) => `${pct(v)} of full's`,
+    );
   const floods = r.hostileBus?.cases.filter((c) => c.sent !== undefined) ?? [];
   const busLost = floods.length === 0 ? undefined : floods.reduce((sum, c) => sum + (c.lost ?? 0), 0);
-  add("bus under attack: 0 calls lost (call floods, slow-call floods)", busLost, (v) => v === 0, (v) => `${v} of ${floods.reduce((sum, c) => sum + (c.sent ?? 0), 0)}`, r.hostileBus?.notAvailable);
+  add(
+    "bus under attack: 0 calls lost (call floods, slow-call floods)",
+    busLost,
+    (v) => v === 0,
+    (v) => `${v} of ${floods.reduce((sum, c) => sum + (c.sent ?? 0), 0)}`,
+    r.hostileBus?.notAvailable,
+  );
   const floodP99 = floods.length === 0 ? undefined : Math.max(...floods.map((c) => c.healthyP99Ms));
-  add("bus under attack: a healthy call's p99 < 100 ms during the floods", floodP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms`, r.hostileBus?.notAvailable);
+  add(
+    "bus under attack: a healthy call's p99 < 100 ms during the floods",
+    floodP99,
+    (v) => v < 100,
+    (v) => `${v.toFixed(1)} ms`,
+    r.hostileBus?.notAvailable,
+  );
   const stuck = r.hostileStdio;
-  add(`stdio upstream stops reading: 0 of ${stuck?.calls ?? "N"} pipelined calls lost (busy answers count as answered)`, stuck?.lost, (v) => v === 0, (v) => `${v} lost`, stuck?.notAvailable);
-  add("stdio upstream stops reading: serve's event loop never held up 1 s or more", stuck?.loopDelayMaxMs, (v) => v < 1_000, (v) => `${v.toFixed(0)} ms`, stuck?.notAvailable);
+  add(
+    `stdio upstream stops reading: 0 of ${stuck?.calls ?? "N"} pipelined calls lost (busy answers count as answered)`,
+    stuck?.lost,
+    (v) => v === 0,
+    (v) => `${v} lost`,
+    stuck?.notAvailable,
+  );
+  add(
+    "stdio upstream stops reading: serve's event loop never held up 1 s or more",
+    stuck?.loopDelayMaxMs,
+    (v) => v < 1_000,
+    (v) => `${v.toFixed(0)} ms`,
+    stuck?.notAvailable,
+  );
   const httpAttacks = r.hostileHttp?.cases.filter((c) => !c.case.startsWith("baseline")) ?? [];
   const httpLost = httpAttacks.length === 0 ? undefined : httpAttacks.reduce((sum, c) => sum + c.healthyLost, 0);
-  add("serve --http under attack: 0 healthy calls lost (log flood at an unread stream, idle sockets)", httpLost, (v) => v === 0, (v) => `${v} of ${httpAttacks.reduce((sum, c) => sum + c.healthyCalls + c.healthyLost, 0)}`);
+  add(
+    "serve --http under attack: 0 healthy calls lost (log flood at an unread stream, idle sockets)",
+    httpLost,
+    (v) => v === 0,
+    (v) => `${v} of ${httpAttacks.reduce((sum, c) => sum + c.healthyCalls + c.healthyLost, 0)}`,
+  );
   const httpP99 = httpAttacks.length === 0 ? undefined : Math.max(...httpAttacks.map((c) => c.healthyP99Ms));
-  add("serve --http under attack: a healthy call's p99 < 100 ms", httpP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms (${httpAttacks.map((c) => `${c.healthyP99Ms.toFixed(0)}`).join(", ")})`);
+  add(
+    "serve --http under attack: a healthy call's p99 < 100 ms",
+    httpP99,
+    (v) => v < 100,
+    (v) => `${v.toFixed(1)} ms (${httpAttacks.map((c) => `${c.healthyP99Ms.toFixed(0)}`).join(", ")})`,
+  );
   const cacheAttacks = r.hostileCache?.cases ?? [];
   const cacheFailed = cacheAttacks.length === 0 ? undefined : cacheAttacks.reduce((sum, c) => sum + c.healthyFailed, 0);
-  add("shared cache under attack: 0 healthy calls failed (entry flood on the channel, oversized value)", cacheFailed, (v) => v === 0, (v) => `${v} of ${cacheAttacks.reduce((sum, c) => sum + c.healthyCalls, 0)}`);
+  add(
+    "shared cache under attack: 0 healthy calls failed (entry flood on the channel, oversized value)",
+    cacheFailed,
+    (v) => v === 0,
+    (v) => `${v} of ${cacheAttacks.reduce((sum, c) => sum + c.healthyCalls, 0)}`,
+  );
   const cacheP99 = cacheAttacks.length === 0 ? undefined : Math.max(...cacheAttacks.map((c) => c.p99Ms));
-  add("shared cache under attack: a healthy call's p99 < 100 ms", cacheP99, (v) => v < 100, (v) => `${v.toFixed(1)} ms (${cacheAttacks.map((c) => `${c.p99Ms.toFixed(0)}`).join(", ")})`);
+  add(
+    "shared cache under attack: a healthy call's p99 < 100 ms",
+    cacheP99,
+    (v) => v < 100,
+    (v) => `${v.toFixed(1)} ms (${cacheAttacks.map((c) => `${c.p99Ms.toFixed(0)}`).join(", ")})`,
+  );
   const perTool = r.tokens?.summarizers[0]?.perTool;
-  add("no tool's compact form larger than its full form", perTool?.compactOverFull, (v) => v === 0, (v) => `${v} of ${perTool?.tools} tools`);
+  add(
+    "no tool's compact form larger than its full form",
+    perTool?.compactOverFull,
+    (v) => v === 0,
+    (v) => `${v} of ${perTool?.tools} tools`,
+  );
   const wordLists = r.tokens?.summarizers[0]?.wordLists;
   add(
     "0 summaries with appended word lists",
@@ -454,13 +730,20 @@ async function main(): Promise<number> {
       log: (line) => process.stderr.write(`bench: fidelity: ${line}\n`),
     });
     results.heldOut = heldOut;
-    if (embedder !== undefined) process.stderr.write(`bench: fidelity: dense proxy embedded ${embedder.embedded} new texts (${embedder.cached} cached in ${path.relative(REPO_ROOT, embedder.file)})\n`);
+    if (embedder !== undefined)
+      process.stderr.write(
+        `bench: fidelity: dense proxy embedded ${embedder.embedded} new texts (${embedder.cached} cached in ${path.relative(REPO_ROOT, embedder.file)})\n`,
+      );
     print(
       `## Held-out fidelity (leave-servers-out) and frontier\n\n${heldOut.k}-fold by server; every figure below is scored on servers the tuned settings were not chosen on. ` +
         `Details (method, per fold, in-sample vs held-out): bench/results/fidelity.md. ◆ = on the tokens/fidelity frontier of that column.\n\n${frontierTable(heldOut)}\n\n` +
         `Lazy break-even: ${heldOut.lazy.breakEvenSearches.toFixed(1)} searches (mean answer ${heldOut.lazy.meanAnswerTokens.toFixed(0)} tokens; right tool in the answer for ${pct(heldOut.lazy.answerRecall)} of queries).`,
     );
-    await writeResults("fidelity", { startedAt: results.startedAt, ...heldOut }, `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`);
+    await writeResults(
+      "fidelity",
+      { startedAt: results.startedAt, ...heldOut },
+      `# abridge selection fidelity\n\nRun ${results.startedAt}.\n\n${heldOutMarkdown(heldOut)}\n`,
+    );
   });
   await step("guard", async () => {
     results.guard = runGuardFalseRejects(corpus);
@@ -537,7 +820,8 @@ async function main(): Promise<number> {
   });
 
   results.listenerWarnings = listenerWarnings;
-  if (listenerWarnings > 0) process.stderr.write(`bench: ${listenerWarnings} MaxListenersExceededWarning(s) during HTTP client calls (SDK client side, see run.ts)\n`);
+  if (listenerWarnings > 0)
+    process.stderr.write(`bench: ${listenerWarnings} MaxListenersExceededWarning(s) during HTTP client calls (SDK client side, see run.ts)\n`);
   results.targets = checkTargets(results);
   results.totalRuntimeMs = performance.now() - started;
   const dir = RESULTS_DIR;
@@ -557,9 +841,15 @@ async function main(): Promise<number> {
       ) +
       `\n\nTotal runtime: ${(results.totalRuntimeMs / 1000).toFixed(1)} s on ${results.machine.cpus} CPUs (${results.machine.node}). Benchmarks run: ${only.join(", ")}.`,
   );
-  if (previous !== undefined) print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time", 0.05, newFigures(previous, results)));
+  if (previous !== undefined)
+    print(comparisonMarkdown(compareRuns(previous, results), previous.startedAt ?? "unknown time", 0.05, newFigures(previous, results)));
 
-  await writeResults(stem, results, `# abridge benchmarks${stem === "latest" ? "" : ` (--only ${stem})`}\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`, dir);
+  await writeResults(
+    stem,
+    results,
+    `# abridge benchmarks${stem === "latest" ? "" : ` (--only ${stem})`}\n\nRun ${results.startedAt}.\n\n${sections.join("\n\n")}\n`,
+    dir,
+  );
   if (svg !== undefined) await writeFile(path.join(dir, "tokens.svg"), svg);
   return results.failures.length > 0 ? 1 : 0;
 }

@@ -19,8 +19,10 @@ export async function serveUnavailable(signal?: AbortSignal): Promise<string | u
     await run(command, args, { cwd: REPO_ROOT, ...(signal ? { signal } : {}) });
     return undefined;
   } catch (err) {
-    const stderr = String((err as { stderr?: unknown }).stderr ?? "").trim().split("\n")[0];
-    return `abridge serve is not available (${stderr || (messageOf(err))})`;
+    const stderr = String((err as { stderr?: unknown }).stderr ?? "")
+      .trim()
+      .split("\n")[0];
+    return `abridge serve is not available (${stderr || messageOf(err)})`;
   }
 }
 

@@ -55,7 +55,11 @@ async function openSessions(url: string, count: number): Promise<Record<string, 
     while (next < count) {
       next += 1;
       try {
-        const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: INITIALIZE });
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: INITIALIZE,
+        });
         await res.text();
         statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       } catch {
@@ -134,7 +138,16 @@ async function runSessions(): Promise<SessionsResult> {
       await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1_000 * 1.5 + 1_000));
       rounds.push({ statuses, rssAfterMiB, rssAfterExpiryMiB: rssMiB(pid), healthy: await healthyCall(url) });
     }
-    return { cli: path.relative(REPO_ROOT, CLI), baseline: BASELINE, sessionsPerRound: SESSIONS, idleSeconds: IDLE_SECONDS, maxSessions: MAX_SESSIONS, tools: 3000, rssStartMiB, rounds };
+    return {
+      cli: path.relative(REPO_ROOT, CLI),
+      baseline: BASELINE,
+      sessionsPerRound: SESSIONS,
+      idleSeconds: IDLE_SECONDS,
+      maxSessions: MAX_SESSIONS,
+      tools: 3000,
+      rssStartMiB,
+      rounds,
+    };
   } finally {
     child.kill("SIGTERM");
     if (child.exitCode === null) await once(child, "exit");
@@ -147,7 +160,15 @@ function sessionsMarkdown(r: SessionsResult): string {
     `${r.sessionsPerRound.toLocaleString("en-US")} initializes without DELETE per round against ${r.cli}${r.baseline ? " (no session settings)" : `, sessions idle ${r.idleSeconds} s expire, at most ${r.maxSessions.toLocaleString("en-US")}`}; ${r.tools.toLocaleString("en-US")} tools. RSS at start: ${r.rssStartMiB} MiB.\n`,
     markdownTable(
       ["round", "statuses", "RSS after MiB>", "RSS after expiry MiB>", "fresh call"],
-      r.rounds.map((x, i) => [i + 1, Object.entries(x.statuses).map(([k, n]) => `${k}: ${n}`).join(", "), x.rssAfterMiB, x.rssAfterExpiryMiB, x.healthy ? "answers" : "fails"]),
+      r.rounds.map((x, i) => [
+        i + 1,
+        Object.entries(x.statuses)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(", "),
+        x.rssAfterMiB,
+        x.rssAfterExpiryMiB,
+        x.healthy ? "answers" : "fails",
+      ]),
     ),
   ].join("\n");
 }

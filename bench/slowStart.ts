@@ -67,7 +67,9 @@ async function timeInitialize(
     await whenUp();
     started = performance.now();
   }
-  child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } })}\n`);
+  child.stdin.write(
+    `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } })}\n`,
+  );
   const ms = await new Promise<number>((resolve, reject) => {
     let text = "";
     child.stdout.on("data", (b: Buffer) => {
@@ -96,8 +98,7 @@ export async function runSlowStart(): Promise<SlowStartResult> {
     const none = path.join(dir, "none.toml");
     await writeFile(none, "");
     const hung = path.join(dir, "hung.toml");
-    const hangServer = (name: string, extra: string[]): string =>
-      stdioServerToml(name, HANG_FIXTURE, ["--marker", marker, ...extra]);
+    const hangServer = (name: string, extra: string[]): string => stdioServerToml(name, HANG_FIXTURE, ["--marker", marker, ...extra]);
     await writeFile(hung, hangServer("hang", []));
     const two = path.join(dir, "two.toml");
     await writeFile(two, hangServer("stubborn", ["--ignore-sigterm"]) + hangServer("silent", []));

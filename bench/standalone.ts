@@ -54,7 +54,11 @@ export async function writeResults(name: string, json: unknown, markdown?: strin
  * markdown; a thrown error, or a `failure` reason, goes to stderr as `<name>: <reason>` and sets
  * `process.exitCode` to 1. It never throws, so a script can end with `await runStandalone(...)`.
  */
-export async function runStandalone<R extends object>(moduleUrl: string, bench: StandaloneBench<R>, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+export async function runStandalone<R extends object>(
+  moduleUrl: string,
+  bench: StandaloneBench<R>,
+  argv: readonly string[] = process.argv.slice(2),
+): Promise<void> {
   if (!isMainModule(moduleUrl)) return;
   try {
     const result = await bench.run(argv);

@@ -47,7 +47,13 @@ export interface StartupOptions {
 }
 
 /** 1,000 tools: the corpus repeated under three server names, cut to 1,000. */
-async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: boolean, serveWhy: string | undefined, signal?: AbortSignal): Promise<StartupResult["listing"]> {
+async function listing(
+  corpus: readonly CorpusServer[],
+  dir: string,
+  serveOk: boolean,
+  serveWhy: string | undefined,
+  signal?: AbortSignal,
+): Promise<StartupResult["listing"]> {
   const copies = [0, 1, 2].flatMap((k) => corpus.map((s) => ({ ...s, server: `${s.server}-${k}` })));
   const exposed = exposeCorpus(copies).slice(0, 1_000);
   // Warmed by the summary pipeline the bridge uses; each round then discovers into a catalog of
@@ -113,7 +119,13 @@ async function listing(corpus: readonly CorpusServer[], dir: string, serveOk: bo
   }
 }
 
-async function memory(corpus: readonly CorpusServer[], dir: string, serveOk: boolean, serveWhy: string | undefined, signal?: AbortSignal): Promise<StartupResult["memory"]> {
+async function memory(
+  corpus: readonly CorpusServer[],
+  dir: string,
+  serveOk: boolean,
+  serveWhy: string | undefined,
+  signal?: AbortSignal,
+): Promise<StartupResult["memory"]> {
   const tools = corpus.reduce((n, s) => n + s.tools.length, 0);
   const base = { servers: corpus.length, tools };
   if (!serveOk) return { ...base, notAvailable: serveWhy ?? "abridge serve is not available" };
@@ -153,7 +165,10 @@ export async function runStartup(options: StartupOptions): Promise<StartupResult
   try {
     const why = await serveUnavailable(options.signal);
     const serveOk = why === undefined;
-    const upstreams = await runStartupUpstreams({ ...(options.counts ? { counts: options.counts } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    const upstreams = await runStartupUpstreams({
+      ...(options.counts ? { counts: options.counts } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     return {
       ...upstreams,
       listing: await listing(options.corpus, dir, serveOk, why, options.signal),

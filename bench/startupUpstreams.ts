@@ -76,7 +76,6 @@ export interface StartupUpstreamsOptions {
   built?: BuiltJs;
 }
 
-
 function upstreamToml(name: string, built: BuiltJs): string {
   return `[servers.${JSON.stringify(name)}]\ncommand = ${JSON.stringify(process.execPath)}\nargs = ${JSON.stringify([built.echoFixture, "--page-size", "100"])}\nconnect_timeout_ms = 120000\n`;
 }
@@ -103,7 +102,12 @@ async function floorMs(n: number, built: BuiltJs, signal?: AbortSignal): Promise
 }
 
 /** Spawn of serve to its first complete tools/list, and the serve process's CPU time by then. */
-async function serveFirstList(configFile: string, cacheDir: string, built: BuiltJs, signal?: AbortSignal): Promise<{ ms: number; tools: number; cpuMs: number | undefined }> {
+async function serveFirstList(
+  configFile: string,
+  cacheDir: string,
+  built: BuiltJs,
+  signal?: AbortSignal,
+): Promise<{ ms: number; tools: number; cpuMs: number | undefined }> {
   const start = nowMs();
   const target = await connectRawStdio(process.execPath, [built.cliBin, "serve", "--config", configFile, "--cache-dir", cacheDir, "--no-watch"], {
     cwd: REPO_ROOT,
@@ -202,7 +206,18 @@ export function startupUpstreamsMarkdown(result: StartupUpstreamsResult): string
     result.method,
     "",
     markdownTable(
-      ["upstreams>", "tools (upstream tools)>", "runs>", "floor ms>", "cold ms>", "cold share ms>", "warm ms>", "warm share ms>", "serve CPU ms (warm)>", "warm cache entries>"],
+      [
+        "upstreams>",
+        "tools (upstream tools)>",
+        "runs>",
+        "floor ms>",
+        "cold ms>",
+        "cold share ms>",
+        "warm ms>",
+        "warm share ms>",
+        "serve CPU ms (warm)>",
+        "warm cache entries>",
+      ],
       result.rows.map((r) => [
         r.upstreams,
         `${r.tools} (${r.upstreamTools})`,

@@ -40,7 +40,6 @@ const C64_CALLS = 4_000;
 const C64_BUDGET_MS = 2_000;
 const REPEATS = 3;
 
-
 async function measure(id: string, label: string, open: () => Promise<Connected>, tool: string, serve: boolean): Promise<StdioServeRow> {
   let target: Connected | undefined;
   try {
@@ -111,13 +110,20 @@ export async function runStdioServe(): Promise<StdioServeResult> {
     const rawEcho = tsxCommand(RAW_ECHO_FIXTURE);
     const sdkEcho = tsxCommand(ECHO_FIXTURE);
     rows.push(await measure("rawDirect", "raw client -> raw echo (one pipe hop)", () => connectRawStdio(rawEcho.command, rawEcho.args), "echo", false));
-    rows.push(await measure("rawServe", "raw client -> abridge serve -> raw echo", () => rawServeOverStdio({ config: rawConfig, cacheDir: dir }), "echo_echo", true));
+    rows.push(
+      await measure("rawServe", "raw client -> abridge serve -> raw echo", () => rawServeOverStdio({ config: rawConfig, cacheDir: dir }), "echo_echo", true),
+    );
     rows.push(await measure("sdkDirect", "SDK client -> SDK echo", () => connectStdio(sdkEcho.command, sdkEcho.args), "echo", false));
-    rows.push(await measure("sdkServe", "SDK client -> abridge serve -> SDK echo", () => serveOverStdio({ config: sdkConfig, cacheDir: dir }), "echo_echo", true));
+    rows.push(
+      await measure("sdkServe", "SDK client -> abridge serve -> SDK echo", () => serveOverStdio({ config: sdkConfig, cacheDir: dir }), "echo_echo", true),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  for (const [serveId, directId] of [["rawServe", "rawDirect"], ["sdkServe", "sdkDirect"]] as const) {
+  for (const [serveId, directId] of [
+    ["rawServe", "rawDirect"],
+    ["sdkServe", "sdkDirect"],
+  ] as const) {
     const serve = rows.find((r) => r.id === serveId);
     const direct = rows.find((r) => r.id === directId);
     if (serve?.p50Ms === undefined || direct?.p50Ms === undefined) continue;
@@ -132,7 +138,12 @@ export async function runStdioServe(): Promise<StdioServeResult> {
   ].map((t) => ({ name: t.name, target: t.target, measured: t.format(t.value), met: t.value === undefined ? undefined : t.value <= t.limit }));
   for (const id of ["rawServe", "sdkServe"]) {
     const share = row(id)?.shareOfDirect64;
-    targets.push({ name: `c=64 share of direct, ${id === "rawServe" ? "raw" : "SDK"} echo`, target: ">= 50%", measured: pct(share) ?? "—", met: share === undefined ? undefined : share >= 0.5 });
+    targets.push({
+      name: `c=64 share of direct, ${id === "rawServe" ? "raw" : "SDK"} echo`,
+      target: ">= 50%",
+      measured: pct(share) ?? "—",
+      met: share === undefined ? undefined : share >= 0.5,
+    });
   }
   return {
     method: `one connection per path; 300 warm-up calls; p50/p99 of up to ${SERIES_CALLS.toLocaleString("en-US")} sequential calls (${SERIES_BUDGET_MS / 1000} s at most); calls/s = median of ${REPEATS} runs of 64 concurrent callers (up to ${C64_CALLS.toLocaleString("en-US")} calls, ${C64_BUDGET_MS / 1000} s at most); serve in compact mode`,
@@ -153,7 +164,15 @@ export function stdioServeMarkdown(result: StdioServeResult): string {
       result.rows.map((r) =>
         r.notAvailable !== undefined
           ? [r.label, `not available: ${r.notAvailable}`]
-          : [r.label, r.p50Ms, r.p99Ms, r.addedP50Ms, r.callsPerSecond64 === undefined ? undefined : Math.round(r.callsPerSecond64), pct(r.shareOfDirect64), r.serveCpuUsPerCall64 === undefined ? undefined : Math.round(r.serveCpuUsPerCall64)],
+          : [
+              r.label,
+              r.p50Ms,
+              r.p99Ms,
+              r.addedP50Ms,
+              r.callsPerSecond64 === undefined ? undefined : Math.round(r.callsPerSecond64),
+              pct(r.shareOfDirect64),
+              r.serveCpuUsPerCall64 === undefined ? undefined : Math.round(r.serveCpuUsPerCall64),
+            ],
       ),
     ),
     "",

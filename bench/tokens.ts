@@ -176,7 +176,13 @@ function row(server: string, tools: readonly CatalogTool[]): { row: TokenRow; mc
 
 async function measure(corpus: readonly CorpusServer[], summarizer: Summarizer, signal?: AbortSignal): Promise<SummarizerTokens> {
   const { tools, fallbacks, guardRejections } = await summarizedCatalog(corpus, summarizer, signal ? { signal } : {});
-  const perServer = corpus.map((s) => row(s.server, tools.filter((t) => t.server === s.server)).row);
+  const perServer = corpus.map(
+    (s) =>
+      row(
+        s.server,
+        tools.filter((t) => t.server === s.server),
+      ).row,
+  );
   const { row: total, mcp } = row("total", tools);
   const full = total.modes.full;
   const shareOfFull = Object.fromEntries([

@@ -51,7 +51,9 @@ export function tokensSvg(rows: readonly TokenRow[], title: string): string {
     });
     const lx = x0 + 18;
     const ly = top + plotHeight + 8;
-    parts.push(`<text x="${lx}" y="${ly}" transform="rotate(60 ${lx} ${ly})"${row.server === "total" ? ' font-weight="bold"' : ""}>${escapeXml(row.server)}</text>`);
+    parts.push(
+      `<text x="${lx}" y="${ly}" transform="rotate(60 ${lx} ${ly})"${row.server === "total" ? ' font-weight="bold"' : ""}>${escapeXml(row.server)}</text>`,
+    );
   });
   MODES.forEach((mode, i) => {
     const lx = left + i * 90;

@@ -55,7 +55,8 @@ function arrayLines(name: string, items: Json[], indent: string, out: string[]):
   const fields = tabular(items);
   if (fields !== undefined) {
     out.push(`${indent}${name}[${items.length}]{${fields.map(key).join(",")}}:`);
-    for (const item of items) out.push(`${indent}  ${fields.map((f) => primitive((item as Record<string, Json>)[f] as null | boolean | number | string)).join(",")}`);
+    for (const item of items)
+      out.push(`${indent}  ${fields.map((f) => primitive((item as Record<string, Json>)[f] as null | boolean | number | string)).join(",")}`);
     return;
   }
   out.push(`${indent}${name}[${items.length}]:`);

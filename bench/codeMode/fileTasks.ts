@@ -19,7 +19,11 @@ function regionTotals(csv: string): Record<string, number> {
     const region = cells[2] as string;
     totals[region] = (totals[region] ?? 0) + Number(cells[5]);
   }
-  return Object.fromEntries(Object.keys(totals).sort().map((k) => [k, Math.round((totals[k] as number) * 100) / 100]));
+  return Object.fromEntries(
+    Object.keys(totals)
+      .sort()
+      .map((k) => [k, Math.round((totals[k] as number) * 100) / 100]),
+  );
 }
 
 const csvSum: CodeModeTask = {
@@ -36,10 +40,16 @@ const csvSum: CodeModeTask = {
       const n = rng.int(1, 20);
       const amount = n * (prices[product] as number);
       cents[region] = (cents[region] ?? 0) + amount;
-      lines.push(`${i},2026-0${rng.int(1, 9)}-${String(rng.int(1, 28)).padStart(2, "0")},${region},sku-${String(product).padStart(3, "0")},${n},${(amount / 100).toFixed(2)}`);
+      lines.push(
+        `${i},2026-0${rng.int(1, 9)}-${String(rng.int(1, 28)).padStart(2, "0")},${region},sku-${String(product).padStart(3, "0")},${n},${(amount / 100).toFixed(2)}`,
+      );
     }
     await writeFile(path.join(ctx.dir, "sales.csv"), `${lines.join("\n")}\n`);
-    return Object.fromEntries(Object.keys(cents).sort().map((k) => [k, units(cents[k] as number)]));
+    return Object.fromEntries(
+      Object.keys(cents)
+        .sort()
+        .map((k) => [k, units(cents[k] as number)]),
+    );
   },
   async classic(s, ctx) {
     const [csv] = await s.turn({ tool: "filesystem_read_text_file", args: { path: path.join(ctx.dir, "sales.csv") } });
@@ -71,13 +81,16 @@ const todoTop3: CodeModeTask = {
     for (let i = 0; i < 30; i++) {
       const todos = counts[i] as number;
       const lines = [`# Notes ${i + 1}: ${rng.words(3)}`, ""];
-      for (let j = rng.int(40, 100); j > 0; j--) lines.push(rng.next() < 0.2 ? `## ${rng.words(2)}` : rng.next() < 0.5 ? `- ${rng.words(rng.int(4, 12))}` : `${rng.words(rng.int(8, 20))}.`);
+      for (let j = rng.int(40, 100); j > 0; j--)
+        lines.push(rng.next() < 0.2 ? `## ${rng.words(2)}` : rng.next() < 0.5 ? `- ${rng.words(rng.int(4, 12))}` : `${rng.words(rng.int(8, 20))}.`);
       for (let t = 0; t < todos; t++) lines.splice(rng.int(2, lines.length), 0, `- [ ] TODO: ${rng.words(rng.int(3, 9))}`);
       const file = `note-${String(i + 1).padStart(2, "0")}.md`;
       await writeFile(path.join(notes, file), `${lines.join("\n")}\n`);
       found.push([file, todos]);
     }
-    return byCountThenName(found).slice(0, 3).map(([file, todos]) => ({ file, todos }));
+    return byCountThenName(found)
+      .slice(0, 3)
+      .map(([file, todos]) => ({ file, todos }));
   },
   async classic(s, ctx) {
     const notes = path.join(ctx.dir, "notes");
@@ -85,7 +98,9 @@ const todoTop3: CodeModeTask = {
     const files = listedFiles(listing as string).filter((f) => f.endsWith(".md"));
     const [text] = await s.turn({ tool: "filesystem_read_multiple_files", args: { paths: files.map((f) => path.join(notes, f)) } });
     const counts = [...splitMultiple(text as string)].map(([p, body]) => [path.basename(p), todoLines(body)] as const);
-    return byCountThenName(counts).slice(0, 3).map(([file, todos]) => ({ file, todos }));
+    return byCountThenName(counts)
+      .slice(0, 3)
+      .map(([file, todos]) => ({ file, todos }));
   },
   search: "list a directory and read files",
   uses: ["filesystem.list_directory", "filesystem.read_text_file"],
@@ -157,7 +172,9 @@ function drift(prod: Record<string, unknown>, staging: Record<string, unknown>):
   return {
     changed: keys.filter((k) => k in staging && JSON.stringify(prod[k]) !== JSON.stringify(staging[k])),
     missingInStaging: keys.filter((k) => !(k in staging)),
-    onlyInStaging: Object.keys(staging).filter((k) => !(k in prod)).sort(),
+    onlyInStaging: Object.keys(staging)
+      .filter((k) => !(k in prod))
+      .sort(),
   };
 }
 
@@ -176,7 +193,8 @@ const configDrift: CodeModeTask = {
     }
     const staging: Record<string, unknown> = { ...prod };
     const keys = rng.shuffle(Object.keys(prod));
-    for (const k of keys.slice(0, 9)) staging[k] = typeof prod[k] === "number" ? (prod[k] as number) + rng.int(1, 50) : typeof prod[k] === "boolean" ? !prod[k] : `${String(prod[k])}-staging`;
+    for (const k of keys.slice(0, 9))
+      staging[k] = typeof prod[k] === "number" ? (prod[k] as number) + rng.int(1, 50) : typeof prod[k] === "boolean" ? !prod[k] : `${String(prod[k])}-staging`;
     for (const k of keys.slice(9, 13)) delete staging[k];
     for (let i = 0; i < 3; i++) staging[`experiments.flag_${i}`] = true;
     const folder = path.join(ctx.dir, "config");
@@ -189,7 +207,10 @@ const configDrift: CodeModeTask = {
     const paths = ["prod.json", "staging.json"].map((f) => path.join(ctx.dir, "config", f));
     const [text] = await s.turn({ tool: "filesystem_read_multiple_files", args: { paths } });
     const files = splitMultiple(text as string);
-    return drift(JSON.parse(files.get(paths[0] as string) as string) as Record<string, unknown>, JSON.parse(files.get(paths[1] as string) as string) as Record<string, unknown>);
+    return drift(
+      JSON.parse(files.get(paths[0] as string) as string) as Record<string, unknown>,
+      JSON.parse(files.get(paths[1] as string) as string) as Record<string, unknown>,
+    );
   },
   search: "read a text file",
   uses: ["filesystem.read_text_file"],

@@ -28,7 +28,9 @@ interface Job {
 }
 
 const failedEntities = (jobs: readonly Job[]) =>
-  jobs.filter((j) => j.status === "failed").map((j) => ({ name: j.id, entityType: "failed_job", observations: [`pipeline: ${j.pipeline}`, `exit code: ${j.exitCode}`] }));
+  jobs
+    .filter((j) => j.status === "failed")
+    .map((j) => ({ name: j.id, entityType: "failed_job", observations: [`pipeline: ${j.pipeline}`, `exit code: ${j.exitCode}`] }));
 
 let expectedFailed: string[] = [];
 
@@ -75,8 +77,12 @@ const failed = jobs.filter((j) => j.status === "failed");
 await memory.create_entities({ entities: failed.map((j) => ({ name: j.id, entityType: "failed_job", observations: ["pipeline: " + j.pipeline, "exit code: " + j.exitCode] })) });
 return { failed: failed.map((j) => j.id).sort(), recorded: failed.length };`,
   async check(ctx) {
-    const recorded = (await readGraph(ctx)).entities.filter((e) => e.entityType === "failed_job").map((e) => e.name).sort();
-    if (JSON.stringify(recorded) !== JSON.stringify(expectedFailed)) throw new Error(`failed-jobs: the graph holds ${JSON.stringify(recorded)}, expected ${JSON.stringify(expectedFailed)}`);
+    const recorded = (await readGraph(ctx)).entities
+      .filter((e) => e.entityType === "failed_job")
+      .map((e) => e.name)
+      .sort();
+    if (JSON.stringify(recorded) !== JSON.stringify(expectedFailed))
+      throw new Error(`failed-jobs: the graph holds ${JSON.stringify(recorded)}, expected ${JSON.stringify(expectedFailed)}`);
   },
 };
 
@@ -92,7 +98,11 @@ function berlinTeams(entities: Graph["entities"]): Record<string, number> {
     const team = e.observations.find((o) => o.startsWith("team: "))?.slice(6) ?? "none";
     teams[team] = (teams[team] ?? 0) + 1;
   }
-  return Object.fromEntries(Object.keys(teams).sort().map((k) => [k, teams[k] as number]));
+  return Object.fromEntries(
+    Object.keys(teams)
+      .sort()
+      .map((k) => [k, teams[k] as number]),
+  );
 }
 
 const teamCity: CodeModeTask = {
@@ -196,9 +206,20 @@ const orgChart: CodeModeTask = {
       const name = `${rng.pick(["Ari", "Bea", "Cal", "Dov", "Eva", "Fin", "Gia", "Hux"])} ${rng.pick(["Moss", "Vale", "Reed", "Holt", "Cruz"])}-${i}`;
       // Managers come from the first few people: a tree with a handful of large teams.
       const manager = i === 0 ? null : (staff[Math.min(i - 1, rng.int(0, Math.min(i - 1, 11)))] as Employee).name;
-      staff.push({ name, title: rng.pick(["engineer", "analyst", "designer", "manager", "lead"]), dept: rng.pick(["eng", "ops", "sales", "finance"]), manager });
+      staff.push({
+        name,
+        title: rng.pick(["engineer", "analyst", "designer", "manager", "lead"]),
+        dept: rng.pick(["eng", "ops", "sales", "finance"]),
+        manager,
+      });
     }
-    const rows = staff.map((e) => ({ ...e, email: `${e.name.toLowerCase().replace(/[^a-z0-9]+/g, ".")}@corp.example`, phone: `+44 20 ${rng.int(1000, 9999)} ${rng.int(1000, 9999)}`, location: rng.pick(["London", "Leeds", "Cork"]), bio: rng.words(rng.int(8, 18)) }));
+    const rows = staff.map((e) => ({
+      ...e,
+      email: `${e.name.toLowerCase().replace(/[^a-z0-9]+/g, ".")}@corp.example`,
+      phone: `+44 20 ${rng.int(1000, 9999)} ${rng.int(1000, 9999)}`,
+      location: rng.pick(["London", "Leeds", "Cork"]),
+      bio: rng.words(rng.int(8, 18)),
+    }));
     await writeFile(path.join(ctx.dir, "employees.json"), `${JSON.stringify(rows, null, 2)}\n`);
     const answer = orgAnswer(staff);
     expectedOrg = { entities: answer.entities, relations: answer.relations };
@@ -207,8 +228,14 @@ const orgChart: CodeModeTask = {
   async classic(s, ctx) {
     const [text] = await s.turn({ tool: "filesystem_read_text_file", args: { path: path.join(ctx.dir, "employees.json") } });
     const staff = modelJson(text as string) as Employee[];
-    await s.turn({ tool: "memory_create_entities", args: { entities: staff.map((e) => ({ name: e.name, entityType: "employee", observations: [`dept: ${e.dept}`, `title: ${e.title}`] })) } });
-    await s.turn({ tool: "memory_create_relations", args: { relations: staff.filter((e) => e.manager !== null).map((e) => ({ from: e.name, to: e.manager as string, relationType: "reports_to" })) } });
+    await s.turn({
+      tool: "memory_create_entities",
+      args: { entities: staff.map((e) => ({ name: e.name, entityType: "employee", observations: [`dept: ${e.dept}`, `title: ${e.title}`] })) },
+    });
+    await s.turn({
+      tool: "memory_create_relations",
+      args: { relations: staff.filter((e) => e.manager !== null).map((e) => ({ from: e.name, to: e.manager as string, relationType: "reports_to" })) },
+    });
     return orgAnswer(staff);
   },
   search: "read a text file; create entities and relations in the knowledge graph",
@@ -226,7 +253,9 @@ return { entities: staff.length, relations: reportsTo.length, largestTeam: { man
     const entities = graph.entities.filter((e) => e.entityType === "employee").length;
     const relations = graph.relations.filter((r) => isObject(r) && r.relationType === "reports_to").length;
     if (entities !== expectedOrg.entities || relations !== expectedOrg.relations) {
-      throw new Error(`org-chart: the graph holds ${entities} employees and ${relations} reports_to relations, expected ${expectedOrg.entities} and ${expectedOrg.relations}`);
+      throw new Error(
+        `org-chart: the graph holds ${entities} employees and ${relations} reports_to relations, expected ${expectedOrg.entities} and ${expectedOrg.relations}`,
+      );
     }
   },
 };

@@ -17,7 +17,14 @@ function codeStats(files: Iterable<readonly [string, string]>): { exported: Reco
     const lines = lineCount(text);
     if (lines > longest.lines) longest = { file, lines };
   }
-  return { exported: Object.fromEntries(Object.keys(exported).sort().map((k) => [k, exported[k] as number])), longest };
+  return {
+    exported: Object.fromEntries(
+      Object.keys(exported)
+        .sort()
+        .map((k) => [k, exported[k] as number]),
+    ),
+    longest,
+  };
 }
 
 const codeStatsTask: CodeModeTask = {
@@ -32,7 +39,10 @@ const codeStatsTask: CodeModeTask = {
         const lines = [`import { ${rng.pick(["log", "config", "db", "cache"])} } from "../core/base${i % 3}.js";`, ""];
         for (let f = rng.int(2, 7); f > 0; f--) {
           const name = `${rng.pick(["load", "save", "render", "parse", "check", "build"])}${rng.pick(["User", "Order", "Item", "Page", "Row"])}${f}`;
-          lines.push(`/** ${rng.words(rng.int(5, 12))}. */`, `${rng.next() < 0.6 ? "export " : ""}${rng.next() < 0.3 ? "async " : ""}function ${name}(input: string): number {`);
+          lines.push(
+            `/** ${rng.words(rng.int(5, 12))}. */`,
+            `${rng.next() < 0.6 ? "export " : ""}${rng.next() < 0.3 ? "async " : ""}function ${name}(input: string): number {`,
+          );
           for (let b = rng.int(2, 9); b > 0; b--) lines.push(`  const v${b} = input.length * ${rng.int(1, 99)}; // ${rng.words(rng.int(2, 6))}`);
           lines.push("  return 0;", "}", "");
         }
@@ -71,7 +81,20 @@ for (const [file, text] of texts) {
 return { exported: Object.fromEntries(Object.keys(exported).sort().map((k) => [k, exported[k]])), longest };`,
 };
 
-const DOMAINS = ["acme.io", "globex.com", "initech.net", "umbrella.org", "hooli.dev", "stark.co", "wayne.biz", "tyrell.ai", "wonka.shop", "cyberdyne.tech", "soylent.food", "aperture.lab"];
+const DOMAINS = [
+  "acme.io",
+  "globex.com",
+  "initech.net",
+  "umbrella.org",
+  "hooli.dev",
+  "stark.co",
+  "wayne.biz",
+  "tyrell.ai",
+  "wonka.shop",
+  "cyberdyne.tech",
+  "soylent.food",
+  "aperture.lab",
+];
 const CONTACT_FILES = ["crm.csv", "newsletter.csv", "events.csv"];
 
 function dedupe(csvs: readonly string[]): { unique: number; topDomains: [string, number][] } {
@@ -167,9 +190,19 @@ const orderSummaryTask: CodeModeTask = {
     const orders: Order[] = [];
     let cents = 0;
     for (let i = 1; i <= 50; i++) {
-      const items = Array.from({ length: rng.int(1, 6) }, () => ({ sku: `sku-${rng.int(100, 999)}`, qty: rng.int(1, 9), unitPrice: rng.int(99, 25_000) / 100 }));
+      const items = Array.from({ length: rng.int(1, 6) }, () => ({
+        sku: `sku-${rng.int(100, 999)}`,
+        qty: rng.int(1, 9),
+        unitPrice: rng.int(99, 25_000) / 100,
+      }));
       cents += items.reduce((sum, it) => sum + it.qty * Math.round(it.unitPrice * 100), 0);
-      const order = { order: `ord-${String(i).padStart(4, "0")}`, customer: rng.pick(customers), placed: `2026-05-${String(rng.int(1, 28)).padStart(2, "0")}`, items, shipping: { street: `${rng.int(1, 999)} ${rng.words(2)} street`, city: rng.pick(["Lyon", "Porto", "Graz", "Turku"]), notes: rng.words(rng.int(6, 20)) } };
+      const order = {
+        order: `ord-${String(i).padStart(4, "0")}`,
+        customer: rng.pick(customers),
+        placed: `2026-05-${String(rng.int(1, 28)).padStart(2, "0")}`,
+        items,
+        shipping: { street: `${rng.int(1, 999)} ${rng.words(2)} street`, city: rng.pick(["Lyon", "Porto", "Graz", "Turku"]), notes: rng.words(rng.int(6, 20)) },
+      };
       orders.push(order);
       await writeFile(path.join(ctx.dir, "orders", `${order.order}.json`), `${JSON.stringify(order, null, 2)}\n`);
     }

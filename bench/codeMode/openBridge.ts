@@ -9,7 +9,12 @@ const require = createRequire(import.meta.url);
 
 /** TOML of a server run as `node <bin> <args>`. */
 function nodeServerToml(name: string, bin: string, args: readonly string[], env: Record<string, string> = {}): string {
-  const envLine = Object.keys(env).length === 0 ? "" : `env = { ${Object.entries(env).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }\n`;
+  const envLine =
+    Object.keys(env).length === 0
+      ? ""
+      : `env = { ${Object.entries(env)
+          .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+          .join(", ")} }\n`;
   return `[servers.${JSON.stringify(name)}]\ncommand = ${JSON.stringify(process.execPath)}\nargs = ${JSON.stringify([bin, ...args])}\nconnect_timeout_ms = 120000\n${envLine}`;
 }
 
@@ -17,7 +22,9 @@ function nodeServerToml(name: string, bin: string, args: readonly string[], env:
 export function publishedServersToml(dataDir: string, stateDir: string): string[] {
   return [
     nodeServerToml("filesystem", require.resolve("@modelcontextprotocol/server-filesystem/dist/index.js"), [dataDir]),
-    nodeServerToml("memory", require.resolve("@modelcontextprotocol/server-memory/dist/index.js"), [], { MEMORY_FILE_PATH: path.join(stateDir, "memory.jsonl") }),
+    nodeServerToml("memory", require.resolve("@modelcontextprotocol/server-memory/dist/index.js"), [], {
+      MEMORY_FILE_PATH: path.join(stateDir, "memory.jsonl"),
+    }),
     nodeServerToml("everything", require.resolve("@modelcontextprotocol/server-everything/dist/index.js"), ["stdio"]),
   ];
 }

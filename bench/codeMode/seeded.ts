@@ -40,9 +40,41 @@ export class Rng {
 }
 
 const WORDS = [
-  "the", "service", "retries", "request", "queue", "within", "budget", "latency", "owner", "review", "draft", "plan",
-  "release", "customer", "ticket", "migrate", "schema", "index", "cache", "report", "weekly", "team", "metric", "alert",
-  "deploy", "rollback", "config", "storage", "network", "partner", "invoice", "ledger", "audit", "summary", "notes",
+  "the",
+  "service",
+  "retries",
+  "request",
+  "queue",
+  "within",
+  "budget",
+  "latency",
+  "owner",
+  "review",
+  "draft",
+  "plan",
+  "release",
+  "customer",
+  "ticket",
+  "migrate",
+  "schema",
+  "index",
+  "cache",
+  "report",
+  "weekly",
+  "team",
+  "metric",
+  "alert",
+  "deploy",
+  "rollback",
+  "config",
+  "storage",
+  "network",
+  "partner",
+  "invoice",
+  "ledger",
+  "audit",
+  "summary",
+  "notes",
 ];
 
 /** A seed per task: the run's seed mixed with the task's name, so adding a task changes no other task's data. */
@@ -54,7 +86,12 @@ export function taskSeed(seed: number, name: string): number {
 export function canonical(value: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
-    if (isObject(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])]));
+    if (isObject(v))
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sort(v[k])]),
+      );
     return v;
   };
   return JSON.stringify(sort(value));
@@ -63,9 +100,7 @@ export function canonical(value: unknown): string {
 /** The text of a result as a model reads it: its text blocks, one after another. */
 export function textOf(result: CallToolResult): string {
   const content = Array.isArray(result.content) ? result.content : [];
-  return content
-    .map((block) => (isObject(block) && block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block)))
-    .join("\n");
+  return content.map((block) => (isObject(block) && block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block))).join("\n");
 }
 
 /**

@@ -155,4 +155,3 @@ export async function codeSession(task: CodeModeTask, ctx: TaskContext): Promise
 export function sameAnswer(task: string, what: string, a: unknown, b: unknown): void {
   if (canonical(a) !== canonical(b)) throw new Error(`${task}: ${what} differ:\n  ${canonical(a).slice(0, 400)}\n  ${canonical(b).slice(0, 400)}`);
 }
-

@@ -57,7 +57,15 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const options: Options = { installDir: "/tmp/corpus-install", outDir: path.join(CORPUS_DIR, "servers"), only: undefined, missing: false, jobs: 2, tableOnly: false, lookUpLicences: false };
+  const options: Options = {
+    installDir: "/tmp/corpus-install",
+    outDir: path.join(CORPUS_DIR, "servers"),
+    only: undefined,
+    missing: false,
+    jobs: 2,
+    tableOnly: false,
+    lookUpLicences: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = (): string => {
@@ -121,7 +129,17 @@ async function install(source: Source, dir: string): Promise<PackageJson> {
     await mkdir(dir, { recursive: true });
     await run(
       "npm",
-      ["install", "--no-save", "--no-audit", "--no-fund", "--no-package-lock", ...(source.scripts ? [] : ["--ignore-scripts"]), "--prefix", dir, source.package],
+      [
+        "install",
+        "--no-save",
+        "--no-audit",
+        "--no-fund",
+        "--no-package-lock",
+        ...(source.scripts ? [] : ["--ignore-scripts"]),
+        "--prefix",
+        dir,
+        source.package,
+      ],
       { timeout: 900_000, maxBuffer: 64 * 1024 * 1024 },
     );
   }
@@ -155,7 +173,19 @@ async function capture(source: Source, options: Options): Promise<number> {
   const out = path.join(options.outDir, `${source.server}.json`);
   const { stdout } = await run(
     process.execPath,
-    ["--import", "tsx", path.join(REPO_ROOT, "src/cli/bin.ts"), "record", source.server, "--config", configFile, "--package", source.package, "--log-level", "error"],
+    [
+      "--import",
+      "tsx",
+      path.join(REPO_ROOT, "src/cli/bin.ts"),
+      "record",
+      source.server,
+      "--config",
+      configFile,
+      "--package",
+      source.package,
+      "--log-level",
+      "error",
+    ],
     { cwd: REPO_ROOT, timeout: 180_000, maxBuffer: 256 * 1024 * 1024, env: { PATH: process.env.PATH ?? "", HOME: home } },
   );
   const recorded = JSON.parse(stdout) as { tools: unknown[] };

@@ -62,9 +62,7 @@ export class CachedEmbedder implements TextEmbedder {
   /** Texts embedded by the model in this process (cache misses). */
   embedded = 0;
 
-  constructor(
-    private readonly options: { id: string; cacheFile: string; load: () => Promise<RawModel>; onProgress?: (done: number, total: number) => void },
-  ) {
+  constructor(private readonly options: { id: string; cacheFile: string; load: () => Promise<RawModel>; onProgress?: (done: number, total: number) => void }) {
     this.id = options.id;
     if (existsSync(options.cacheFile)) {
       for (const line of readFileSync(options.cacheFile, "utf8").split("\n")) {

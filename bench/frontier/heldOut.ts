@@ -228,7 +228,9 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
     if (best === undefined) throw new Error("held-out fidelity: no candidate scored");
     chosen.set(fold.index, best.c);
     trainKeep.set(fold.index, best.keep);
-    log(`fold ${fold.index + 1}/${folds.length}: held out ${fold.test.length} servers, chose "${best.c.id}" (training compact/full top-5 ${best.keep.toFixed(3)})`);
+    log(
+      `fold ${fold.index + 1}/${folds.length}: held out ${fold.test.length} servers, chose "${best.c.id}" (training compact/full top-5 ${best.keep.toFixed(3)})`,
+    );
   }
   const candidateOfQuery = foldOfQuery.map((f) => chosen.get(f.index) as Candidate);
   const usedCandidates = candidates.filter((c) => c === defaultCandidate || [...chosen.values()].includes(c));
@@ -259,7 +261,8 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
         }
         log(`${proxy.id}: ${id}${tuned ? ` (${c.id})` : ""} ranked`);
       }
-      const pick = (c: Candidate, i: number): [boolean, boolean] => (perCandidate.get(tuned ? c.id : defaultCandidate.id) as [boolean, boolean][])[i] as [boolean, boolean];
+      const pick = (c: Candidate, i: number): [boolean, boolean] =>
+        (perCandidate.get(tuned ? c.id : defaultCandidate.id) as [boolean, boolean][])[i] as [boolean, boolean];
       (heldHits[id] ??= {})[proxy.id] = queries.map((_, i) => pick(candidateOfQuery[i] as Candidate, i));
       (inHits[id] ??= {})[proxy.id] = queries.map((_, i) => pick(defaultCandidate, i));
     }
@@ -296,7 +299,13 @@ export async function runHeldOut(options: HeldOutOptions): Promise<HeldOutResult
     return {
       id,
       label: view?.label ?? "abridge lazy",
-      ...(view?.note !== undefined ? { note: view.note } : { ...(view === undefined ? { note: `tools are seen only through a search_tools answer (${SEARCH_LIMIT} results, one call per request), which the proxy re-ranks` } : {}) }),
+      ...(view?.note !== undefined
+        ? { note: view.note }
+        : {
+            ...(view === undefined
+              ? { note: `tools are seen only through a search_tools answer (${SEARCH_LIMIT} results, one call per request), which the proxy re-ranks` }
+              : {}),
+          }),
       usesSummaries: view === undefined || view.usesSummaries,
       tokens,
       shareOfFull: tokens / fullTokens,

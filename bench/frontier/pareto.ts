@@ -17,9 +17,7 @@ export function paretoFrontier(points: readonly TradeoffPoint[]): Set<string> {
   const valid = points.filter((p) => Number.isFinite(p.tokens) && Number.isFinite(p.fidelity));
   const out = new Set<string>();
   for (const p of valid) {
-    const dominated = valid.some(
-      (q) => q !== p && q.tokens <= p.tokens && q.fidelity >= p.fidelity && (q.tokens < p.tokens || q.fidelity > p.fidelity),
-    );
+    const dominated = valid.some((q) => q !== p && q.tokens <= p.tokens && q.fidelity >= p.fidelity && (q.tokens < p.tokens || q.fidelity > p.fidelity));
     if (!dominated) out.add(p.id);
   }
   return out;

@@ -126,7 +126,13 @@ export class DenseProxy implements SelectionProxy {
   ) {}
 
   async rankAll(docs: readonly RankDoc[], queries: readonly string[], options: RankOptions = {}): Promise<string[][]> {
-    const [docVectors, queryVectors] = [await this.embedder.embed(docs.map((d) => d.text), this.signal), await this.embedder.embed(queries, this.signal)];
+    const [docVectors, queryVectors] = [
+      await this.embedder.embed(
+        docs.map((d) => d.text),
+        this.signal,
+      ),
+      await this.embedder.embed(queries, this.signal),
+    ];
     return queryVectors.map((qv, qi) => {
       const allowed = options.restrict?.[qi];
       const allowedSet = allowed === undefined ? undefined : new Set(allowed);

@@ -104,11 +104,7 @@ function firstSentence(tool: CatalogTool): string {
 }
 
 /** A reference that lists each tool as one OpenAI function, from a name, a description and maybe a schema. */
-function functionView(
-  id: string,
-  label: string,
-  render: (tool: CatalogTool) => { description?: string; parameters?: unknown },
-): View {
+function functionView(id: string, label: string, render: (tool: CatalogTool) => { description?: string; parameters?: unknown }): View {
   return {
     id,
     label,
@@ -218,7 +214,10 @@ export function views(): View[] {
     functionView("first-sentence-params", "ref: name + first sentence + parameter line", (t) => ({
       description: `${firstSentence(t)}\n${parameterList(t.tool.inputSchema)}`.trim(),
     })),
-    functionView("first-sentence-schema", "ref: name + first sentence + full schema", (t) => ({ description: firstSentence(t), parameters: t.tool.inputSchema })),
+    functionView("first-sentence-schema", "ref: name + first sentence + full schema", (t) => ({
+      description: firstSentence(t),
+      parameters: t.tool.inputSchema,
+    })),
     ...COMPRESSOR_LEVELS.map(compressorView),
     modeView("compact", "abridge compact"),
     modeView("summary", "abridge summary"),

@@ -9,8 +9,9 @@
 
 /** Verbs (base forms) that tool descriptions use; `s`/`es` forms are derived. */
 const VERBS =
-  "accept access add allow analyze append apply archive ask assign attach begin block browse build calculate call cancel capture change check clear click clone close collect combine compare compute configure connect contain convert copy count crawl create debug define delete deploy describe detect disable display download drag drop edit emulate enable end enter evaluate execute exist explain export extract fetch fill filter find finish fix follow format generate get give go handle help hide highlight hover identify import include index insert inspect install invoke keep kill launch let list load locate log look make manage map mark match merge modify monitor move navigate need open perform pick place post press preview print process provide publish pull push put query read receive record reference refresh reload remove rename render replace reply report request reset resize resolve restart restore retrieve return revert review run save scan scrape scroll search select send set share show sign start stop store stream submit subscribe summarize support switch sync take tell test track transform translate trigger type undo unsubscribe update upload use validate verify view visit wait watch write"
-    .split(" ");
+  "accept access add allow analyze append apply archive ask assign attach begin block browse build calculate call cancel capture change check clear click clone close collect combine compare compute configure connect contain convert copy count crawl create debug define delete deploy describe detect disable display download drag drop edit emulate enable end enter evaluate execute exist explain export extract fetch fill filter find finish fix follow format generate get give go handle help hide highlight hover identify import include index insert inspect install invoke keep kill launch let list load locate log look make manage map mark match merge modify monitor move navigate need open perform pick place post press preview print process provide publish pull push put query read receive record reference refresh reload remove rename render replace reply report request reset resize resolve restart restore retrieve return revert review run save scan scrape scroll search select send set share show sign start stop store stream submit subscribe summarize support switch sync take tell test track transform translate trigger type undo unsubscribe update upload use validate verify view visit wait watch write".split(
+    " ",
+  );
 
 const AUXILIARIES = new Set("is are was were be been being am has have had does do did can could will would shall should may might must".split(" "));
 
@@ -55,7 +56,10 @@ export function appendedWordList(summary: string): string | undefined {
   const last = parts.at(-1);
   if (last === undefined || hasVerb(last)) return undefined;
   const body = last.replace(/[.!?]+$/, "");
-  const items = body.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = body
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   let run = 0;
   for (let i = items.length - 1; i >= 0 && wordsOf(items[i] ?? "").length === 1; i -= 1) run += 1;
   if (parts.length > 1 && wordsOf(body).length <= 3) return last;

@@ -317,7 +317,9 @@ export async function compactCache(file: string, options: CompactOptions = {}): 
       options.signal,
       (scanned) => {
         // An unterminated last line is left to the copy of what arrived (see rewrite).
-        const kept = newestPerKey(scanned.lines.filter((line) => !line.torn)).filter((line) => line.entry !== undefined && (keep === undefined || keep(line.entry)));
+        const kept = newestPerKey(scanned.lines.filter((line) => !line.torn)).filter(
+          (line) => line.entry !== undefined && (keep === undefined || keep(line.entry)),
+        );
         const texts = kept.map((line) => line.text ?? "");
         return { content: joinLines(texts), report: { before: scanned.lines.length, after: kept.length } };
       },

@@ -114,10 +114,7 @@ export function resolveCacheDir(options: CachePathOptions): string {
   const home = homeOf(options);
   const explicit = nonEmpty(options.flag) ?? nonEmpty(options.env.ABRIDGE_CACHE_DIR) ?? nonEmpty(options.configCacheDir);
   if (explicit !== undefined) return userPath(explicit, options.cwd, home);
-  const root =
-    options.packageRoot === null
-      ? undefined
-      : (options.packageRoot ?? findPackageRoot(dirname(fileURLToPath(import.meta.url))));
+  const root = options.packageRoot === null ? undefined : (options.packageRoot ?? findPackageRoot(dirname(fileURLToPath(import.meta.url))));
   return checkoutCacheDir(root) ?? join(xdgDir(options.env.XDG_CACHE_HOME, join(home, ".cache")), APP_DIR_NAME);
 }
 

@@ -359,10 +359,7 @@ export class JsonlStore implements SummaryStore {
     let kept = false;
     try {
       const info = await handle.stat();
-      if (
-        this.identity !== undefined &&
-        (info.ino !== this.identity.ino || info.dev !== this.identity.dev || info.size < this.offset)
-      ) {
+      if (this.identity !== undefined && (info.ino !== this.identity.ino || info.dev !== this.identity.dev || info.size < this.offset)) {
         this.logger.debug("cache file was replaced or truncated; reading it again");
         this.resetView();
       }
@@ -403,15 +400,7 @@ export class JsonlStore implements SummaryStore {
    * is indexed too (a complete entry without its newline is still an entry) but remembered,
    * because the next read starts at it again once it is terminated.
    */
-  private ingestLine(
-    bytes: Buffer | undefined,
-    from: number,
-    to: number,
-    lineNumber: number,
-    offset: number,
-    report: LoadReport,
-    isTail: boolean,
-  ): void {
+  private ingestLine(bytes: Buffer | undefined, from: number, to: number, lineNumber: number, offset: number, report: LoadReport, isTail: boolean): void {
     let wasInvalid = false;
     if (this.countedTail !== undefined && this.countedTail.offset === offset) {
       // Undo the earlier count of this fragment; it is counted again below as what it is now.

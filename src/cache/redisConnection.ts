@@ -39,4 +39,3 @@ export function createRedisClient(target: RedisTarget, options: RedisClientOptio
     },
   });
 }
-

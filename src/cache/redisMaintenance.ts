@@ -43,7 +43,10 @@ async function withRedis<T>(ref: RedisCacheRef, action: (client: Redis, layout: 
     try {
       await client.connect();
     } catch (err) {
-      throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, `cannot reach the summary cache at ${target.display}: ${messageOf(err)}`, { cause: err, retryable: true });
+      throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, `cannot reach the summary cache at ${target.display}: ${messageOf(err)}`, {
+        cause: err,
+        retryable: true,
+      });
     }
     try {
       return await action(client, redisLayout(ref.prefix ?? DEFAULT_REDIS_PREFIX, target.db), target.display);
@@ -192,4 +195,3 @@ export function writeRedisEntries(ref: RedisCacheRef, entries: readonly CacheEnt
     return report;
   });
 }
-

@@ -39,7 +39,14 @@ export interface ScanOptions {
 export async function scanEntries(client: Redis, layout: RedisLayout, visitor: EntryVisitor, options: ScanOptions = {}): Promise<void> {
   let cursor = "0";
   do {
-    const args: (string | number)[] = [cursor, SCAN_COUNT, MAX_ENTRY_BYTES, PAGE_BYTES, options.dropOversized === true ? "1" : "0", ...(options.match !== undefined ? [options.match] : [])];
+    const args: (string | number)[] = [
+      cursor,
+      SCAN_COUNT,
+      MAX_ENTRY_BYTES,
+      PAGE_BYTES,
+      options.dropOversized === true ? "1" : "0",
+      ...(options.match !== undefined ? [options.match] : []),
+    ];
     visitor.page?.();
     // Its own timeout: ioredis starts a command's timer once, so one set here outlasts the client's.
     const command = new Command("eval", [PAGE_SCRIPT, 1, layout.entries, ...args], { replyEncoding: "utf8" });

@@ -162,8 +162,16 @@ export class RedisStore implements SummaryStore {
     this.location = target.display;
     this.layout = redisLayout(options.prefix ?? DEFAULT_REDIS_PREFIX, target.db);
     this.logger = (options.logger ?? silentLogger).child({ cache: target.display });
-    this.outage = new RateLimitedLog(this.logger, "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting", 60_000);
-    this.oversizedLog = new RateLimitedLog(this.logger, `skipped a summary cache entry over ${MAX_ENTRY_BYTES} bytes; \`abridge cache compact\` removes it`, SKIP_LOG_MS);
+    this.outage = new RateLimitedLog(
+      this.logger,
+      "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting",
+      60_000,
+    );
+    this.oversizedLog = new RateLimitedLog(
+      this.logger,
+      `skipped a summary cache entry over ${MAX_ENTRY_BYTES} bytes; \`abridge cache compact\` removes it`,
+      SKIP_LOG_MS,
+    );
     this.notKeptLog = new RateLimitedLog(
       this.logger,
       "the summary cache on Redis holds more entries than this bridge keeps in memory; entries of tools it has not listed are left in Redis",
@@ -599,7 +607,11 @@ export class RedisStore implements SummaryStore {
     try {
       await this.spool.append(entry);
     } catch (err) {
-      throw new AbridgeError(ErrorCode.CACHE_IO, `cannot write ${entry.key} to Redis or to the spool ${this.spool.file}; it is kept in memory until Redis is back`, { cause: err });
+      throw new AbridgeError(
+        ErrorCode.CACHE_IO,
+        `cannot write ${entry.key} to Redis or to the spool ${this.spool.file}; it is kept in memory until Redis is back`,
+        { cause: err },
+      );
     }
   }
 
@@ -654,7 +666,6 @@ export class RedisStore implements SummaryStore {
 function sameEntry(a: CacheEntry, b: CacheEntry): boolean {
   return a.createdAt === b.createdAt && a.summarizer === b.summarizer && a.summary === b.summary;
 }
-
 
 /** Ends a connection: politely when it is up, at once otherwise (QUIT cannot be sent to nobody). */
 async function quit(client: Redis): Promise<void> {

@@ -36,10 +36,15 @@ type Compiled = { validate: ValidateFunction; unchecked?: string[] } | { skipped
 // object, whose `default` is the plugin.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AnyAjv) => unknown;
 
-
 /** `/labels/0` -> `labels[0]`; `/a b` -> `["a b"]`; `` -> `(root)`. */
 function readablePath(pointer: string, child?: string): string {
-  const parts = pointer === "" ? [] : pointer.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  const parts =
+    pointer === ""
+      ? []
+      : pointer
+          .slice(1)
+          .split("/")
+          .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (child !== undefined) parts.push(child);
   let out = "";
   for (const part of parts) {

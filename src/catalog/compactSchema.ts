@@ -46,7 +46,6 @@ export interface PropertyShape {
   shape: SchemaShape;
 }
 
-
 /**
  * Resolves a local JSON pointer `$ref` (`#/$defs/x`, `#/definitions/x`, `#`) against `root`.
  * Remote refs and broken pointers give `undefined`: the caller falls back to a loose shape,
@@ -217,10 +216,9 @@ export function inputProperties(inputSchema: unknown): { properties: PropertySha
   const root = schemaShape(inputSchema);
   const declared = root.properties ?? [];
   const names = new Set(declared.map((p) => p.name));
-  const requiredList = isObject(inputSchema) && Array.isArray(inputSchema.required) ? inputSchema.required.filter((r): r is string => typeof r === "string") : [];
-  const undeclared: PropertyShape[] = requiredList
-    .filter((name) => !names.has(name))
-    .map((name) => ({ name, required: true, shape: { types: [] } }));
+  const requiredList =
+    isObject(inputSchema) && Array.isArray(inputSchema.required) ? inputSchema.required.filter((r): r is string => typeof r === "string") : [];
+  const undeclared: PropertyShape[] = requiredList.filter((name) => !names.has(name)).map((name) => ({ name, required: true, shape: { types: [] } }));
   const all = [...declared, ...undeclared];
   return { properties: [...all.filter((p) => p.required), ...all.filter((p) => !p.required)], root };
 }

@@ -129,10 +129,7 @@ function compactAnnotations(tool: CatalogTool): JsonObject | undefined {
  */
 export function compactDescription(tool: CatalogTool, schema: CompactSchema = DEFAULT_COMPACT_SCHEMA): string {
   const summary = summaryText(tool, (d) => briefDescription(d, UNSUMMARIZED_CHARS)) ?? "";
-  const params = parameterList(
-    tool.tool.inputSchema,
-    schema === "types" ? { schemaAlongside: true } : { typedStrings: true, defaults: true },
-  );
+  const params = parameterList(tool.tool.inputSchema, schema === "types" ? { schemaAlongside: true } : { typedStrings: true, defaults: true });
   const signature = params === "()" && schema !== "none" ? "" : params;
   if (signature === "" || endsWithLine(summary, signature)) return summary;
   // The line break ends the sentence: its period would cost a token in every listed tool.
@@ -233,7 +230,12 @@ export function summaryTokens(input: SummarizeInput, summary: ToolSummary): Entr
  * added). So, per tool, compact <= summary <= full in tokens.
  */
 function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
-  return memoized(tool, `compact:${schema}`, () => noLarger(renderCompact(tool, schema), memoized(tool, "summary", () => summaryForm(tool))));
+  return memoized(tool, `compact:${schema}`, () =>
+    noLarger(
+      renderCompact(tool, schema),
+      memoized(tool, "summary", () => summaryForm(tool)),
+    ),
+  );
 }
 
 /** `render()`, or the form kept in the tool's record (see {@link ToolRecord.view}). */
@@ -243,9 +245,7 @@ function memoized(tool: CatalogTool, view: string, render: () => ListedTool): Li
 
 /** Tools in server then tool order (exposed name breaks ties): stable across restarts. */
 export function sortTools(tools: readonly CatalogTool[]): CatalogTool[] {
-  return [...tools].sort(
-    (a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool.name, b.tool.name) || compareStrings(a.name, b.name),
-  );
+  return [...tools].sort((a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool.name, b.tool.name) || compareStrings(a.name, b.name));
 }
 
 /**
@@ -392,8 +392,5 @@ export function tokenReport(tools: readonly CatalogTool[], options: RenderOption
     };
   });
   const full = counts.find((c) => c.mode === "full")?.openAiTokens ?? 0;
-  return Object.fromEntries(counts.map((c) => [c.mode, { ...c, ratioOfFull: full === 0 ? 0 : c.openAiTokens / full }])) as Record<
-    Mode,
-    ModeTokens
-  >;
+  return Object.fromEntries(counts.map((c) => [c.mode, { ...c, ratioOfFull: full === 0 ? 0 : c.openAiTokens / full }])) as Record<Mode, ModeTokens>;
 }

@@ -86,7 +86,11 @@ const MAX_NAME_QUERY_WORDS = 4;
 
 /** `Create-Issue ` -> `create_issue`: how names and queries are compared for a name match. */
 function nameKey(text: string): string {
-  return text.trim().toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+  return text
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "_")
+    .replace(/^_+|_+$/g, "");
 }
 
 /** Options of {@link SearchIndex}. */

@@ -44,7 +44,7 @@ const MAX_DEFAULT_CHARS = 24;
 /** ` = 30`, ` = true`, ` = desc` for a short scalar default; "" otherwise. */
 function defaultText(shape: SchemaShape): string {
   const value = shape.defaultValue;
-  if (value === undefined || value === null || (typeof value === "object")) return "";
+  if (value === undefined || value === null || typeof value === "object") return "";
   const text = typeof value === "string" ? enumLiteral(value) : String(value);
   return text === "" || text.length > MAX_DEFAULT_CHARS ? "" : ` = ${text}`;
 }
@@ -61,7 +61,9 @@ function typeLabel(type: string, shape: SchemaShape, depth: number): string {
       const props = shape.properties;
       if (props === undefined || props.length === 0) return "object";
       if (depth > 0 || props.length > MAX_INLINE_KEYS) return "{...}";
-      return `{${orderParams(props).map((p) => paramText(p, depth + 1)).join(", ")}}`;
+      return `{${orderParams(props)
+        .map((p) => paramText(p, depth + 1))
+        .join(", ")}}`;
     }
     default:
       return type;
@@ -136,7 +138,11 @@ export function toolSignature(name: string, inputSchema: unknown): string {
  */
 export function briefDescription(text: string | undefined, maxChars = 160): string {
   if (text === undefined) return "";
-  const line = text.trim().split(/\n\s*\n|\n(?=\s*[-*#|])|\n/)[0]?.trim() ?? "";
+  const line =
+    text
+      .trim()
+      .split(/\n\s*\n|\n(?=\s*[-*#|])|\n/)[0]
+      ?.trim() ?? "";
   const sentence = /^(.+?[.!?])(?:\s|$)/.exec(line)?.[1] ?? line;
   if (sentence.length <= maxChars) return sentence;
   const cut = sentence.slice(0, maxChars);

@@ -299,7 +299,9 @@ export class ToolCatalog {
   listDigest(mode: Mode): string {
     let digest = this.digests.get(mode);
     if (digest === undefined) {
-      digest = createHash("sha256").update(JSON.stringify(this.list(mode))).digest("base64url");
+      digest = createHash("sha256")
+        .update(JSON.stringify(this.list(mode)))
+        .digest("base64url");
       this.digests.set(mode, digest);
     }
     return digest;

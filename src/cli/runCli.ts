@@ -139,12 +139,7 @@ async function groupHelp(prefix: string[]): Promise<string | undefined> {
   const entries = COMMAND_ENTRIES.filter((c) => prefix.every((w, i) => c.path[i] === w) && c.path.length > prefix.length);
   if (entries.length === 0) return undefined;
   const members = await loadCommands(entries);
-  return [
-    `Usage: abridge ${prefix.join(" ")} <command> [options]`,
-    "",
-    "Commands:",
-    ...members.map((c) => `  ${c.path.join(" ")}  ${c.summary}`),
-  ].join("\n");
+  return [`Usage: abridge ${prefix.join(" ")} <command> [options]`, "", "Commands:", ...members.map((c) => `  ${c.path.join(" ")}  ${c.summary}`)].join("\n");
 }
 
 /** Where a wrong or missing command word is pointed. */
@@ -199,7 +194,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return usageFailure(io, `abridge: expected a command${stop !== undefined ? ` before "${stop}"` : ""}`, COMMANDS_HINT);
     }
     const typed = words.join(" ");
-    const hint = didYouMean(typed, COMMAND_ENTRIES.map((c) => c.path.join(" ")));
+    const hint = didYouMean(
+      typed,
+      COMMAND_ENTRIES.map((c) => c.path.join(" ")),
+    );
     return usageFailure(io, `abridge: unknown command "${typed}"${hint ? `; did you mean "${hint}"?` : ""}`, COMMANDS_HINT);
   }
   // Only now, and only this command: the others' modules are never loaded (see commands/index.ts).
@@ -211,10 +209,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     parsed = parseArgs({
       args: joinNegativeValues(rest, options),
       options: Object.fromEntries(
-        Object.entries(options).map(([name, o]) => [
-          name,
-          { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
-        ]),
+        Object.entries(options).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]),
       ),
       allowPositionals: true,
       strict: true,

@@ -105,7 +105,11 @@ export async function findConfigFile(options: FindConfigPathOptions): Promise<Co
   const hint = example
     ? `Pass one with --config <file> (try --config ${EXAMPLE_CONFIG}) or set ABRIDGE_CONFIG.`
     : `Create ${xdg !== undefined ? `${xdg} (found from any folder) or ` : ""}abridge.toml in this folder, pass one with --config <file>, or set ABRIDGE_CONFIG.`;
-  throw new AbridgeError(ErrorCode.CONFIG_NOT_FOUND, ["no config file found; looked in:", ...candidates.map((c) => `  ${c.path}  (${c.origin})`), hint].join("\n"), {
-    details: { searched },
-  });
+  throw new AbridgeError(
+    ErrorCode.CONFIG_NOT_FOUND,
+    ["no config file found; looked in:", ...candidates.map((c) => `  ${c.path}  (${c.origin})`), hint].join("\n"),
+    {
+      details: { searched },
+    },
+  );
 }

@@ -65,13 +65,10 @@ export function describeValue(value: unknown, format: "toml" | "json", hide = fa
   }
 }
 
-
 /** `unknown key "timout_ms"; did you mean "timeout_ms"?` (the suggestion only when one is close). */
 export function unknownKeyMessage(key: string, candidates: readonly string[]): string {
   const suggestion = didYouMean(key, candidates);
-  return suggestion === undefined
-    ? `unknown key ${JSON.stringify(key)}`
-    : `unknown key ${JSON.stringify(key)}; did you mean ${JSON.stringify(suggestion)}?`;
+  return suggestion === undefined ? `unknown key ${JSON.stringify(key)}` : `unknown key ${JSON.stringify(key)}; did you mean ${JSON.stringify(suggestion)}?`;
 }
 
 /** Options of {@link formatIssues}. */

@@ -190,7 +190,9 @@ function mapServer(
     const raw = entry[key];
     const mapped = typeof raw === "string" ? TRANSPORT_ALIASES[raw] : undefined;
     if (mapped === undefined) {
-      const allowed = Object.keys(TRANSPORT_ALIASES).map((k) => JSON.stringify(k)).join(", ");
+      const allowed = Object.keys(TRANSPORT_ALIASES)
+        .map((k) => JSON.stringify(k))
+        .join(", ");
       problem([...at, key], `expected one of ${allowed}, got ${describeValue(raw, "json")}`);
     } else if (transport !== undefined && transport !== mapped) {
       problem(at, `expected "type" and "transport" to agree, got ${JSON.stringify(entry["type"])} and ${JSON.stringify(raw)}`);

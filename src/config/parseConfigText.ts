@@ -147,7 +147,9 @@ export function parseConfigText(text: string, options: ParseConfigOptions): Conf
         for (const v of result.substituted) if (!v.startsWith("/")) secrets.add(v);
         const names = [...value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1] ?? "").filter(isSecretName);
         if (names.length > 0) {
-          logger.warn(`${display}: ${formatPath(displayPath(at))} puts \${${names[0]}} on the command line of the server, where every local user can read it (ps); pass it through env instead`);
+          logger.warn(
+            `${display}: ${formatPath(displayPath(at))} puts \${${names[0]}} on the command line of the server, where every local user can read it (ps); pass it through env instead`,
+          );
         }
       }
       return result.value;
@@ -165,9 +167,7 @@ export function parseConfigText(text: string, options: ParseConfigOptions): Conf
   const result = configFileSchema.safeParse(expanded);
   if (!result.success) {
     const issues = result.error.issues.filter((issue) => !failedPaths.has(formatPath(issue.path)));
-    problems.push(
-      ...formatIssues(issues, { file: display, format, input: expanded, displayPath, isSecretPath }),
-    );
+    problems.push(...formatIssues(issues, { file: display, format, input: expanded, displayPath, isSecretPath }));
   }
   if (problems.length > 0 || !result.success) {
     return fail(problems.length > 0 ? problems : [{ file: display, path: "", message: "invalid config" }]);

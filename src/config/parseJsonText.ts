@@ -9,9 +9,7 @@
  */
 
 /** Result of {@link parseJsonText}. */
-export type JsonParseResult =
-  | { ok: true; value: unknown }
-  | { ok: false; line: number; column: number; message: string; cause: unknown };
+export type JsonParseResult = { ok: true; value: unknown } | { ok: false; line: number; column: number; message: string; cause: unknown };
 
 /** Parses JSON (with comments and trailing commas allowed); never throws. */
 export function parseJsonText(text: string): JsonParseResult {
@@ -138,8 +136,12 @@ export function locateJsonError(text: string): { offset: number; message: string
         return;
       }
       if (code < 0x20) {
-        const expected = "a closing \" or an escape such as \\n";
-        throw new JsonSyntaxError(pos, `expected ${expected}, got a raw control character or line break`, `${expected}, not a raw control character or line break`);
+        const expected = 'a closing " or an escape such as \\n';
+        throw new JsonSyntaxError(
+          pos,
+          `expected ${expected}, got a raw control character or line break`,
+          `${expected}, not a raw control character or line break`,
+        );
       }
       if (code === 92) {
         const next = text[pos + 1] ?? "";
@@ -147,7 +149,7 @@ export function locateJsonError(text: string): { offset: number; message: string
         else if (next === "u" && /^[0-9a-fA-F]{4}$/.test(text.slice(pos + 2, pos + 6))) pos += 6;
         else {
           pos++;
-          fail("a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+          fail('a valid escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)');
         }
         continue;
       }

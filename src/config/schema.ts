@@ -22,17 +22,16 @@ const positiveMs = z.number().int().positive();
 /** Permission and output settings a server inherits from the top level unless it sets its own. */
 const policyFields = {
   read_only: z.boolean().optional().describe("Expose and allow only tools annotated readOnlyHint: true"),
-  destructive: z
-    .enum(["allow", "deny"])
-    .optional()
-    .describe("`deny` hides and refuses tools annotated destructiveHint: true"),
+  destructive: z.enum(["allow", "deny"]).optional().describe("`deny` hides and refuses tools annotated destructiveHint: true"),
   sandbox: z.enum(["none", "bwrap"]).optional().describe("Run stdio servers under bubblewrap"),
   max_output_bytes: z.number().int().positive().optional().describe("Largest tool result passed on"),
   spill: z.boolean().optional().describe("Keep results over max_output_bytes behind a read_output handle"),
   result_format: z
     .enum(RESULT_FORMATS)
     .optional()
-    .describe("How JSON in tool results reaches the model: `as-is` as the upstream wrote it, `compact` minified with arrays of like objects as tables (lossless), `lean` compact less null and empty fields (said in the result)"),
+    .describe(
+      "How JSON in tool results reaches the model: `as-is` as the upstream wrote it, `compact` minified with arrays of like objects as tables (lossless), `lean` compact less null and empty fields (said in the result)",
+    ),
 };
 
 export const serverSchema = z
@@ -49,25 +48,36 @@ export const serverSchema = z
       .string()
       .min(1)
       .optional()
-      .describe("Working directory of a stdio server; default: the config file's folder, under serve, the CLI and the daemon alike (not with sandbox = \"bwrap\")"),
+      .describe(
+        'Working directory of a stdio server; default: the config file\'s folder, under serve, the CLI and the daemon alike (not with sandbox = "bwrap")',
+      ),
     // http(s) only: z.url() alone accepts `file:` or `mailto:`, which no MCP transport can use.
-    url: z.url({ protocol: /^https?$/ }).optional().describe("Endpoint of an HTTP (streamable) or SSE server"),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe("Endpoint of an HTTP (streamable) or SSE server"),
     headers: z.record(z.string(), z.string()).default({}).describe("HTTP headers sent to a url server"),
     recorded: z
       .string()
       .min(1)
       .optional()
-      .describe("A recorded tools/list answer (JSON file, e.g. from `abridge record`; relative to the config file) served instead of a live server: listed, searched and described like any server, calls refused"),
+      .describe(
+        "A recorded tools/list answer (JSON file, e.g. from `abridge record`; relative to the config file) served instead of a live server: listed, searched and described like any server, calls refused",
+      ),
     jsonrpc: z
       .string()
       .min(1)
       .optional()
-      .describe("A JSON-RPC 2.0 backend (newline-delimited) put behind MCP: `unix:/path/to.sock` (a relative path is taken from the config file's folder) or `tcp:127.0.0.1:PORT`; its tools come from `manifests`"),
+      .describe(
+        "A JSON-RPC 2.0 backend (newline-delimited) put behind MCP: `unix:/path/to.sock` (a relative path is taken from the config file's folder) or `tcp:127.0.0.1:PORT`; its tools come from `manifests`",
+      ),
     manifests: z
       .string()
       .min(1)
       .optional()
-      .describe("With jsonrpc: folder of manifest files (every `*.json` below it, relative to the config file) naming the backend's tools and the method each one calls; watched, an edit re-lists the server"),
+      .describe(
+        "With jsonrpc: folder of manifest files (every `*.json` below it, relative to the config file) naming the backend's tools and the method each one calls; watched, an edit re-lists the server",
+      ),
     allow: globList.optional().describe("Only tools matching one of these globs are exposed"),
     deny: globList.default([]).describe("Tools matching one of these globs are hidden and refused"),
     timeout_ms: positiveMs.default(30_000).describe("Per-call timeout"),
@@ -78,7 +88,9 @@ export const serverSchema = z
       .min(1)
       .max(1_000_000)
       .default(1_000)
-      .describe("Requests to this server at once, answered or not yet written (a server that stops reading its stdin); past it a call fails at once with UPSTREAM_BUSY (retryable)"),
+      .describe(
+        "Requests to this server at once, answered or not yet written (a server that stops reading its stdin); past it a call fails at once with UPSTREAM_BUSY (retryable)",
+      ),
     enabled: z.boolean().default(true).describe("false keeps the entry but does not connect"),
     prefix: z.boolean().default(true).describe("false exposes tools under their own names"),
     sandbox_network: z.boolean().default(false).describe("Allow network inside the bwrap sandbox"),
@@ -87,14 +99,13 @@ export const serverSchema = z
       .array(z.string())
       .default([])
       .describe("Paths under /tmp shown read-only inside the bwrap sandbox, whose own /tmp is empty (a server installed under /tmp)"),
-    lifecycle: z
-      .enum(["persistent", "per_call"])
-      .default("persistent")
-      .describe("`per_call` starts a fresh process for each call"),
+    lifecycle: z.enum(["persistent", "per_call"]).default("persistent").describe("`per_call` starts a fresh process for each call"),
     protocol: z
       .enum(["auto", "2026-07-28", "legacy"])
       .default("auto")
-      .describe("MCP revision spoken to the server: `auto` probes with server/discover and falls back to initialize; `2026-07-28` is stateless only (no initialize, an error if the server lacks it); `legacy` is the initialize handshake only (no probe)"),
+      .describe(
+        "MCP revision spoken to the server: `auto` probes with server/discover and falls back to initialize; `2026-07-28` is stateless only (no initialize, an error if the server lacks it); `legacy` is the initialize handshake only (no probe)",
+      ),
     result_format_tools: z
       .record(z.string().min(1), z.enum(RESULT_FORMATS))
       .default({})
@@ -151,7 +162,7 @@ export const serverSchema = z
         ctx.addIssue({ code: "custom", path: ["command"], message: "expected a command for a stdio server, got nothing" });
       }
       if (server.url !== undefined) {
-        ctx.addIssue({ code: "custom", path: ["url"], message: "expected no url on a stdio server (set type = \"http\" or drop command)" });
+        ctx.addIssue({ code: "custom", path: ["url"], message: 'expected no url on a stdio server (set type = "http" or drop command)' });
       }
     } else {
       if (server.url === undefined) {
@@ -172,7 +183,10 @@ export const summarySchema = z
   .strictObject({
     summarizer: z.enum(["extractive", "openai"]).default("extractive").describe("Who writes summaries"),
     model: z.string().min(1).default("gpt-4o-mini").describe("Model name for the openai summarizer"),
-    base_url: z.url({ protocol: /^https?$/ }).optional().describe("OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"),
+    base_url: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe("OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1"),
     api_key_env: z.string().min(1).default("OPENAI_API_KEY").describe("Environment variable holding the key"),
     timeout_ms: positiveMs.default(60_000).describe("Timeout of one summarizer request"),
     max_concurrency: z.number().int().min(1).max(64).default(4).describe("Summarizer requests at once"),
@@ -189,7 +203,13 @@ export type SummaryConfig = z.infer<typeof summarySchema>;
 /** `[code]`: the limits of one program `run_code` runs (see src/code/runtime/codeLimits.ts for their bounds). */
 export const codeSchema = z
   .strictObject({
-    timeout_ms: z.number().int().min(1).max(86_400_000).default(30_000).describe("A program's wall-clock time, calls included; past it the run ends with CODE_TIMEOUT"),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400_000)
+      .default(30_000)
+      .describe("A program's wall-clock time, calls included; past it the run ends with CODE_TIMEOUT"),
     memory_mb: z.number().int().min(1).max(1024).default(64).describe("Heap of a program's JavaScript engine; past it the run ends with CODE_MEMORY"),
     max_calls: z.number().int().min(1).max(1_000_000).default(1_000).describe("Tool calls one program may make; the next one throws CODE_LIMIT in the program"),
     max_concurrent_calls: z.number().int().min(1).max(1_000).default(8).describe("Tool calls of one program in flight at once; more wait"),
@@ -221,7 +241,9 @@ export const configFileSchema = z.strictObject({
       if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.message });
     })
     .optional()
-    .describe("Summary cache on Redis, shared by every bridge of a fleet: `redis://[:password@]host[:port][/db]` (a password as `${VAR}`); unset: summaries.jsonl in cache_dir"),
+    .describe(
+      "Summary cache on Redis, shared by every bridge of a fleet: `redis://[:password@]host[:port][/db]` (a password as `${VAR}`); unset: summaries.jsonl in cache_dir",
+    ),
   cache_lease_ms: z
     .number()
     .int()
@@ -241,17 +263,21 @@ export const configFileSchema = z.strictObject({
     .int()
     .positive()
     .default(8_000)
-    .describe("mode = \"auto\": o200k tokens the tool list may cost; the richest view that fits is served (full, summary, compact), else lazy plus as many pinned and most-called tools as fit"),
-  pin: globList.default([]).describe("mode = \"auto\": globs (`*`, `?`) of exposed tool names listed first when not every tool fits"),
+    .describe(
+      'mode = "auto": o200k tokens the tool list may cost; the richest view that fits is served (full, summary, compact), else lazy plus as many pinned and most-called tools as fit',
+    ),
+  pin: globList.default([]).describe('mode = "auto": globs (`*`, `?`) of exposed tool names listed first when not every tool fits'),
   auto_update_minutes: z
     .number()
     .positive()
     .default(60)
-    .describe("mode = \"auto\": call counts change which tools are listed at most this often, so the list stays byte-stable for prompt caches"),
+    .describe('mode = "auto": call counts change which tools are listed at most this often, so the list stays byte-stable for prompt caches'),
   compact_schema: z
     .enum(["none", "names", "types"])
     .default("none")
-    .describe("Input schema compact lists beside the parameter line: `none` ({type: \"object\"}), `names` (property names, empty schemas), `types` (names, types, short enums)"),
+    .describe(
+      'Input schema compact lists beside the parameter line: `none` ({type: "object"}), `names` (property names, empty schemas), `types` (names, types, short enums)',
+    ),
   http_session_idle_minutes: z
     .number()
     .positive()
@@ -264,14 +290,18 @@ export const configFileSchema = z.strictObject({
     .min(1)
     .max(100_000)
     .default(64)
-    .describe("`serve --http` requests of one session that reach the upstreams at once (calls, reads, prompts); past it a call is answered at once with a retryable busy error"),
+    .describe(
+      "`serve --http` requests of one session that reach the upstreams at once (calls, reads, prompts); past it a call is answered at once with a retryable busy error",
+    ),
   http_max_connections: z
     .number()
     .int()
     .min(1)
     .max(1_000_000)
     .default(512)
-    .describe("`serve --http` connections open at once that passed the token and Host checks; past it a request gets 503 and its connection is closed (connections without the token: at most 64 besides)"),
+    .describe(
+      "`serve --http` connections open at once that passed the token and Host checks; past it a request gets 503 and its connection is closed (connections without the token: at most 64 besides)",
+    ),
   bus_max_concurrent: z
     .number()
     .int()
@@ -285,7 +315,9 @@ export const configFileSchema = z.strictObject({
     .min(0)
     .max(100_000)
     .default(256)
-    .describe("`abridge bus`: calls waiting for a worker's slot (`--max-queued`); past it a call is answered `busy` (retryable), the requester holding the most of the queue first"),
+    .describe(
+      "`abridge bus`: calls waiting for a worker's slot (`--max-queued`); past it a call is answered `busy` (retryable), the requester holding the most of the queue first",
+    ),
   bus_refresh_interval_ms: z
     .number()
     .int()

@@ -47,4 +47,3 @@ export interface BridgeStats {
   cache: { entries: number; invalidLines: number; writeErrors: number; oversized?: number; notKept?: number };
   calls: CallCounters;
 }
-

@@ -1,6 +1,15 @@
 import path from "node:path";
 import type { CacheEntry } from "../cache/cacheEntry.js";
-import { clearCache, compactCache, readCacheEntries, verifyCache, type ClearReport, type CompactReport, type InvalidLine, type VerifyReport } from "../cache/cacheMaintenance.js";
+import {
+  clearCache,
+  compactCache,
+  readCacheEntries,
+  verifyCache,
+  type ClearReport,
+  type CompactReport,
+  type InvalidLine,
+  type VerifyReport,
+} from "../cache/cacheMaintenance.js";
 import { resolveCacheFile, resolveStateDir, type PathEnv } from "../cache/cachePaths.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
 import { writeFileAtomic } from "../cache/writeFileAtomic.js";
@@ -111,7 +120,9 @@ export function compactSummaryCache(cache: CacheLocation, options: { signal?: Ab
 
 /** Removes every entry of a summary cache, or only those of `server`. */
 export function clearSummaryCache(cache: CacheLocation, options: { server?: string; signal?: AbortSignal } = {}): Promise<ClearReport> {
-  return typeof cache === "string" ? clearCache(cache, options) : redisMaintenance().then((redis) => redis.clearRedisCache(cache, options.server === undefined ? {} : { server: options.server }));
+  return typeof cache === "string"
+    ? clearCache(cache, options)
+    : redisMaintenance().then((redis) => redis.clearRedisCache(cache, options.server === undefined ? {} : { server: options.server }));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { CallCounts } from "../cache/callCounts.js";
 import { callMetaTool, getSchemaResult, servesMetaTool, type DeclarationRequest, type MetaToolHost } from "../catalog/metaTools.js";
 import type { SearchResult } from "../catalog/searchIndex.js";
 import type { ToolCatalog } from "../catalog/toolCatalog.js";
-import type { CatalogTool, } from "../catalog/types.js";
+import type { CatalogTool } from "../catalog/types.js";
 import type { Config } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import type { CallToolResult, JsonObject } from "../model/types.js";
@@ -155,7 +155,11 @@ export class CallPipeline {
    * Only tools the server really listed, or names a deny/allow glob covers, are refused; a typo
    * stays TOOL_NOT_FOUND with suggestions.
    */
-  private async resolveOrRefuse(name: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
+  private async resolveOrRefuse(
+    name: string,
+    args: JsonObject | undefined,
+    options: BridgeCallOptions,
+  ): Promise<{ tool: CatalogTool } | { refused: CallToolResult }> {
     const { resolver, guard } = this.parts;
     try {
       return { tool: await resolver.resolveWhenStarted(name, options.signal) };

@@ -8,7 +8,9 @@ import type { ServerStatus } from "../model/types.js";
  */
 export function failedStartError(status: Pick<ServerStatus, "name" | "error">): AbridgeError {
   const { name, error } = status;
-  return new AbridgeError(error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${name} failed to start: ${failedStartReason(status)}`, { details: { server: name } });
+  return new AbridgeError(error?.code ?? ErrorCode.UPSTREAM_START_FAILED, `server ${name} failed to start: ${failedStartReason(status)}`, {
+    details: { server: name },
+  });
 }
 
 /** Why a server did not start, without its name in front (where the server is named already). */

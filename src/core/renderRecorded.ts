@@ -55,7 +55,10 @@ export interface RenderedList {
 export async function renderRecorded(options: RenderRecordedOptions): Promise<RenderedList> {
   const recorded = parseRecordedList(options.text, options.source);
   const server = options.server(recorded.server);
-  const names = assignNames(recorded.tools.map((t) => ({ server, tool: t.name, prefix: true })), options.config.separator);
+  const names = assignNames(
+    recorded.tools.map((t) => ({ server, tool: t.name, prefix: true })),
+    options.config.separator,
+  );
   const byTool = new Map(names.map((n) => [n.tool, n]));
   const exposed: AdmittedExposedTool[] = recorded.tools.map((tool) => {
     const assigned = byTool.get(tool.name)!;

@@ -66,9 +66,16 @@ export class ResourceAggregator {
    * Lists `method` of every ready server offering `capability`, all at once; the lists of those
    * that answered, in server order (a failing upstream is skipped, and not counted as answered).
    */
-  private async listEvery(capability: "resources" | "prompts", method: string, key: string, signal: AbortSignal | undefined): Promise<{ server: string; items: JsonObject[] }[]> {
+  private async listEvery(
+    capability: "resources" | "prompts",
+    method: string,
+    key: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ server: string; items: JsonObject[] }[]> {
     const options = signal ? { signal } : {};
-    const lists = await Promise.allSettled(this.servers(capability).map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, method, key, options) })));
+    const lists = await Promise.allSettled(
+      this.servers(capability).map(async (s) => ({ server: s.name, items: await this.pool.listAll(s.name, method, key, options) })),
+    );
     return lists.flatMap((list) => (list.status === "fulfilled" ? [list.value] : []));
   }
 

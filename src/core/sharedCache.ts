@@ -7,7 +7,9 @@ import type { SummaryPipelineOptions } from "./summaryPipeline.js";
  * The pipeline options of a config's shared cache (`cache_url`, `cache_lease_ms`), with the spool
  * under the state dir the rest of the bridge uses. Nothing when the cache is the local file.
  */
-export function sharedCacheOptions(options: Pick<BridgeOptions, "config" | "env" | "stateDir">): Pick<SummaryPipelineOptions, "cacheUrl" | "leaseMs" | "spoolFile"> {
+export function sharedCacheOptions(
+  options: Pick<BridgeOptions, "config" | "env" | "stateDir">,
+): Pick<SummaryPipelineOptions, "cacheUrl" | "leaseMs" | "spoolFile"> {
   const { config } = options;
   if (config.cache_url === undefined) return {};
   const parsed = parseRedisUrl(config.cache_url);

@@ -51,11 +51,9 @@ export class ToolResolver {
     if (single) return single;
     const near = prefixed.length > 1 ? prefixed : closestNames(name, this.catalog.names());
     const hint = prefixed.length > 1 ? `; it ends with the names of several tools, use one of: ` : "; closest: ";
-    throw new AbridgeError(
-      ErrorCode.TOOL_NOT_FOUND,
-      `unknown tool "${name}"${near.length > 0 ? `${hint}${near.join(", ")}` : ""}`,
-      { details: { tool: name, suggestions: near } },
-    );
+    throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `unknown tool "${name}"${near.length > 0 ? `${hint}${near.join(", ")}` : ""}`, {
+      details: { tool: name, suggestions: near },
+    });
   }
 
   /**
@@ -74,7 +72,11 @@ export class ToolResolver {
     const waitFor = this.config().servers.filter((s) => (s.name === owner || !s.prefix) && this.pool.isStarting(s.name));
     if (waitFor.length > 0) {
       const boundMs = Math.max(...waitFor.map((s) => s.connect_timeout_ms)) + START_WAIT_SLACK_MS;
-      await this.pool.waitSettled(waitFor.map((s) => s.name), boundMs, signal);
+      await this.pool.waitSettled(
+        waitFor.map((s) => s.name),
+        boundMs,
+        signal,
+      );
     }
     return this.resolve(name);
   }

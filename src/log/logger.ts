@@ -78,9 +78,7 @@ export function createLogger(options: LoggerOptions): Logger {
       const all = { ...bound, ...fields };
       let line: string;
       if (options.json) {
-        line = JSON.stringify({ time: new Date().toISOString(), level, message, ...all }, (_k, v: unknown) =>
-          v instanceof Error ? v.message : v,
-        );
+        line = JSON.stringify({ time: new Date().toISOString(), level, message, ...all }, (_k, v: unknown) => (v instanceof Error ? v.message : v));
       } else {
         const extra = Object.entries(all)
           .filter(([, v]) => v !== undefined)

@@ -128,15 +128,17 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
   }
 
   return slots
-    .map((slot): AssignedName => ({
-      name: slot.name,
-      server: slot.request.server,
-      tool: slot.request.tool,
-      uri: toolUri(slot.request.server, slot.request.tool),
-      ...(slot.keptBy !== undefined
-        ? { renamed: { wanted: slot.wanted, keptBy: { server: slot.keptBy.request.server, tool: slot.keptBy.request.tool } } }
-        : {}),
-    }))
+    .map(
+      (slot): AssignedName => ({
+        name: slot.name,
+        server: slot.request.server,
+        tool: slot.request.tool,
+        uri: toolUri(slot.request.server, slot.request.tool),
+        ...(slot.keptBy !== undefined
+          ? { renamed: { wanted: slot.wanted, keptBy: { server: slot.keptBy.request.server, tool: slot.keptBy.request.tool } } }
+          : {}),
+      }),
+    )
     .sort((a, b) => compareStrings(a.server, b.server) || compareStrings(a.tool, b.tool));
 
   /** Who keeps a contested name: config order, then a name that needed no sanitizing, then by name. */
@@ -152,7 +154,6 @@ export function assignNames(requests: readonly NameRequest[], separator: string)
     );
   }
 }
-
 
 const URI_PREFIX = "mcp://";
 

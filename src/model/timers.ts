@@ -18,10 +18,13 @@ export function delay(ms: number, signal?: AbortSignal, options: { unref?: boole
       clearTimeout(timer);
       reject(cancelled());
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     if (options.unref) timer.unref();
     signal?.addEventListener("abort", onAbort, { once: true });
   });

@@ -77,7 +77,13 @@ export class CallGuard {
    *   for an audit trail must not get a bridge that silently keeps none.
    */
   static async open(options: CallGuardOptions): Promise<CallGuard> {
-    const configOf = typeof options.config === "function" ? options.config : ((c: Config) => () => c)(options.config);
+    const configOf =
+      typeof options.config === "function"
+        ? options.config
+        : (
+            (c: Config) => () =>
+              c
+          )(options.config);
     const config = configOf();
     const auditLog =
       config.audit_log === undefined
@@ -216,7 +222,11 @@ export class CallGuard {
     if (typeof handle !== "string") return error('read_output needs {"handle": "<handle>", "offset": <number>}');
     if (typeof offset !== "number") return error("read_output: offset must be a number");
     // Pages are as large as the strictest spilling server allows a result to be.
-    const pageBytes = Math.min(...this.configOf().servers.filter((s) => s.spill).map((s) => s.max_output_bytes));
+    const pageBytes = Math.min(
+      ...this.configOf()
+        .servers.filter((s) => s.spill)
+        .map((s) => s.max_output_bytes),
+    );
     try {
       const page = await this.spill.read(handle, offset, pageBytes);
       const end = page.nextOffset ?? page.totalBytes;

@@ -190,7 +190,9 @@ export function limitOutput(result: CallToolResult, options: OutputLimitOptions)
       else limited[entry.key] = entry.value;
       keptBytes += entry.bytes;
     } else {
-      dropped.push(entry.inMeta ? `_meta ${JSON.stringify(entry.key)}` : entry.key === "structuredContent" ? "structuredContent" : `field ${JSON.stringify(entry.key)}`);
+      dropped.push(
+        entry.inMeta ? `_meta ${JSON.stringify(entry.key)}` : entry.key === "structuredContent" ? "structuredContent" : `field ${JSON.stringify(entry.key)}`,
+      );
     }
   }
   if (stripped > 0) dropped.push(`annotations and extra fields of ${stripped} block${stripped === 1 ? "" : "s"}`);

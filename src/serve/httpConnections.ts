@@ -146,7 +146,11 @@ export class HttpConnections {
     this.preAuthMs = options.preAuthMs ?? PRE_AUTH_DEADLINE_MS;
     this.fds = options.fds;
     this.evictions = new RateLimitedLog(options.logger, "closed the oldest HTTP connection that has not shown the token, to make room", LOG_WINDOW_MS);
-    this.fdEvictions = new RateLimitedLog(options.logger, "closed the oldest HTTP connection that has not shown the token: file descriptors are near the limit", LOG_WINDOW_MS);
+    this.fdEvictions = new RateLimitedLog(
+      options.logger,
+      "closed the oldest HTTP connection that has not shown the token: file descriptors are near the limit",
+      LOG_WINDOW_MS,
+    );
     this.refusals = new RateLimitedLog(options.logger, "refused an HTTP connection: file descriptors are near the limit", LOG_WINDOW_MS);
     this.overCap = new RateLimitedLog(options.logger, "refused an HTTP request: too many connections", LOG_WINDOW_MS);
     this.lateAuth = new RateLimitedLog(options.logger, "closed an HTTP connection that did not show the token in time", LOG_WINDOW_MS);

@@ -325,7 +325,8 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     if (!connections.authenticate(req.socket)) {
       // The body is read (and let go of) first: closing a connection with unread bytes resets it,
       // and the client would see ECONNRESET instead of the answer. requestTimeout bounds the wait.
-      const refuse = (): void => sendJsonError(res, 503, -32000, "server busy: too many connections are open; retry later", { connection: "close", "retry-after": "1" });
+      const refuse = (): void =>
+        sendJsonError(res, 503, -32000, "server busy: too many connections are open; retry later", { connection: "close", "retry-after": "1" });
       if (req.complete) refuse();
       else req.once("end", refuse).resume();
       return;
@@ -407,7 +408,9 @@ export async function startHttpServer(bridge: Bridge, options: HttpServerOptions
     else connections.accept(socket);
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (err) => reject(new AbridgeError(ErrorCode.USAGE, `--http: cannot listen on ${host}:${options.port}: ${err.message}`, { cause: err })));
+    server.once("error", (err) =>
+      reject(new AbridgeError(ErrorCode.USAGE, `--http: cannot listen on ${host}:${options.port}: ${err.message}`, { cause: err })),
+    );
     server.listen(options.port, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

@@ -66,7 +66,11 @@ export class StatelessHttp {
   /** Handles a POST whose body was read and validated as `messages` (`batch`: it was an array). */
   handlePost(req: IncomingMessage, res: ServerResponse, messages: JSONRPCMessage[], batch: boolean): void {
     if (batch) {
-      sendJson(res, 400, errorMessage(null, { code: -32600, message: "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch" }));
+      sendJson(
+        res,
+        400,
+        errorMessage(null, { code: -32600, message: "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch" }),
+      );
       return;
     }
     const message = messages[0] as JsonObject;
@@ -108,14 +112,20 @@ export class StatelessHttp {
     const refused = metaError(meta);
     if (refused?.code === -32602) return refused;
     if (meta?.[META_PROTOCOL_VERSION] !== version) {
-      return { code: RPC_HEADER_MISMATCH, message: `Bad Request: MCP-Protocol-Version header ${JSON.stringify(version)} does not match _meta protocolVersion ${JSON.stringify(meta?.[META_PROTOCOL_VERSION])}` };
+      return {
+        code: RPC_HEADER_MISMATCH,
+        message: `Bad Request: MCP-Protocol-Version header ${JSON.stringify(version)} does not match _meta protocolVersion ${JSON.stringify(meta?.[META_PROTOCOL_VERSION])}`,
+      };
     }
     if (refused !== undefined) return refused;
     const method = headerOf(req, "mcp-method");
     if (method !== request.method) {
       return {
         code: RPC_HEADER_MISMATCH,
-        message: method === undefined ? `Bad Request: missing Mcp-Method header (the body's method is ${JSON.stringify(request.method)})` : `Bad Request: Mcp-Method header ${JSON.stringify(method)} does not match the body's method ${JSON.stringify(request.method)}`,
+        message:
+          method === undefined
+            ? `Bad Request: missing Mcp-Method header (the body's method is ${JSON.stringify(request.method)})`
+            : `Bad Request: Mcp-Method header ${JSON.stringify(method)} does not match the body's method ${JSON.stringify(request.method)}`,
       };
     }
     const expected = mcpNameOf(request.method, request.params);
@@ -123,7 +133,10 @@ export class StatelessHttp {
     if (expected !== undefined && name !== expected) {
       return {
         code: RPC_HEADER_MISMATCH,
-        message: name === undefined ? `Bad Request: missing Mcp-Name header (the body names ${JSON.stringify(expected)})` : `Bad Request: Mcp-Name header ${JSON.stringify(name)} does not match ${JSON.stringify(expected)} in the body`,
+        message:
+          name === undefined
+            ? `Bad Request: missing Mcp-Name header (the body names ${JSON.stringify(expected)})`
+            : `Bad Request: Mcp-Name header ${JSON.stringify(name)} does not match ${JSON.stringify(expected)} in the body`,
       };
     }
     return undefined;
@@ -148,8 +161,7 @@ export class StatelessHttp {
     const finish = (answer: StatelessAnswer): void => {
       done = true;
       if (res.destroyed || res.writableEnded) return;
-      const message: JsonObject =
-        "result" in answer ? { jsonrpc: "2.0", id: request.id, result: answer.result } : errorMessage(request.id, answer.error);
+      const message: JsonObject = "result" in answer ? { jsonrpc: "2.0", id: request.id, result: answer.result } : errorMessage(request.id, answer.error);
       if (streaming) {
         res.end(sseEvent(message as JSONRPCMessage));
         return;

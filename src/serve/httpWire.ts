@@ -50,7 +50,8 @@ function checkOrigin(origin: string): string | undefined {
   } else {
     try {
       const url = new URL(origin);
-      if ((url.protocol !== "http:" && url.protocol !== "https:") || !isLoopbackHost(url.host)) verdict = `Origin ${JSON.stringify(origin)} is not a loopback origin`;
+      if ((url.protocol !== "http:" && url.protocol !== "https:") || !isLoopbackHost(url.host))
+        verdict = `Origin ${JSON.stringify(origin)} is not a loopback origin`;
     } catch {
       verdict = `Origin ${JSON.stringify(origin)} is not a URL`;
     }

@@ -69,7 +69,12 @@ export class StatelessCall {
     // upstream's requests name no call. Refused, as an ambiguous one is, rather than held for a
     // client that may never come back.
     if (!this.listening && !this.burst) {
-      return Promise.reject(new McpError(-32600, `abridge: ${method} arrived while the call it was routed to waits for its client's answers; it cannot be tied to a call, so it is refused`));
+      return Promise.reject(
+        new McpError(
+          -32600,
+          `abridge: ${method} arrived while the call it was routed to waits for its client's answers; it cannot be tied to a call, so it is refused`,
+        ),
+      );
     }
     const { key, forwarded } = this.keyOf(method, params);
     const early = this.early[key];

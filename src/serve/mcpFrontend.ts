@@ -156,12 +156,7 @@ type RequestSchema = z.ZodObject<{ method: z.ZodLiteral<string> } & z.core.$ZodS
  * with -32602. The SDK parses them itself and lets the ZodError become -32603 (internal error),
  * which tells a client that abridge broke rather than that the request was wrong.
  */
-function handle<S extends RequestSchema>(
-  server: Server,
-  schema: S,
-  handler: (request: z.infer<S>, extra: HandlerExtra) => unknown,
-  gate: RequestGate,
-): void {
+function handle<S extends RequestSchema>(server: Server, schema: S, handler: (request: z.infer<S>, extra: HandlerExtra) => unknown, gate: RequestGate): void {
   const method = schema.shape.method.value;
   server.setRequestHandler(z.looseObject({ method: z.literal(method) }), async (request, extra) => {
     const parsed = schema.safeParse(request);
@@ -219,7 +214,6 @@ export class RequestGate {
 export function severity(level: unknown): number {
   return LoggingLevelSchema.options.indexOf(level as LoggingLevel);
 }
-
 
 /** MCP requires `inputSchema.type === "object"`; some servers omit it (gitlab's), which makes SDK clients reject the whole list. */
 export function withObjectType<T extends { inputSchema: Record<string, unknown> }>(tool: T): T {
@@ -286,7 +280,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   );
 
-  const notDelivered = (what: string) => (err: unknown): void => logger.debug(`${what} not delivered`, { error: String(err) });
+  const notDelivered =
+    (what: string) =>
+    (err: unknown): void =>
+      logger.debug(`${what} not delivered`, { error: String(err) });
   // Everything sent to this client unasked goes through its session, which holds it until the
   // session has begun.
   const session = new ClientSession(notDelivered);
@@ -351,8 +348,10 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     client: clientId,
     async request(method, relayed, signal) {
       const capabilities = server.getClientCapabilities();
-      const needs = method === "sampling/createMessage" ? "sampling" : method === "elicitation/create" ? "elicitation" : method === "roots/list" ? "roots" : undefined;
-      if (needs === undefined || capabilities?.[needs] === undefined) throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
+      const needs =
+        method === "sampling/createMessage" ? "sampling" : method === "elicitation/create" ? "elicitation" : method === "roots/list" ? "roots" : undefined;
+      if (needs === undefined || capabilities?.[needs] === undefined)
+        throw new McpError(RpcCode.InvalidRequest, `abridge: the client does not support ${method}`);
       return context.sendRequest({ method, params: relayed }, signal);
     },
     notify(method, relayed) {
@@ -476,7 +475,8 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
         if (wantsLog(params)) session.moment(method, () => server.notification({ method, params } as never));
         return;
       case "notifications/resources/updated":
-        if (subscriptionOf(params.uri)?.server === origin) session.state(method, `${method} ${String(params.uri)}`, () => server.sendResourceUpdated(params as never));
+        if (subscriptionOf(params.uri)?.server === origin)
+          session.state(method, `${method} ${String(params.uri)}`, () => server.sendResourceUpdated(params as never));
         return;
       case "notifications/resources/list_changed":
         session.listChanged("resources", () => server.sendResourceListChanged());
@@ -537,4 +537,3 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
     },
   };
 }
-

@@ -187,9 +187,13 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     if (state !== undefined) {
       const resumed = typeof state === "string" ? parked.take(state, requested, name) : undefined;
       if (resumed === undefined) {
-        return rpcError(-32602, "Invalid or expired requestState: it names no call waiting for answers (abridge issues each one for one retry of the same request)", {
-          reason: "invalid_request_state",
-        });
+        return rpcError(
+          -32602,
+          "Invalid or expired requestState: it names no call waiting for answers (abridge issues each one for one retry of the same request)",
+          {
+            reason: "invalid_request_state",
+          },
+        );
       }
       call = resumed;
       view = viewOf(call);
@@ -271,8 +275,14 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
     if (typeof name !== "string") return rpcError(-32602, "Invalid params: tools/call needs a string name");
     const args = params.arguments;
     if (args !== undefined && !isObject(args)) return rpcError(-32602, "Invalid params: tools/call arguments must be an object");
-    return relayedCall("tools/call", name, params, context, caller, (relay, signal, onProgress) =>
-      bridge.callTool(name, args as JsonObject | undefined, { signal, mode, relay, ...who, ...(onProgress ? { onProgress } : {}) }) as Promise<JsonObject>,
+    return relayedCall(
+      "tools/call",
+      name,
+      params,
+      context,
+      caller,
+      (relay, signal, onProgress) =>
+        bridge.callTool(name, args as JsonObject | undefined, { signal, mode, relay, ...who, ...(onProgress ? { onProgress } : {}) }) as Promise<JsonObject>,
     );
   };
 
@@ -419,7 +429,8 @@ export function createStatelessFrontend(bridge: Bridge, options: StatelessFronte
         closed = true;
         listeners.delete(listener);
         for (const subscription of listener.subscriptions.values()) {
-          if (subscription !== "pending") bridge.unsubscribe(subscription).catch((err: unknown) => logger.debug("resources/unsubscribe failed", { error: messageOf(err) }));
+          if (subscription !== "pending")
+            bridge.unsubscribe(subscription).catch((err: unknown) => logger.debug("resources/unsubscribe failed", { error: messageOf(err) }));
         }
       },
     };
@@ -483,4 +494,3 @@ function forwardedParams<T extends JsonObject>(params: T): T {
 function isResponses(value: unknown): value is JsonObject {
   return isObject(value) && Object.values(value).every((response) => isObject(response));
 }
-

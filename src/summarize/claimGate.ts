@@ -187,17 +187,20 @@ export class ClaimGate {
     const held: Held = { lease, timer: undefined, lost: false };
     const leaseMs = this.source.leaseMs;
     if (leaseMs > 0) {
-      held.timer = setInterval(() => {
-        void lease.renew().then(
-          (ok) => {
-            if (!ok && !held.lost && this.held.get(key) === held) {
-              held.lost = true;
-              this.logger.warn("lost the summary claim of a key while summarizing it; another host may summarize it too", { key });
-            }
-          },
-          () => undefined,
-        );
-      }, Math.max(10, Math.floor(leaseMs / 3)));
+      held.timer = setInterval(
+        () => {
+          void lease.renew().then(
+            (ok) => {
+              if (!ok && !held.lost && this.held.get(key) === held) {
+                held.lost = true;
+                this.logger.warn("lost the summary claim of a key while summarizing it; another host may summarize it too", { key });
+              }
+            },
+            () => undefined,
+          );
+        },
+        Math.max(10, Math.floor(leaseMs / 3)),
+      );
       held.timer.unref();
     }
     this.held.set(key, held);

@@ -11,13 +11,15 @@ export const DEFAULT_PARAM_WORD_BUDGET = 10;
 
 /** Splits an identifier into lower-case words: `get_user_profile`, `getUserProfile`, `API-get-user`. */
 function identifierWords(name: string): string[] {
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    // Lookarounds, not `([A-Z]+)([A-Z][a-z])`, which rescanned a long capital run from each capital.
-    .replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ")
-    .split(/[\s_.:/-]+/)
-    .filter((w) => w.length > 0)
-    .map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase()));
+  return (
+    name
+      .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+      // Lookarounds, not `([A-Z]+)([A-Z][a-z])`, which rescanned a long capital run from each capital.
+      .replace(/(?<=[A-Z])(?=[A-Z][a-z])/g, " ")
+      .split(/[\s_.:/-]+/)
+      .filter((w) => w.length > 0)
+      .map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase()))
+  );
 }
 
 /**
@@ -26,9 +28,7 @@ function identifierWords(name: string): string[] {
  */
 export function summaryFromName(name: string, title?: string): string {
   const source = title?.trim() ? title.trim() : name;
-  const parts = /\s/.test(source)
-    ? source.split(/\s+/).map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase()))
-    : identifierWords(source);
+  const parts = /\s/.test(source) ? source.split(/\s+/).map((w) => (/^[A-Z0-9]{2,}$/.test(w) ? w : w.toLowerCase())) : identifierWords(source);
   const text = trimEndChars(parts.join(" "), ".!?");
   return text ? `${capitalise(text)}.` : "Tool.";
 }

@@ -16,8 +16,29 @@ const DESTRUCTIVE_WORD =
 
 /** Lower-camel words that are ordinary vocabulary, not parameter names. */
 const ORDINARY_CAMEL = new Set([
-  "iOS", "iPadOS", "macOS", "watchOS", "tvOS", "visionOS", "iPhone", "iPad", "iPod", "iCloud", "iTunes", "eBay",
-  "jQuery", "gRPC", "pH", "mRNA", "eSIM", "eBook", "eCommerce", "oAuth", "npm", "pnpm", "ffmpeg",
+  "iOS",
+  "iPadOS",
+  "macOS",
+  "watchOS",
+  "tvOS",
+  "visionOS",
+  "iPhone",
+  "iPad",
+  "iPod",
+  "iCloud",
+  "iTunes",
+  "eBay",
+  "jQuery",
+  "gRPC",
+  "pH",
+  "mRNA",
+  "eSIM",
+  "eBook",
+  "eCommerce",
+  "oAuth",
+  "npm",
+  "pnpm",
+  "ffmpeg",
 ]);
 
 /**
@@ -38,15 +59,11 @@ const SNAKE = /\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b/g;
 const CAMEL = /\b[a-z]+[A-Z][A-Za-z0-9]*\b/g;
 const BACKTICKED = /`([^`\n]+)`/g;
 
-
 /** Top-level property names and required names of a tool's input schema. */
 function topLevel(tool: RawTool): { properties: Set<string>; required: Set<string> } {
   const schema: unknown = tool.inputSchema;
   const properties = isObject(schema) && isObject(schema["properties"]) ? Object.keys(schema["properties"]) : [];
-  const required =
-    isObject(schema) && Array.isArray(schema["required"])
-      ? schema["required"].filter((r): r is string => typeof r === "string")
-      : [];
+  const required = isObject(schema) && Array.isArray(schema["required"]) ? schema["required"].filter((r): r is string => typeof r === "string") : [];
   return { properties: new Set(properties), required: new Set(required) };
 }
 

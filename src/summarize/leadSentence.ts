@@ -37,10 +37,65 @@ const LABEL_WORDS_MAX = 3;
 
 /** Words that must not end a cut summary. */
 const DANGLING = new Set([
-  "a", "an", "and", "or", "nor", "but", "the", "of", "to", "with", "without", "for", "in", "into", "on", "onto",
-  "by", "from", "as", "at", "via", "that", "which", "who", "whose", "whether", "if", "when", "while", "than",
-  "its", "their", "your", "our", "his", "her", "is", "are", "be", "was", "were", "can", "will", "may", "also",
-  "such", "like", "including", "includes", "then", "so", "either", "both", "any", "all", "each", "per", "e.g.", "i.e.",
+  "a",
+  "an",
+  "and",
+  "or",
+  "nor",
+  "but",
+  "the",
+  "of",
+  "to",
+  "with",
+  "without",
+  "for",
+  "in",
+  "into",
+  "on",
+  "onto",
+  "by",
+  "from",
+  "as",
+  "at",
+  "via",
+  "that",
+  "which",
+  "who",
+  "whose",
+  "whether",
+  "if",
+  "when",
+  "while",
+  "than",
+  "its",
+  "their",
+  "your",
+  "our",
+  "his",
+  "her",
+  "is",
+  "are",
+  "be",
+  "was",
+  "were",
+  "can",
+  "will",
+  "may",
+  "also",
+  "such",
+  "like",
+  "including",
+  "includes",
+  "then",
+  "so",
+  "either",
+  "both",
+  "any",
+  "all",
+  "each",
+  "per",
+  "e.g.",
+  "i.e.",
 ]);
 
 /** Options of {@link extractSummary}. */
@@ -81,8 +136,23 @@ function stripOpeners(sentence: string): string {
 
 /** Words that end a list's intro ("... including:"), longest first so "the following" beats "following". */
 const LIST_INTRO_WORDS = [
-  "the following", "as follows", "including", "following", "includes", "include", "such as", "using", "like",
-  "with", "from", "e.g.", "i.e.", "for", "via", "by", "of",
+  "the following",
+  "as follows",
+  "including",
+  "following",
+  "includes",
+  "include",
+  "such as",
+  "using",
+  "like",
+  "with",
+  "from",
+  "e.g.",
+  "i.e.",
+  "for",
+  "via",
+  "by",
+  "of",
 ];
 
 /**
@@ -185,11 +255,7 @@ function candidatesOf(blocks: TextBlock[]): Candidate[] {
       const introducesList = /:\s*$/.test(sentence);
       sentence = stripOpeners(dropListIntro(sentence));
       if (words(sentence).length < 2) continue;
-      const secondTier =
-        labelled ||
-        block.kind === "heading" ||
-        isMostlyUpperCase(sentence) ||
-        SECOND_TIER.some((pattern) => pattern.test(sentence));
+      const secondTier = labelled || block.kind === "heading" || isMostlyUpperCase(sentence) || SECOND_TIER.some((pattern) => pattern.test(sentence));
       const caution = labelled || isMostlyUpperCase(sentence) || CAUTION.test(sentence);
       out.push({ text: sentence, tier: secondTier ? 2 : 1, caution, kind: block.kind, introducesList });
     }

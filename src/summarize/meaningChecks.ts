@@ -14,7 +14,13 @@ export const MIN_UNGROUNDED = 2;
 /** Characters of a piece grounding reads: each word is looked up in the tool's whole text. */
 const MAX_GROUNDED_CHARS = 2_000;
 
-const stems = (text: string): Set<string> => new Set(text.split(/\s+/).filter((w) => w !== "").map(stem));
+const stems = (text: string): Set<string> =>
+  new Set(
+    text
+      .split(/\s+/)
+      .filter((w) => w !== "")
+      .map(stem),
+  );
 
 /**
  * Words that carry no claim of their own: function words, and the vocabulary any summary of any
@@ -263,12 +269,17 @@ export function meaningReasons(tool: RawTool, summary: ToolSummary, context: Mea
   const reported = [...(context.reported ?? [])];
   const reasons: string[] = [];
   const text = summary.summary;
-  const pieces: Array<[string, string]> = [["summary", text], ...Object.entries(summary.params).map(([name, note]): [string, string] => [`params.${name}`, note])];
+  const pieces: Array<[string, string]> = [
+    ["summary", text],
+    ...Object.entries(summary.params).map(([name, note]): [string, string] => [`params.${name}`, note]),
+  ];
 
   // Effect class: a deleting or changing tool keeps a verb of its class.
   const effect = effectClass(tool, vocabulary);
   if (effect !== undefined && !keepsEffect(text, effect, vocabulary)) {
-    reasons.push(effect === "delete" ? "the tool deletes, and the summary says nothing of deleting" : "the tool changes things, and the summary says nothing of changing");
+    reasons.push(
+      effect === "delete" ? "the tool deletes, and the summary says nothing of deleting" : "the tool changes things, and the summary says nothing of changing",
+    );
   }
 
   // Safety claims. A tool not annotated read-only (an unannotated one may be destructive, as the
@@ -291,7 +302,8 @@ export function meaningReasons(tool: RawTool, summary: ToolSummary, context: Mea
       .slice(1)
       .find((c) => IMPERATIVE_START.test(c) && !vocabulary.says(c));
     if (instruction !== undefined) reasons.push(`${where} reads as instructions to the model ("${instruction}"), which the tool's own text does not contain`);
-    else if (imperative !== undefined) reasons.push(`${where} reads as instructions to the model ("${cut(imperative)}"), which the tool's own text does not contain`);
+    else if (imperative !== undefined)
+      reasons.push(`${where} reads as instructions to the model ("${cut(imperative)}"), which the tool's own text does not contain`);
     const link = firstMatch(piece, URL_PATTERN, (m) => vocabulary.says(m)) ?? firstMatch(piece, EMAIL, (m) => vocabulary.says(m));
     if (link !== undefined) reasons.push(`${where} has a link or address the tool's text does not ("${cut(link)}")`);
     const account = firstMatch(piece, ACCOUNT, (m) => vocabulary.says(m));
@@ -322,7 +334,10 @@ export function meaningReasons(tool: RawTool, summary: ToolSummary, context: Mea
     for (const identifier of reported) judged = judged.split(identifier).join(" ");
     const g = grounding(judged, vocabulary);
     if (poorlyGrounded(g)) {
-      const shown = g.ungrounded.slice(0, 6).map((w) => `"${w}"`).join(", ");
+      const shown = g.ungrounded
+        .slice(0, 6)
+        .map((w) => `"${w}"`)
+        .join(", ");
       reasons.push(`${where} is not grounded in the tool: ${g.ungrounded.length} of ${g.content} content words occur nowhere in its text (${shown})`);
     }
   }

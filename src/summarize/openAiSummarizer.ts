@@ -35,14 +35,16 @@ const replySchema = z.object({
     z.object({
       name: z.string().min(1),
       summary: z.string(),
-      params: z.record(z.string(), z.string()).nullish().transform((p) => p ?? {}),
+      params: z
+        .record(z.string(), z.string())
+        .nullish()
+        .transform((p) => p ?? {}),
     }),
   ),
 });
 
 /** Longest property description sent to the model. */
 const MAX_PARAM_DESCRIPTION_CHARS = 1_000;
-
 
 /** A property's type as one short string: `string`, `array<string>`, `string|null`, `object`. */
 function typeOf(schema: Record<string, unknown>, depth = 0): string | undefined {
@@ -75,9 +77,7 @@ function typeOf(schema: Record<string, unknown>, depth = 0): string | undefined 
 export function compactInputView(tool: RawTool): Record<string, Record<string, unknown>> {
   const schema: unknown = tool.inputSchema;
   if (!isObject(schema) || !isObject(schema["properties"])) return {};
-  const required = new Set(
-    Array.isArray(schema["required"]) ? schema["required"].filter((r): r is string => typeof r === "string") : [],
-  );
+  const required = new Set(Array.isArray(schema["required"]) ? schema["required"].filter((r): r is string => typeof r === "string") : []);
   const view: Record<string, Record<string, unknown>> = {};
   for (const [name, property] of Object.entries(schema["properties"])) {
     const entry: Record<string, unknown> = {};

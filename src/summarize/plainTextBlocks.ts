@@ -31,22 +31,86 @@ export const EMOJI_PATTERN = /[\p{Extended_Pictographic}\u{1F1E6}-\u{1F1FF}\u{1F
 
 /** Tags whose content is advice to the model, not a description of the tool: dropped whole. */
 const INSTRUCTION_TAGS = new Set([
-  "example", "examples", "hint", "hints", "usecase", "usecases", "use_case", "use_cases", "important",
-  "instruction", "instructions", "note", "notes", "warning", "warnings", "tip", "tips", "rules", "rule",
-  "guidelines", "guideline", "guidance", "context", "constraints", "requirements", "output", "output_format",
-  "format", "reasoning", "thinking", "system", "critical", "when_to_use", "usage", "parameters", "params",
-  "response_format", "returns", "workflow", "steps", "caution", "details",
+  "example",
+  "examples",
+  "hint",
+  "hints",
+  "usecase",
+  "usecases",
+  "use_case",
+  "use_cases",
+  "important",
+  "instruction",
+  "instructions",
+  "note",
+  "notes",
+  "warning",
+  "warnings",
+  "tip",
+  "tips",
+  "rules",
+  "rule",
+  "guidelines",
+  "guideline",
+  "guidance",
+  "context",
+  "constraints",
+  "requirements",
+  "output",
+  "output_format",
+  "format",
+  "reasoning",
+  "thinking",
+  "system",
+  "critical",
+  "when_to_use",
+  "usage",
+  "parameters",
+  "params",
+  "response_format",
+  "returns",
+  "workflow",
+  "steps",
+  "caution",
+  "details",
 ]);
 
 /** Formatting tags whose text belongs to the sentence around them. */
-const INLINE_TAGS = new Set([
-  "b", "i", "em", "strong", "code", "u", "span", "a", "kbd", "sub", "sup", "mark", "small", "tt", "var", "samp", "s",
-]);
+const INLINE_TAGS = new Set(["b", "i", "em", "strong", "code", "u", "span", "a", "kbd", "sub", "sup", "mark", "small", "tt", "var", "samp", "s"]);
 
 /** Words that, ending a line, mean the sentence continues on the next line. */
 const CONTINUATION_WORDS = new Set([
-  "a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "of", "on", "or", "than", "that", "the",
-  "to", "which", "with", "without", "unless", "via", "is", "are", "be", "can", "will", "its", "their", "your",
+  "a",
+  "an",
+  "and",
+  "as",
+  "at",
+  "but",
+  "by",
+  "for",
+  "from",
+  "in",
+  "into",
+  "of",
+  "on",
+  "or",
+  "than",
+  "that",
+  "the",
+  "to",
+  "which",
+  "with",
+  "without",
+  "unless",
+  "via",
+  "is",
+  "are",
+  "be",
+  "can",
+  "will",
+  "its",
+  "their",
+  "your",
 ]);
 
 /*
@@ -149,19 +213,16 @@ function stripTags(text: string, keepTagBlocks: boolean): string {
   }
   // Lone tags: a bare `<organizationSlug>` or `<select>` is a placeholder or a name and reads as
   // its word; a closing tag, a self-closing tag or one with attributes (`<div style=...>`) is markup.
-  return out.replace(
-    ANY_TAG,
-    (whole: string, closing: string, name: string, attrs: string | undefined, selfClosing: string, offset: number, all: string) => {
-      // `attrs` holds a spaced self-closing slash too (`<x />`): any non-space in it means markup.
-      if (closing || selfClosing || (attrs ?? "").trim() || INLINE_TAGS.has(name.toLowerCase()) || name.toLowerCase() === "br") {
-        return " ";
-      }
-      // `<width>x<height>` must not fuse into one word.
-      const before = /[\p{L}\p{N}]/u.test(all.charAt(offset - 1)) ? " " : "";
-      const after = /[\p{L}\p{N}]/u.test(all.charAt(offset + whole.length)) ? " " : "";
-      return `${before}${name}${after}`;
-    },
-  );
+  return out.replace(ANY_TAG, (whole: string, closing: string, name: string, attrs: string | undefined, selfClosing: string, offset: number, all: string) => {
+    // `attrs` holds a spaced self-closing slash too (`<x />`): any non-space in it means markup.
+    if (closing || selfClosing || (attrs ?? "").trim() || INLINE_TAGS.has(name.toLowerCase()) || name.toLowerCase() === "br") {
+      return " ";
+    }
+    // `<width>x<height>` must not fuse into one word.
+    const before = /[\p{L}\p{N}]/u.test(all.charAt(offset - 1)) ? " " : "";
+    const after = /[\p{L}\p{N}]/u.test(all.charAt(offset + whole.length)) ? " " : "";
+    return `${before}${name}${after}`;
+  });
 }
 
 /** Removes inline markdown (links, images, code spans, emphasis) from one line. */
@@ -189,7 +250,10 @@ export function stripInlineMarkdown(line: string): string {
 
 function collapse(text: string): string {
   // Removed emoji and tags leave gaps before punctuation ("repository 🎉." -> "repository .").
-  return text.replace(/\s+/g, " ").replace(/ ([.,;:!?)](?:\s|$))/g, "$1").trim();
+  return text
+    .replace(/\s+/g, " ")
+    .replace(/ ([.,;:!?)](?:\s|$))/g, "$1")
+    .trim();
 }
 
 /** True when a line that ended with `prev` continues on a line starting with `next`. */

@@ -115,8 +115,7 @@ export class SummarizeQueue {
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? (() => new Date());
     this.local = this.summarizer === this.fallback || this.summarizer.id === this.fallback.id;
-    this.rateLimiter =
-      options.requestsPerMinute !== undefined && !this.local ? new RateLimiter(options.requestsPerMinute) : undefined;
+    this.rateLimiter = options.requestsPerMinute !== undefined && !this.local ? new RateLimiter(options.requestsPerMinute) : undefined;
     this.gate =
       options.claims &&
       new ClaimGate({
@@ -134,10 +133,7 @@ export class SummarizeQueue {
   enqueue(input: SummarizeInput, options: EnqueueOptions = {}): boolean {
     const hash = input.key.slice(input.key.lastIndexOf(":") + 1);
     if (!HASH_PATTERN.test(hash) || input.key !== cacheKey(input.server, input.tool.name, hash)) {
-      throw new AbridgeError(
-        ErrorCode.INPUT_INVALID,
-        `expected key "${input.server}:${input.tool.name}:<16 hex digits>", got "${input.key}"`,
-      );
+      throw new AbridgeError(ErrorCode.INPUT_INVALID, `expected key "${input.server}:${input.tool.name}:<16 hex digits>", got "${input.key}"`);
     }
     if (this.closed) return false;
     if (this.active.has(input.key)) return false;
@@ -364,10 +360,7 @@ export class SummarizeQueue {
         for (const input of remaining) {
           const outcome = results?.get(input.key);
           if (outcome === undefined) {
-            await this.failThenFallback(
-              input,
-              new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer returned no outcome for ${input.key}`),
-            );
+            await this.failThenFallback(input, new AbridgeError(ErrorCode.SUMMARIZER_FAILED, `summarizer returned no outcome for ${input.key}`));
           } else if (outcome.ok) {
             await this.accept(input, outcome.value);
           } else {

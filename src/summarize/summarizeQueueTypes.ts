@@ -96,9 +96,7 @@ export interface SummarizeQueueStats {
 }
 
 /** The queue's limits from the `[summary]` config section. */
-export function queueLimitsFromConfig(
-  config: SummaryConfig,
-): Pick<SummarizeQueueOptions, "concurrency" | "requestsPerMinute" | "maxRequests" | "maxRetries"> {
+export function queueLimitsFromConfig(config: SummaryConfig): Pick<SummarizeQueueOptions, "concurrency" | "requestsPerMinute" | "maxRequests" | "maxRetries"> {
   return {
     concurrency: config.max_concurrency,
     maxRetries: config.max_retries,

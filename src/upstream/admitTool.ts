@@ -44,7 +44,12 @@ export type Admission = { ok: true; tool: AdmittedTool } | { ok: false; problem:
  */
 const admitted = new WeakSet<object>();
 
-function refuse(reason: AdmissionReason, field: AdmissionProblem["field"], message: string, extra: Pick<AdmissionProblem, "name" | "normalized"> = {}): Admission {
+function refuse(
+  reason: AdmissionReason,
+  field: AdmissionProblem["field"],
+  message: string,
+  extra: Pick<AdmissionProblem, "name" | "normalized"> = {},
+): Admission {
   return { ok: false, problem: { reason, code: ErrorCode.INPUT_INVALID, field, message, ...extra } };
 }
 
@@ -70,7 +75,10 @@ export function admitTool(value: unknown): Admission {
     return refuse("noName", "name", `expected a string, got ${JSON.stringify(normalized.name) ?? "nothing"}`, { normalized });
   }
   if (!isObject(normalized.inputSchema)) {
-    return refuse("noInputSchema", "inputSchema", `expected an object, got ${JSON.stringify(normalized.inputSchema) ?? "nothing"}`, { name: normalized.name, normalized });
+    return refuse("noInputSchema", "inputSchema", `expected an object, got ${JSON.stringify(normalized.inputSchema) ?? "nothing"}`, {
+      name: normalized.name,
+      normalized,
+    });
   }
   admitted.add(normalized);
   return { ok: true, tool: normalized as AdmittedTool };

@@ -4,7 +4,6 @@ import type { SecretSet } from "../log/logger.js";
 import { AbridgeError, ErrorCode, isAbridgeError, messageOf } from "../model/errors.js";
 import type { JsonObject, ServerState } from "../model/types.js";
 
-
 /** What is known of a forwarded request that failed. */
 export interface FailedRequest {
   /** Server name. */
@@ -75,7 +74,11 @@ export function callError(err: unknown, request: FailedRequest): AbridgeError {
     return new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${name}: malformed ${method} result`, { cause: err });
   }
   if (isAbridgeError(err)) {
-    return new AbridgeError(err.code, `${name}: ${method} not sent: ${err.message}`, { cause: err, retryable: err.retryable, ...(err.details ? { details: err.details } : {}) });
+    return new AbridgeError(err.code, `${name}: ${method} not sent: ${err.message}`, {
+      cause: err,
+      retryable: err.retryable,
+      ...(err.details ? { details: err.details } : {}),
+    });
   }
   const local = unwritable(err, request.params);
   if (local !== undefined) {
@@ -89,10 +92,14 @@ export function callError(err: unknown, request: FailedRequest): AbridgeError {
  * be tried again once some are answered.
  */
 export function busyError(server: string, pending: number, limit: number): AbridgeError {
-  return new AbridgeError(ErrorCode.UPSTREAM_BUSY, `${server}: ${pending} requests already wait for this server (max_pending_requests = ${limit}); try again shortly`, {
-    retryable: true,
-    details: { server, pending, limit },
-  });
+  return new AbridgeError(
+    ErrorCode.UPSTREAM_BUSY,
+    `${server}: ${pending} requests already wait for this server (max_pending_requests = ${limit}); try again shortly`,
+    {
+      retryable: true,
+      details: { server, pending, limit },
+    },
+  );
 }
 
 /** The stdio server `server` does not read its stdin, and the requests waiting for it fill their queue. */

@@ -28,7 +28,20 @@ export interface UpstreamPoolEvents {
  * above the pool (`CallGuard`: read_only, destructive, output limit, spill; the call pipeline: result shaping). Editing only these
  * must not restart the server and kill its calls in flight.
  */
-const LIVE_FIELDS = ["allow", "deny", "prefix", "timeout_ms", "connect_timeout_ms", "read_only", "destructive", "max_output_bytes", "spill", "result_format", "result_format_tools", "structured"] as const;
+const LIVE_FIELDS = [
+  "allow",
+  "deny",
+  "prefix",
+  "timeout_ms",
+  "connect_timeout_ms",
+  "read_only",
+  "destructive",
+  "max_output_bytes",
+  "spill",
+  "result_format",
+  "result_format_tools",
+  "structured",
+] as const;
 
 /** The part of a server's config that needs a new process (or connection) when it changes. */
 function connectionShape(config: ServerConfig): string {
@@ -53,7 +66,16 @@ export interface ReconfigureResult {
 export interface UpstreamPoolOptions
   extends Pick<
     UpstreamFactoryOptions,
-    "clientInfo" | "backoff" | "random" | "stderrLogLevel" | "listChangedDebounceMs" | "sandboxHide" | "childEnv" | "exposes" | "retryFailedStart" | "jsonRpcMaxLineBytes"
+    | "clientInfo"
+    | "backoff"
+    | "random"
+    | "stderrLogLevel"
+    | "listChangedDebounceMs"
+    | "sandboxHide"
+    | "childEnv"
+    | "exposes"
+    | "retryFailedStart"
+    | "jsonRpcMaxLineBytes"
   > {
   /** Where the pool and every upstream log (default: nowhere). */
   logger?: Logger;

@@ -7,7 +7,8 @@
 
 /** ESC-introduced sequences: CSI (`ESC [ ... final`), OSC/DCS/APC/PM/SOS strings up to BEL or ST, and two-byte escapes. */
 // eslint-disable-next-line no-control-regex
-const ESCAPE_SEQUENCE = /\u001b(?:\[[\u0020-\u003f]*[\u0040-\u007e]?|[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[\u0020-\u002f]*[\u0030-\u007e]?)|\u009b[\u0020-\u003f]*[\u0040-\u007e]?|[\u009d\u0090\u0098\u009e\u009f][^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)?/g;
+const ESCAPE_SEQUENCE =
+  /\u001b(?:\[[\u0020-\u003f]*[\u0040-\u007e]?|[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[\u0020-\u002f]*[\u0030-\u007e]?)|\u009b[\u0020-\u003f]*[\u0040-\u007e]?|[\u009d\u0090\u0098\u009e\u009f][^\u0007\u001b\u009c]*(?:\u0007|\u001b\\|\u009c)?/g;
 
 /** C0 controls but tab and line feed, DEL, and C1 controls. */
 // eslint-disable-next-line no-control-regex

@@ -28,7 +28,11 @@ describe("bench/codeMode --quick", () => {
     expect(result.targets).toHaveLength(4);
 
     await writeCodeModeResults(result, temp.path);
-    const json = JSON.parse(await readFile(path.join(temp.path, "codeMode.json"), "utf8")) as { tasks: { task: string }[]; targets: unknown[]; runtime: { coldStart: { runMsMedian: number } } };
+    const json = JSON.parse(await readFile(path.join(temp.path, "codeMode.json"), "utf8")) as {
+      tasks: { task: string }[];
+      targets: unknown[];
+      runtime: { coldStart: { runMsMedian: number } };
+    };
     expect(json.tasks.map((t) => t.task)).toEqual(QUICK_TASKS);
     expect(json.targets).toHaveLength(4);
     expect(Number.isFinite(json.runtime.coldStart.runMsMedian)).toBe(true);

@@ -23,8 +23,23 @@ describe("bench/codeMode: classic and code sessions of the same tasks", () => {
 
 describe("bench/codeMode: reading results as a model does", () => {
   it("reads a compact-mode table as its rows, and an escaped @columns key as the upstream's own", () => {
-    const text = JSON.stringify({ entities: { "@columns": ["name", "tags"], "@rows": [["a", ["x"]], ["b", []]] }, "@@columns": 1 });
-    expect(modelJson(text)).toEqual({ entities: [{ name: "a", tags: ["x"] }, { name: "b", tags: [] }], "@columns": 1 });
+    const text = JSON.stringify({
+      entities: {
+        "@columns": ["name", "tags"],
+        "@rows": [
+          ["a", ["x"]],
+          ["b", []],
+        ],
+      },
+      "@@columns": 1,
+    });
+    expect(modelJson(text)).toEqual({
+      entities: [
+        { name: "a", tags: ["x"] },
+        { name: "b", tags: [] },
+      ],
+      "@columns": 1,
+    });
     expect(modelJson('[{"a":1}]')).toEqual([{ a: 1 }]);
   });
 
@@ -39,7 +54,14 @@ describe("bench/codeMode: reading results as a model does", () => {
   });
 
   it("counts a session's turns: K turns with calls and one for the answer, each reading the list", () => {
-    const count = sessionTokens(20, [{ written: 10, read: 100, calls: 1 }, { written: 5, read: 50, calls: 3 }], 3);
+    const count = sessionTokens(
+      20,
+      [
+        { written: 10, read: 100, calls: 1 },
+        { written: 5, read: 50, calls: 3 },
+      ],
+      3,
+    );
     expect(count).toEqual({
       turns: 3,
       calls: 4,

@@ -59,7 +59,14 @@ describe("paretoFrontier", () => {
   });
 
   it("keeps both of two identical points and handles an empty input", () => {
-    expect([...paretoFrontier([{ id: "a", tokens: 5, fidelity: 0.5 }, { id: "b", tokens: 5, fidelity: 0.5 }])].sort()).toEqual(["a", "b"]);
+    expect(
+      [
+        ...paretoFrontier([
+          { id: "a", tokens: 5, fidelity: 0.5 },
+          { id: "b", tokens: 5, fidelity: 0.5 },
+        ]),
+      ].sort(),
+    ).toEqual(["a", "b"]);
     expect(paretoFrontier([]).size).toBe(0);
   });
 });

@@ -43,7 +43,10 @@ describe("runHeldOut (leave-servers-out)", () => {
     const selection = new RecordingProxy();
     const result = await runHeldOut({ corpus, queries, proxies: [new Bm25Proxy()], selectionProxy: selection, candidates, k: 5 });
 
-    const folds = assignFolds(corpus.map((s) => s.server), 5);
+    const folds = assignFolds(
+      corpus.map((s) => s.server),
+      5,
+    );
     // Per fold: one ranking of full, then one per candidate, all on the training side only.
     expect(selection.calls).toHaveLength(folds.length * (1 + candidates.length));
     selection.calls.forEach((call, i) => {

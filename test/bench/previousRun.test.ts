@@ -7,7 +7,12 @@ describe("the previous bench run beside this one", () => {
       startedAt: "2026-01-01",
       machine: { cpus: 2 },
       totalRuntimeMs: 1000,
-      tokens: { rows: [{ server: "github", full: 100 }, { server: "memory", full: 50 }] },
+      tokens: {
+        rows: [
+          { server: "github", full: 100 },
+          { server: "memory", full: 50 },
+        ],
+      },
       latency: { p50: 0.5, ok: true, label: "x" },
     };
     expect([...figures(run)]).toEqual([
@@ -18,8 +23,26 @@ describe("the previous bench run beside this one", () => {
   });
 
   it("reports what moved, most first, and matches rows that changed places", () => {
-    const before = { tokens: { rows: [{ server: "github", full: 100 }, { server: "memory", full: 50 }] }, latency: { p50: 0.5 }, gone: 3 };
-    const after = { tokens: { rows: [{ server: "memory", full: 50 }, { server: "github", full: 110 }] }, latency: { p50: 1 }, added: 4 };
+    const before = {
+      tokens: {
+        rows: [
+          { server: "github", full: 100 },
+          { server: "memory", full: 50 },
+        ],
+      },
+      latency: { p50: 0.5 },
+      gone: 3,
+    };
+    const after = {
+      tokens: {
+        rows: [
+          { server: "memory", full: 50 },
+          { server: "github", full: 110 },
+        ],
+      },
+      latency: { p50: 1 },
+      added: 4,
+    };
     const changes = compareRuns(before, after);
     expect(changes.map((c) => [c.path, c.before, c.after, c.change])).toEqual([
       ["latency.p50", 0.5, 1, 1],

@@ -29,7 +29,10 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   rig = await BusRig.open("bus-auth");
-  config = await writeConfig(rig.dir, ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", rig.marker, "--tools", "0"])].join("\n"));
+  config = await writeConfig(
+    rig.dir,
+    ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", rig.marker, "--tools", "0"])].join("\n"),
+  );
 }, 60_000);
 
 afterEach(async () => {
@@ -115,7 +118,10 @@ describe("a bus with the permissions of examples/nats-permissions.conf", () => {
       for await (const status of statuses) if (status.type === "error" && String(status.error).includes("Publish to")) return String(status.error);
       return "the connection closed";
     })();
-    peer.publish("_INBOX.alpha.forged.1", JSON.stringify({ id: "x", agent: "alpha", worker: "forged", ok: true, result: { content: [{ type: "text", text: "forged" }] } }));
+    peer.publish(
+      "_INBOX.alpha.forged.1",
+      JSON.stringify({ id: "x", agent: "alpha", worker: "forged", ok: true, result: { content: [{ type: "text", text: "forged" }] } }),
+    );
     expect(await publishRefused).toContain('Permissions Violation for Publish to "_INBOX.alpha.forged.1"');
 
     // The agent's call meanwhile: the worker's answer, its arguments read by nobody else.
@@ -146,7 +152,9 @@ describe("a bus with the permissions of examples/nats-permissions.conf", () => {
   it("fails wrong credentials at once with a clear error, not retried, the password not shown", async () => {
     const error = await failure(BusClient.connect({ nats: url("alpha-host", "not-the-password") }));
     expect(error).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
-    expect(messageOf(error)).toContain(`the NATS server at nats://127.0.0.1:${nats.port} refused the connection with the user and password given (Authorization Violation)`);
+    expect(messageOf(error)).toContain(
+      `the NATS server at nats://127.0.0.1:${nats.port} refused the connection with the user and password given (Authorization Violation)`,
+    );
     expect(messageOf(error)).not.toContain("not-the-password");
 
     const cli = await runAbridge(["bus", "--nats", url("alpha-worker", "not-the-password"), "--agent", "alpha", "--config", config]);
@@ -174,16 +182,29 @@ describe("nkeys, TLS, tokens and .creds files", () => {
     const nats = await startNatsServer(["-c", conf]);
     cleanups.push(() => nats.stop());
     // The worker asks for TLS with its options, the client with the tls:// scheme too.
-    await worker(nats.url, "secure", ["--nats-nkey", workerKey.seedFile, "--nats-tls-ca", tls.ca, "--nats-tls-cert", tls.clientCert, "--nats-tls-key", tls.clientKey]);
+    await worker(nats.url, "secure", [
+      "--nats-nkey",
+      workerKey.seedFile,
+      "--nats-tls-ca",
+      tls.ca,
+      "--nats-tls-cert",
+      tls.clientCert,
+      "--nats-tls-key",
+      tls.clientKey,
+    ]);
     const address = `tls://127.0.0.1:${nats.port}`;
     const bus = await client({ nats: address, nkeyFile: hostKey.seedFile, tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey } });
     expect(text(await bus.callTool("secure", "echo_echo", { text: "over tls" }))).toBe("over tls");
 
-    const untrusted = await failure(BusClient.connect({ nats: address, nkeyFile: hostKey.seedFile, tls: { certFile: tls.clientCert, keyFile: tls.clientKey } }));
+    const untrusted = await failure(
+      BusClient.connect({ nats: address, nkeyFile: hostKey.seedFile, tls: { certFile: tls.clientCert, keyFile: tls.clientKey } }),
+    );
     expect(untrusted).toMatchObject({ code: "BUS_UNAVAILABLE" });
     expect(messageOf(untrusted)).toMatch(/certificate/i);
     const stranger = await nkeyUser(dir, "stranger");
-    const unknown = await failure(BusClient.connect({ nats: address, nkeyFile: stranger.seedFile, tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey } }));
+    const unknown = await failure(
+      BusClient.connect({ nats: address, nkeyFile: stranger.seedFile, tls: { caFile: tls.ca, certFile: tls.clientCert, keyFile: tls.clientKey } }),
+    );
     expect(unknown).toMatchObject({ code: "BUS_UNAVAILABLE", retryable: false });
     expect(messageOf(unknown)).toContain("refused the connection with the nkey or creds given");
   });
@@ -207,7 +228,11 @@ describe("nkeys, TLS, tokens and .creds files", () => {
     await writeFile(conf, op.config);
     const nats = await startNatsServer(["-c", conf]);
     cleanups.push(() => nats.stop());
-    const workerCreds = await op.creds("worker", { sub: ["tool.invoke.mcp.credited", "tool.meta.mcp.refresh.credited"], pub: ["tool.meta.mcp.credited", "tool.result.credited"], responses: true });
+    const workerCreds = await op.creds("worker", {
+      sub: ["tool.invoke.mcp.credited", "tool.meta.mcp.refresh.credited"],
+      pub: ["tool.meta.mcp.credited", "tool.result.credited"],
+      responses: true,
+    });
     const hostCreds = await op.creds("host", { pub: ["tool.invoke.mcp.credited", "tool.meta.mcp.refresh.credited"], sub: ["_INBOX.credited.>"] });
     await worker(nats.url, "credited", ["--nats-creds", workerCreds]);
     const bus = await client({ nats: nats.url, credsFile: hostCreds, inboxPrefix: "_INBOX.credited" });
@@ -218,10 +243,30 @@ describe("nkeys, TLS, tokens and .creds files", () => {
   });
 
   it("refuses credentials it cannot use before connecting: two ways to log in, a missing file", async () => {
-    const both = await runAbridge(["bus", "--nats", "nats://u:p@127.0.0.1:4222", "--nats-nkey", path.join(rig.dir, "none.nk"), "--agent", "alpha", "--config", config]);
+    const both = await runAbridge([
+      "bus",
+      "--nats",
+      "nats://u:p@127.0.0.1:4222",
+      "--nats-nkey",
+      path.join(rig.dir, "none.nk"),
+      "--agent",
+      "alpha",
+      "--config",
+      config,
+    ]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("NATS credentials: give one way to log in, got a user and password in the URL and an nkey seed file");
-    const missing = await runAbridge(["bus", "call", "--nats", "nats://127.0.0.1:4222", "--nats-creds", path.join(rig.dir, "none.creds"), "--agent", "alpha", "echo_echo"]);
+    const missing = await runAbridge([
+      "bus",
+      "call",
+      "--nats",
+      "nats://127.0.0.1:4222",
+      "--nats-creds",
+      path.join(rig.dir, "none.creds"),
+      "--agent",
+      "alpha",
+      "echo_echo",
+    ]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`cannot read the NATS creds file ${path.join(rig.dir, "none.creds")}: ENOENT`);
   });

@@ -66,7 +66,18 @@ describe("a bus where no worker listens", () => {
   });
 
   it("abridge bus call prints the bus code and exits 1 without waiting out --timeout-ms", { timeout: 40_000 }, async () => {
-    const { command, args } = abridgeCommand(["bus", "call", "--nats", nats.url, "--agent", "alpha", "--timeout-ms", String(LONG_TIMEOUT_MS), "everything_echo", '{"message":"hi"}']);
+    const { command, args } = abridgeCommand([
+      "bus",
+      "call",
+      "--nats",
+      nats.url,
+      "--agent",
+      "alpha",
+      "--timeout-ms",
+      String(LONG_TIMEOUT_MS),
+      "everything_echo",
+      '{"message":"hi"}',
+    ]);
     const result = await run(command, args);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("bus error unavailable (retryable): no worker of agent alpha is on the bus");

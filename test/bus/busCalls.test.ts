@@ -124,7 +124,10 @@ describe("abridge bus: calls through BusClient", () => {
 
   it("audits every bus call under the client name bus", async () => {
     await client.callTool("alpha", "echo_echo", { text: "audited" });
-    const lines = (await readFile(path.join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = (await readFile(path.join(dir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const outcomes = lines.filter((l) => l.client === "bus").map((l) => `${String(l.server)}/${String(l.tool)}:${String(l.outcome)}`);
     expect(outcomes).toEqual(
       expect.arrayContaining(["files/read_file:ok", "files/read_path:tool_error", "echo/echo:invalid_arguments", "files/write_file:refused", "echo/echo:ok"]),
@@ -178,13 +181,22 @@ describe("abridge bus: messages on the wire", () => {
       headers: requestHeaders(),
     });
     expect(reply.headers?.get("Content-Trust")).toBe("tool-output");
-    expect(body(reply)).toMatchObject({ id: 7, agent: "alpha", worker: worker.id, tool: "echo_echo", ok: true, result: { content: [{ type: "text", text: "raw" }] } });
+    expect(body(reply)).toMatchObject({
+      id: 7,
+      agent: "alpha",
+      worker: worker.id,
+      tool: "echo_echo",
+      ok: true,
+      result: { content: [{ type: "text", text: "raw" }] },
+    });
   });
 
   it("publishes the answer to a call without a reply subject on tool.result.<agent>", async () => {
     const results = await collect(raw, "tool.result.alpha");
     try {
-      raw.publish("tool.invoke.mcp", JSON.stringify({ id: "no-reply", agent: "alpha", tool: "echo_echo", arguments: { text: "published" } }), { headers: requestHeaders() });
+      raw.publish("tool.invoke.mcp", JSON.stringify({ id: "no-reply", agent: "alpha", tool: "echo_echo", arguments: { text: "published" } }), {
+        headers: requestHeaders(),
+      });
       const answer = await results.next((m) => body(m).id === "no-reply", "the result on tool.result.alpha");
       expect(answer.headers?.get("Content-Trust")).toBe("tool-output");
       expect(body(answer)).toMatchObject({ ok: true, result: { content: [{ type: "text", text: "published" }] } });
@@ -205,7 +217,9 @@ describe("abridge bus: messages on the wire", () => {
   it("leaves a call for another agent on the shared subject to that agent's workers", async () => {
     const results = await collect(raw, "tool.result.>");
     try {
-      raw.publish("tool.invoke.mcp", JSON.stringify({ id: "other", agent: "gamma", tool: "echo_echo", arguments: { text: "x" } }), { headers: requestHeaders() });
+      raw.publish("tool.invoke.mcp", JSON.stringify({ id: "other", agent: "gamma", tool: "echo_echo", arguments: { text: "x" } }), {
+        headers: requestHeaders(),
+      });
       // A call alpha's worker does answer, sent after it on the same connection (so it arrives
       // after it): once its answer is in, the first was passed over.
       await raw.request("tool.invoke.mcp", JSON.stringify({ id: "after", agent: "alpha", tool: "echo_echo", arguments: { text: "after" } }), {

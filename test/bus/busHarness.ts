@@ -140,7 +140,8 @@ export async function collect(nc: NatsConnection, subject: string): Promise<Coll
         });
       });
     },
-    until: (condition, what, limitMs) => arrived.until(condition, { what, ...(limitMs !== undefined ? { timeoutMs: limitMs } : {}), detail: () => `${messages.length} messages on ${subject}` }),
+    until: (condition, what, limitMs) =>
+      arrived.until(condition, { what, ...(limitMs !== undefined ? { timeoutMs: limitMs } : {}), detail: () => `${messages.length} messages on ${subject}` }),
     stop: () => sub.unsubscribe(),
   };
 }

@@ -27,7 +27,11 @@ afterAll(async () => rig?.close());
 
 /** The lines of a file the upstream process appends to: no event of ours announces them, so waits on them poll. */
 function lines(file: string): string[] {
-  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
+  return existsSync(file)
+    ? readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+    : [];
 }
 
 /** A folder of its own with the hold fixture's files, and a config serving it. */
@@ -39,13 +43,19 @@ async function holdSetup(name: string, extraToml = ""): Promise<{ config: string
   const lists = path.join(folder, "lists");
   const listHold = path.join(folder, "list-hold");
   const args = ["--marker", marker, "--arrivals", arrivals, "--gates", gates, "--lists", lists, "--list-hold", listHold];
-  const config = await writeConfig(folder, ['mode = "full"', 'cache_dir = "cache"', extraToml, fixtureServerToml("up", "../bus/holdServer.ts", args)].join("\n"));
+  const config = await writeConfig(
+    folder,
+    ['mode = "full"', 'cache_dir = "cache"', extraToml, fixtureServerToml("up", "../bus/holdServer.ts", args)].join("\n"),
+  );
   return { config, arrivals, gates, lists, listHold };
 }
 
 /** Sends a call with reply subject `reply.<requester>.<id>` (the requester is the reply subject less its last token). */
 function call(requester: string, id: string, tool: string, args: Record<string, unknown>, agent = "limits"): void {
-  raw.publish(`tool.invoke.mcp.${agent}`, JSON.stringify({ id, agent, tool, arguments: args }), { headers: requestHeaders(), reply: `reply.${requester}.${id}` });
+  raw.publish(`tool.invoke.mcp.${agent}`, JSON.stringify({ id, agent, tool, arguments: args }), {
+    headers: requestHeaders(),
+    reply: `reply.${requester}.${id}`,
+  });
 }
 
 function answerTo(answers: Collector, id: string): Promise<Msg> {
@@ -200,7 +210,8 @@ describe("abridge bus: refresh requests", () => {
       await waitFor(() => lines(files.lists).length === listsAtStart + 1, { what: "the first re-list to reach the upstream" });
       // 300 more while it runs: 250 without a reply subject (two-byte bodies), 50 with one.
       for (let i = 0; i < 250; i++) raw.publish("tool.meta.mcp.refresh.lists", "{}", { headers: requestHeaders() });
-      for (let i = 0; i < 50; i++) raw.publish("tool.meta.mcp.refresh.lists", JSON.stringify({ id: `r${i}` }), { headers: requestHeaders(), reply: `reply.Q.r${i}` });
+      for (let i = 0; i < 50; i++)
+        raw.publish("tool.meta.mcp.refresh.lists", JSON.stringify({ id: `r${i}` }), { headers: requestHeaders(), reply: `reply.Q.r${i}` });
       // The list as it is, answered at once: once it is here, the worker has read all of the above.
       raw.publish("tool.meta.mcp.refresh.lists", JSON.stringify({ id: "as-is", relist: false }), { headers: requestHeaders(), reply: "reply.Q.as-is" });
       expect(body(await answerTo(answers, "as-is"))).toMatchObject({ reason: "refresh", agent: "lists" });

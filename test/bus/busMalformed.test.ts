@@ -23,7 +23,10 @@ let marker: string;
 beforeAll(async () => {
   rig = await BusRig.open("bus-malformed");
   ({ nats, raw, marker } = rig);
-  configFile = await writeConfig(rig.dir, ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker])].join("\n"));
+  configFile = await writeConfig(
+    rig.dir,
+    ['mode = "full"', 'cache_dir = "cache"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker])].join("\n"),
+  );
   worker = await rig.worker({ config: configFile, nats: nats.url, agent: "alpha" });
   client = await rig.client();
 }, 120_000);

@@ -26,7 +26,13 @@ beforeAll(async () => {
   const config = await writeConfig(
     rig.dir,
     // Debug: the worker logs the slow fixture's stderr, where a test sees a call reach it.
-    ['cache_dir = "cache"', 'state_dir = "state"', 'log_level = "debug"', fixtureServerToml("echo", "echoServer.ts", ["--marker", marker]), fixtureServerToml("slow", "slowServer.ts", ["--marker", marker])].join("\n"),
+    [
+      'cache_dir = "cache"',
+      'state_dir = "state"',
+      'log_level = "debug"',
+      fixtureServerToml("echo", "echoServer.ts", ["--marker", marker]),
+      fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
+    ].join("\n"),
   );
   // One slot and one place in the queue: a run holds the slot while it runs.
   worker = await rig.worker({ config, nats: rig.nats.url, agent: "alpha", args: ["--max-concurrent", "1", "--max-queued", "1"] });
@@ -52,14 +58,24 @@ async function rawRun(payload: Record<string, unknown>): Promise<Record<string, 
 describe("abridge bus: programs through BusClient.runCode", () => {
   it("runs a program calling the agent's tools and answers its result and text", async () => {
     const { result, answer } = await client.runCode("alpha", 'const r = await echo.echo({ text: "hi" });\nconsole.log("got", r);\nreturn [r, r];');
-    expect(result).toMatchObject({ ok: true, returnJson: '["hi","hi"]', console: [{ level: "log", text: "got hi" }], calls: [{ tool: "echo_echo", ok: true }] });
+    expect(result).toMatchObject({
+      ok: true,
+      returnJson: '["hi","hi"]',
+      console: [{ level: "log", text: "got hi" }],
+      calls: [{ tool: "echo_echo", ok: true }],
+    });
     expect(answer.isError).toBeUndefined();
     expect(text(answer)).toMatch(/^\[log\] got hi\n\["hi","hi"\]\n\(1 call, \d+ ms\)$/);
   });
 
   it("answers a failed program with its bus code beside its run; BusClient resolves it with result.ok false", async () => {
     const thrown = await rawRun({ id: "r1", agent: "alpha", code: "throw new Error('boom')" });
-    expect(thrown).toMatchObject({ id: "r1", ok: false, error: { code: "code_error", retryable: false, abridge_code: "CODE_ERROR" }, run: { ok: false, error: { code: "CODE_ERROR" } } });
+    expect(thrown).toMatchObject({
+      id: "r1",
+      ok: false,
+      error: { code: "code_error", retryable: false, abridge_code: "CODE_ERROR" },
+      run: { ok: false, error: { code: "CODE_ERROR" } },
+    });
     expect(text(thrown.answer as { content: unknown[] })).toContain("boom");
     const timedOut = await rawRun({ id: "r2", agent: "alpha", code: "while (true) {}", limits: { timeout_ms: 300 } });
     expect(timedOut).toMatchObject({ ok: false, error: { code: "timeout", abridge_code: "CODE_TIMEOUT" } });

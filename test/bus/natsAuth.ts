@@ -26,9 +26,28 @@ export async function tlsFiles(dir: string): Promise<TlsFiles> {
   openssl(["req", "-x509", ...ec, "-keyout", file("ca.key"), "-out", file("ca.pem"), "-days", "2", "-subj", "/CN=abridge test CA"]);
   await writeFile(file("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
   await writeFile(file("client.ext"), "extendedKeyUsage=clientAuth\n");
-  for (const [name, subject] of [["server", "/CN=127.0.0.1"], ["client", "/CN=abridge test client"]] as const) {
+  for (const [name, subject] of [
+    ["server", "/CN=127.0.0.1"],
+    ["client", "/CN=abridge test client"],
+  ] as const) {
     openssl(["req", ...ec, "-keyout", file(`${name}.key`), "-out", file(`${name}.csr`), "-subj", subject]);
-    openssl(["x509", "-req", "-in", file(`${name}.csr`), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-out", file(`${name}.pem`), "-days", "2", "-extfile", file(`${name}.ext`)]);
+    openssl([
+      "x509",
+      "-req",
+      "-in",
+      file(`${name}.csr`),
+      "-CA",
+      file("ca.pem"),
+      "-CAkey",
+      file("ca.key"),
+      "-CAcreateserial",
+      "-out",
+      file(`${name}.pem`),
+      "-days",
+      "2",
+      "-extfile",
+      file(`${name}.ext`),
+    ]);
   }
   return { ca: file("ca.pem"), serverCert: file("server.pem"), serverKey: file("server.key"), clientCert: file("client.pem"), clientKey: file("client.key") };
 }

@@ -15,7 +15,6 @@ beforeEach(async () => {
   file = join(temp.path, "summaries.jsonl");
 });
 
-
 const a1 = makeEntry("github", "a", "first a");
 const a2 = { ...a1, summary: "second a", createdAt: "2026-11-22T00:00:00Z" };
 const b = makeEntry("github", "b", "b", 1);

@@ -9,8 +9,6 @@ const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/
 
 const temp = useTempDir({ prefix: "abridge-paths-", realPath: true });
 
-
-
 /** A fake package root named as abridge's package, optionally a git checkout. */
 async function fakePackage(withGit: boolean): Promise<string> {
   const root = join(temp.path, "pkg");

@@ -36,7 +36,12 @@ describe("CallCounts", () => {
     // Atomic writes leave no temp file behind.
     expect(await readdir(path.dirname(file))).toEqual([CALL_COUNTS_FILE]);
     const again = await CallCounts.open({ file });
-    expect(again.snapshot()).toEqual(new Map([["github:create_issue", 2], ["slack:post", 1]]));
+    expect(again.snapshot()).toEqual(
+      new Map([
+        ["github:create_issue", 2],
+        ["slack:post", 1],
+      ]),
+    );
     again.increment("slack", "post");
     expect(again.snapshot().get("slack:post")).toBe(2);
     await again.close();

@@ -149,14 +149,21 @@ const entryLine = fc
     fallback: fc.oneof({ weight: 3, arbitrary: fc.constant(MISSING) }, { weight: 1, arbitrary: field(text(10)) }),
     extra: fc.oneof(
       { weight: 6, arbitrary: fc.constant([] as [string, unknown][]) },
-      { weight: 1, arbitrary: fc.array(fc.tuple(fc.constantFrom("extra", "Key", "__proto__", "key", "params"), fc.oneof(text(5), fc.integer())), { maxLength: 2 }) },
+      {
+        weight: 1,
+        arbitrary: fc.array(fc.tuple(fc.constantFrom("extra", "Key", "__proto__", "key", "params"), fc.oneof(text(5), fc.integer())), { maxLength: 2 }),
+      },
     ),
     shuffle: fc.boolean(),
   })
   .map((r) => {
     const consistent = typeof r.server === "string" && typeof r.tool === "string" && typeof r.hash === "string";
     const key =
-      r.keyKind === "missing" ? MISSING : r.keyKind === "consistent" && consistent ? cacheKey(r.server as string, r.tool as string, r.hash as string) : r.otherKey;
+      r.keyKind === "missing"
+        ? MISSING
+        : r.keyKind === "consistent" && consistent
+          ? cacheKey(r.server as string, r.tool as string, r.hash as string)
+          : r.otherKey;
     const pairs: [string, unknown][] = [];
     const put = (fieldName: string, value: unknown): void => {
       if (value !== MISSING) pairs.push([fieldName, value]);
@@ -260,7 +267,10 @@ describe("fast cache-line check", () => {
       { seed: SEED, numRuns: RUNS },
     );
     fc.assert(
-      fc.property(entryLine.chain((line) => mutated(line)), (line) => checkLine(line, tally)),
+      fc.property(
+        entryLine.chain((line) => mutated(line)),
+        (line) => checkLine(line, tally),
+      ),
       { seed: SEED, numRuns: RUNS },
     );
     expect(tally.fastAccepted).toBeGreaterThan(0);

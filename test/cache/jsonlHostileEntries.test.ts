@@ -35,7 +35,10 @@ async function openStore(options: Partial<Parameters<typeof JsonlStore.open>[0]>
 }
 
 async function lines(): Promise<CacheEntry[]> {
-  return (await readFile(file, "utf8")).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as CacheEntry);
+  return (await readFile(file, "utf8"))
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as CacheEntry);
 }
 
 describe("JSONL summary cache against hostile lines", () => {

@@ -89,7 +89,12 @@ describe("JsonlStore", () => {
     expect(reopened.size).toBe(3);
     expect(reopened.get(first.key)).toEqual(second);
     expect(reopened.get(params.key)?.params).toEqual({ owner: "Repo owner" });
-    expect(reopened.forServer("github").map((e) => e.tool).sort()).toEqual(["create_issue", "list_issues"]);
+    expect(
+      reopened
+        .forServer("github")
+        .map((e) => e.tool)
+        .sort(),
+    ).toEqual(["create_issue", "list_issues"]);
     expect(reopened.forServer("slack")).toEqual([other]);
     expect(reopened.forServer("nobody")).toEqual([]);
     expect(reopened.servers().sort()).toEqual(["github", "slack"]);
@@ -162,7 +167,12 @@ describe("JsonlStore", () => {
     const remote = makeEntry("slack", "remote", "Appended by another process.", 4);
     await appendFile(file, lineOf(remote));
     await store.reload();
-    expect(store.forServer("slack").map((e) => e.key).sort()).toEqual([extra.key, remote.key].sort());
+    expect(
+      store
+        .forServer("slack")
+        .map((e) => e.key)
+        .sort(),
+    ).toEqual([extra.key, remote.key].sort());
     expect(store.get(remote.key)).toEqual(remote);
   });
 
@@ -312,7 +322,7 @@ describe("JsonlStore", () => {
       `${JSON.stringify({ ...makeEntry("github", "wrong_key"), key: "github:other:0000000000000000" })}\n`,
       "[1,2,3]\n",
       `{"key":"${"x".repeat(MAX_LINE_BYTES)}"}\n`,
-      "{\"truncated\": \n",
+      '{"truncated": \n',
       lineOf(makeEntry("slack", "good")),
     ];
     await writeFile(file, lines.join(""));

@@ -2,7 +2,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LineIndex } from "../../src/cache/lineIndex.js";
 
-type Op = { kind: "set"; key: string; offset: number } | { kind: "setBytes"; key: string; offset: number } | { kind: "delete"; key: string } | { kind: "clear" };
+type Op =
+  | { kind: "set"; key: string; offset: number }
+  | { kind: "setBytes"; key: string; offset: number }
+  | { kind: "delete"; key: string }
+  | { kind: "clear" };
 
 describe("LineIndex", () => {
   it("answers as a Map would for any sequence of sets, deletes and clears", () => {

@@ -8,12 +8,7 @@ import { useTempDir } from "../helpers/tempDir.js";
 
 const temp = useTempDir({ prefix: "abridge-lines-" });
 
-
-
-async function readAll(
-  content: string,
-  options: Partial<ReadLinesOptions> = {},
-): Promise<{ lines: ReadLine[]; oversized: number[]; result: ReadLinesResult }> {
+async function readAll(content: string, options: Partial<ReadLinesOptions> = {}): Promise<{ lines: ReadLine[]; oversized: number[]; result: ReadLinesResult }> {
   const file = join(temp.path, "f.jsonl");
   await writeFile(file, content);
   const handle = await open(file, "r");
@@ -36,11 +31,14 @@ async function readAll(
 
 describe("readLines", () => {
   it("splits lines across read boundaries, multi-byte characters included", async () => {
-    const texts = ["{\"a\":\"é😀ﬀ\"}", "x", "a longer line with ünïcödé 😀😀😀 in it", "", "last"];
+    const texts = ['{"a":"é😀ﬀ"}', "x", "a longer line with ünïcödé 😀😀😀 in it", "", "last"];
     const content = `${texts.join("\n")}\n`;
     for (const chunkBytes of [1, 2, 3, 7, 64, 1 << 20]) {
       const { lines, result } = await readAll(content, { chunkBytes });
-      expect(lines.map((line) => line.text), `chunk ${chunkBytes}`).toEqual(["{\"a\":\"é😀ﬀ\"}", "x", texts[2], "last"]);
+      expect(
+        lines.map((line) => line.text),
+        `chunk ${chunkBytes}`,
+      ).toEqual(['{"a":"é😀ﬀ"}', "x", texts[2], "last"]);
       expect(lines.map((line) => line.lineNumber)).toEqual([1, 2, 3, 5]);
       expect(lines[2]!.offset).toBe(Buffer.byteLength(`${texts[0]}\n${texts[1]}\n`));
       expect(result).toEqual({ nextOffset: Buffer.byteLength(content), nextLineNumber: 6 });

@@ -65,7 +65,15 @@ describe("RedisStore", () => {
 
   it("skips and counts fields that are not valid entries", async () => {
     const good = makeEntry("s", "t", "Good.", 1);
-    await admin.hset("abridge:summaries", good.key, JSON.stringify(good), "s:broken:0000000000000000", "{not json", "s:other:0000000000000001", JSON.stringify(makeEntry("s", "x", "Mismatched key.", 2)));
+    await admin.hset(
+      "abridge:summaries",
+      good.key,
+      JSON.stringify(good),
+      "s:broken:0000000000000000",
+      "{not json",
+      "s:other:0000000000000001",
+      JSON.stringify(makeEntry("s", "x", "Mismatched key.", 2)),
+    );
     const store = await open();
     expect(store.size).toBe(1);
     expect(store.stats()).toMatchObject({ entries: 1, invalidLines: 2 });

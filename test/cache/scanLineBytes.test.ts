@@ -11,8 +11,6 @@ import { useTempDir } from "../helpers/tempDir.js";
 
 const temp = useTempDir({ prefix: "abridge-scan-" });
 
-
-
 interface Seen {
   lines: { text: string; lineNumber: number; offset: number }[];
   oversized: number[][];
@@ -58,10 +56,15 @@ describe("scanLineBytes", () => {
   it("hands on the same lines, oversized lines and tail as readLines, for any content and read size", async () => {
     const piece = fc.constantFrom("a", "{", "}", " ", "\t", "\n", "\n", "\r", "é", "😀", "\u00a0", '"');
     await fc.assert(
-      fc.asyncProperty(fc.array(piece, { maxLength: 80 }), fc.integer({ min: 1, max: 24 }), fc.integer({ min: 1, max: 64 }), async (pieces, maxLineBytes, chunkBytes) => {
-        const { bytes, text } = await both(pieces.join(""), maxLineBytes, chunkBytes);
-        expect(bytes).toEqual(text);
-      }),
+      fc.asyncProperty(
+        fc.array(piece, { maxLength: 80 }),
+        fc.integer({ min: 1, max: 24 }),
+        fc.integer({ min: 1, max: 64 }),
+        async (pieces, maxLineBytes, chunkBytes) => {
+          const { bytes, text } = await both(pieces.join(""), maxLineBytes, chunkBytes);
+          expect(bytes).toEqual(text);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -84,7 +87,14 @@ describe("scanLineBytes", () => {
     try {
       const controller = new AbortController();
       controller.abort();
-      const err = await scanLineBytes(handle, { start: 0, end: 4, firstLineNumber: 1, signal: controller.signal, onLine: () => {}, onOversized: () => {} }).catch((e: unknown) => e);
+      const err = await scanLineBytes(handle, {
+        start: 0,
+        end: 4,
+        firstLineNumber: 1,
+        signal: controller.signal,
+        onLine: () => {},
+        onOversized: () => {},
+      }).catch((e: unknown) => e);
       expect(isAbridgeError(err, "CANCELLED")).toBe(true);
     } finally {
       await handle.close();

@@ -45,7 +45,7 @@ describe("ArgumentValidator", () => {
     const validator = new ArgumentValidator();
     const postPage = tool("notion", "API-post-page");
     expect(validator.validate(postPage, { parent: { page_id: "0b3a5e4c-3c59-4a3c-9b2e-6b7cdd2a7f10" }, properties: {} })).toEqual({ ok: true });
-    expect(validator.validate(postPage, { parent: "{\"page_id\":\"x\"}", properties: "{}" })).toEqual({ ok: true });
+    expect(validator.validate(postPage, { parent: '{"page_id":"x"}', properties: "{}" })).toEqual({ ok: true });
     const bad = validator.validate(postPage, { parent: { page_id: 5 }, properties: {} });
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.errors.some((e) => e.path.startsWith("parent"))).toBe(true);
@@ -109,7 +109,10 @@ describe("ArgumentValidator", () => {
     const t = catalogTool("x", { name: "look", inputSchema: schema });
     // "abc" has no digit: a backtracking engine would refuse it; it is left to the server.
     expect(validator.validate(t, { code: "abc", twice: "zz" })).toEqual({ ok: true, unchecked: ["^(?=.*\\d)[a-z0-9]+$", "^(a)\\1$"] });
-    expect(validator.validate(t, { code: "abcdefghij" })).toMatchObject({ ok: false, errors: [{ path: "code", message: "must NOT have more than 8 characters" }] });
+    expect(validator.validate(t, { code: "abcdefghij" })).toMatchObject({
+      ok: false,
+      errors: [{ path: "code", message: "must NOT have more than 8 characters" }],
+    });
     // A pattern JavaScript cannot read either is a broken schema, as before.
     const broken = catalogTool("x", { name: "broken", inputSchema: { type: "object", properties: { a: { type: "string", pattern: "(" } } } });
     expect(validator.validate(broken, { a: "x" })).toMatchObject({ ok: true, skipped: expect.stringMatching(/^schema does not compile: /) });

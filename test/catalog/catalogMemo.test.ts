@@ -34,8 +34,17 @@ function storeOf(entries: CacheEntry[] = []): ToolCatalogOptions["store"] {
 }
 
 /** The list `mode` of a new catalog over `tools`, with `memo` (a fresh one when not given). */
-function listed(tools: AdmittedExposedTool[], mode: "compact" | "summary" | "full", options: { memo?: CatalogMemo; store?: ToolCatalogOptions["store"]; compactSchema?: CompactSchema } = {}): unknown {
-  const catalog = new ToolCatalog({ store: options.store ?? storeOf(), hasher, memo: options.memo ?? new CatalogMemo(), ...(options.compactSchema ? { compactSchema: options.compactSchema } : {}) });
+function listed(
+  tools: AdmittedExposedTool[],
+  mode: "compact" | "summary" | "full",
+  options: { memo?: CatalogMemo; store?: ToolCatalogOptions["store"]; compactSchema?: CompactSchema } = {},
+): unknown {
+  const catalog = new ToolCatalog({
+    store: options.store ?? storeOf(),
+    hasher,
+    memo: options.memo ?? new CatalogMemo(),
+    ...(options.compactSchema ? { compactSchema: options.compactSchema } : {}),
+  });
   try {
     catalog.setTools(tools, { queue: false });
     // Through JSON: what a client receives, and a copy the next render cannot alter.
@@ -63,10 +72,13 @@ describe("BoundedMemo", () => {
 describe("the catalog memo", () => {
   it("belongs to whoever makes the catalogs: catalogs without one share nothing through the process", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = { hash: (tool) => {
+    const counting: ToolHasher = {
+      hash: (tool) => {
         hashed.push(tool.name);
         return hasher.hash(tool);
-      }, hashText: (text) => hasher.hashText(text) };
+      },
+      hashText: (text) => hasher.hashText(text),
+    };
     for (let round = 0; round < 2; round++) {
       const catalog = new ToolCatalog({ store: storeOf(), hasher: counting });
       catalog.setTools([exposed(issue({ title: { type: "string" } }))], { queue: false });
@@ -79,10 +91,13 @@ describe("the catalog memo", () => {
 
   it("hashes each tool's schema once: a relist of the same tools as new objects walks none of them", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = { hash: (tool) => {
+    const counting: ToolHasher = {
+      hash: (tool) => {
         hashed.push(tool.name);
         return hasher.hash(tool);
-      }, hashText: (text) => hasher.hashText(text) };
+      },
+      hashText: (text) => hasher.hashText(text),
+    };
     const memo = new CatalogMemo();
     const relist = (): AdmittedExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
     for (let round = 0; round < 3; round++) {

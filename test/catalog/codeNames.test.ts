@@ -14,7 +14,22 @@ describe("codeIdentifier", () => {
     expect(codeIdentifier("")).toBe("_");
     expect(codeIdentifier("ünï")).toBe("_n_");
     expect(codeIdentifier("$ok")).toBe("$ok");
-    for (const reserved of ["delete", "class", "await", "yield", "eval", "arguments", "string", "unknown", "keyof", "Promise", "Math", "JSON", "console", "tools"]) {
+    for (const reserved of [
+      "delete",
+      "class",
+      "await",
+      "yield",
+      "eval",
+      "arguments",
+      "string",
+      "unknown",
+      "keyof",
+      "Promise",
+      "Math",
+      "JSON",
+      "console",
+      "tools",
+    ]) {
       expect(codeIdentifier(reserved)).toBe(`${reserved}_`);
     }
   });
@@ -23,23 +38,33 @@ describe("codeIdentifier", () => {
 describe("assignIdentifiers", () => {
   it("keeps names that are identifiers and settles collisions in name order", () => {
     const ids = assignIdentifiers(["get.item", "get_item", "get-item", "delete", "delete_"]);
-    expect(Object.fromEntries(ids)).toEqual({ get_item: "get_item", "get-item": "get_item_2", "get.item": "get_item_3", delete_: "delete_", delete: "delete__2" });
+    expect(Object.fromEntries(ids)).toEqual({
+      get_item: "get_item",
+      "get-item": "get_item_2",
+      "get.item": "get_item_3",
+      delete_: "delete_",
+      delete: "delete__2",
+    });
   });
 
   it("gives distinct, valid identifiers whatever the names and their order", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom("delete", "delete_", "a-b", "a_b", "1", "_1", "Promise")), { maxLength: 12 }), fc.nat(), (names, seed) => {
-        const ids = assignIdentifiers(names);
-        const shuffled = [...names].sort((a, b) => ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7));
-        expect(assignIdentifiers(shuffled)).toEqual(ids);
-        const values = [...ids.values()];
-        expect(new Set(values).size).toBe(names.length);
-        for (const id of values) {
-          expect(id).toMatch(/^[A-Za-z_$][A-Za-z0-9_$]*$/);
-          expect(isPlainIdentifier(id)).toBe(true);
-        }
-        for (const name of names) if (isPlainIdentifier(name)) expect(ids.get(name)).toBe(name);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom("delete", "delete_", "a-b", "a_b", "1", "_1", "Promise")), { maxLength: 12 }),
+        fc.nat(),
+        (names, seed) => {
+          const ids = assignIdentifiers(names);
+          const shuffled = [...names].sort((a, b) => ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7));
+          expect(assignIdentifiers(shuffled)).toEqual(ids);
+          const values = [...ids.values()];
+          expect(new Set(values).size).toBe(names.length);
+          for (const id of values) {
+            expect(id).toMatch(/^[A-Za-z_$][A-Za-z0-9_$]*$/);
+            expect(isPlainIdentifier(id)).toBe(true);
+          }
+          for (const name of names) if (isPlainIdentifier(name)) expect(ids.get(name)).toBe(name);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -73,10 +98,17 @@ describe("CodeNames", () => {
 
   it("the compiler accepts declarations under any server and tool names", async () => {
     const pairs = fc.sample(
-      fc.record({ server: fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom("Math", "default", "a-b")), tool: fc.oneof(fc.string({ maxLength: 5, unit: "binary" }), fc.constantFrom("delete", "constructor", "Promise", "then")) }),
+      fc.record({
+        server: fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom("Math", "default", "a-b")),
+        tool: fc.oneof(fc.string({ maxLength: 5, unit: "binary" }), fc.constantFrom("delete", "constructor", "Promise", "then")),
+      }),
       { numRuns: 80 },
     );
-    const tools = pairs.map(({ server, tool }) => ({ server, key: `${server}:${tool}:h`, tool: admitted({ name: tool, inputSchema: { type: "object", properties: {} } }) }));
+    const tools = pairs.map(({ server, tool }) => ({
+      server,
+      key: `${server}:${tool}:h`,
+      tool: admitted({ name: tool, inputSchema: { type: "object", properties: {} } }),
+    }));
     const names = CodeNames.of(tools.map((t) => ({ server: t.server, tool: t.tool.name })));
     const calls = tools.map((t) => `void ${names.namespaceOf(t.server) as string}.${names.functionOf(t.server, t.tool.name) as string}({});`);
     const result = await typecheck({ "decl.ts": declarations(tools, { names }), "use.ts": `${calls.join("\n")}\nexport {};\n` });

@@ -41,7 +41,13 @@ const summarizer = new ExtractiveSummarizer();
  * is written against `neighbours` (its server's tools, as discovery batches them).
  */
 export function catalogTool(server: string, tool: RawTool, summarize = true, neighbours: readonly RawTool[] = []): CatalogTool {
-  const out: CatalogTool = { name: `${server}_${tool.name}`, server, uri: `mcp://${server}/${tool.name}`, key: `${server}:${tool.name}:test`, tool: admitted(tool) };
+  const out: CatalogTool = {
+    name: `${server}_${tool.name}`,
+    server,
+    uri: `mcp://${server}/${tool.name}`,
+    key: `${server}:${tool.name}:test`,
+    tool: admitted(tool),
+  };
   if (summarize) out.summary = summarizer.summarizeTool(tool, neighbours);
   return out;
 }

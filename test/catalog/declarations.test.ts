@@ -60,7 +60,11 @@ describe("declarations", () => {
   });
 
   it("declares a tool listed twice once", () => {
-    const twice = tool("t", { type: "object", properties: { a: { $ref: "#/$defs/A" } }, $defs: { A: { type: "object", properties: { n: { $ref: "#/$defs/A" } } } } });
+    const twice = tool("t", {
+      type: "object",
+      properties: { a: { $ref: "#/$defs/A" } },
+      $defs: { A: { type: "object", properties: { n: { $ref: "#/$defs/A" } } } },
+    });
     expect(declarations([twice, { ...twice, tool: { ...twice.tool } }])).toBe(declarations([twice]));
   });
 
@@ -86,7 +90,9 @@ describe("declarations", () => {
     expect(fn({ type: "object", properties: { a: { type: "string" } }, required: ["a"] })).toBe("function t(args: { a: string }): Promise<unknown>;");
     expect(fn({ $ref: "#/$defs/A", $defs: { A: { type: "object", properties: { a: { type: "string" } } } } })).toMatch(/^function t\(args: /);
     expect(fn({ type: "object", properties: { a: { type: "string" } }, minProperties: 1 })).toBe("function t(args: { a?: string }): Promise<unknown>;");
-    expect(fn({ type: "object", properties: { a: { type: "string" } }, if: { properties: { a: { const: "x" } } }, then: { required: ["b"] } })).toMatch(/^function t\(args: /);
+    expect(fn({ type: "object", properties: { a: { type: "string" } }, if: { properties: { a: { const: "x" } } }, then: { required: ["b"] } })).toMatch(
+      /^function t\(args: /,
+    );
     // No argument named: any object. No schema to speak of: an object of anything.
     expect(fn(NONE)).toBe("function t(args?: {}): Promise<unknown>;");
     expect(fn({ type: "object", properties: {}, additionalProperties: false })).toBe("function t(args?: {}): Promise<unknown>;");
@@ -110,9 +116,12 @@ describe("declarations", () => {
   });
 
   it("writes type arrays and nullable as unions", () => {
-    expect(args({ a: { type: ["string", "number", "null"] }, b: { type: "string", nullable: true }, c: { $ref: "#/$defs/X", nullable: true } }, { $defs: { X: { type: "string" } } })).toBe(
-      "{ a?: string | number | null; b?: string | null; c?: string | null }",
-    );
+    expect(
+      args(
+        { a: { type: ["string", "number", "null"] }, b: { type: "string", nullable: true }, c: { $ref: "#/$defs/X", nullable: true } },
+        { $defs: { X: { type: "string" } } },
+      ),
+    ).toBe("{ a?: string | number | null; b?: string | null; c?: string | null }");
     // A type name that is no JSON type says nothing: anything.
     expect(args({ a: { type: "file" } })).toBe("{ a?: unknown }");
   });
@@ -128,7 +137,9 @@ describe("declarations", () => {
         f: { type: "array", items: false },
         g: { type: "array", items: { type: "array", items: { type: "string" } } },
       }),
-    ).toBe("{ a?: (string | number)[]; b?: [string, number?]; c?: [string?, ...boolean[]]; d?: unknown[]; e?: [string, number, ...unknown[]]; f?: []; g?: string[][] }");
+    ).toBe(
+      "{ a?: (string | number)[]; b?: [string, number?]; c?: [string?, ...boolean[]]; d?: unknown[]; e?: [string, number, ...unknown[]]; f?: []; g?: string[][] }",
+    );
     // Items keywords without a type: an array.
     expect(args({ a: { items: { type: "string" } } })).toBe("{ a?: string[] }");
   });
@@ -213,7 +224,11 @@ describe("declarations", () => {
           deep: { $ref: "#/properties/node" },
         },
         $defs: {
-          Node: { type: "object", properties: { children: { type: "array", items: { $ref: "#/$defs/Node" } }, label: { $ref: "#/$defs/Label" } }, required: ["label"] },
+          Node: {
+            type: "object",
+            properties: { children: { type: "array", items: { $ref: "#/$defs/Node" } }, label: { $ref: "#/$defs/Label" } },
+            required: ["label"],
+          },
           Label: { type: "string" },
         },
         definitions: { Old: { type: "object", properties: { x: { type: "number" } } } },
@@ -296,7 +311,9 @@ describe("declarations", () => {
   });
 
   it("takes the result type from outputSchema, else from observed results, marked", () => {
-    const out = tool("t", NONE, { outputSchema: { type: "object", properties: { id: { type: "integer" }, tags: { type: "array", items: { type: "string" } } }, required: ["id"] } });
+    const out = tool("t", NONE, {
+      outputSchema: { type: "object", properties: { id: { type: "integer" }, tags: { type: "array", items: { type: "string" } } }, required: ["id"] },
+    });
     expect(toolDeclaration(out, "t")).toBe("  function t(args?: {}): Promise<{ id: number; tags?: string[] }>;\n");
     const observed = new ObservedShapes();
     const plain = tool("p", NONE);
@@ -304,14 +321,17 @@ describe("declarations", () => {
     observed.observe(plain.key, { id: 1, name: "x" });
     expect(toolDeclaration(plain, "p", { observed })).toBe(`  function p(args?: {}): Promise<{ id: number; name: string }>; ${OBSERVED_MARK}\n`);
     observed.observe(plain.key, { id: 2, extra: [true] });
-    expect(toolDeclaration(plain, "p", { observed })).toBe(`  function p(args?: {}): Promise<{ id: number; name?: string; extra?: boolean[] }>; ${OBSERVED_MARK}\n`);
+    expect(toolDeclaration(plain, "p", { observed })).toBe(
+      `  function p(args?: {}): Promise<{ id: number; name?: string; extra?: boolean[] }>; ${OBSERVED_MARK}\n`,
+    );
     // A declared output wins over anything observed.
     observed.observe(out.key, { other: "x" });
     expect(toolDeclaration(out, "t", { observed })).toBe("  function t(args?: {}): Promise<{ id: number; tags?: string[] }>;\n");
   });
 
   it("is deterministic and never serves a stale form: another summary, name or observation is another form", () => {
-    const make = (): DeclaredTool => tool("t", { type: "object", properties: { a: { $ref: "#/$defs/A" } }, $defs: { A: { type: "object", properties: { n: { $ref: "#/$defs/A" } } } } });
+    const make = (): DeclaredTool =>
+      tool("t", { type: "object", properties: { a: { $ref: "#/$defs/A" } }, $defs: { A: { type: "object", properties: { n: { $ref: "#/$defs/A" } } } } });
     const first = declarations([make()]);
     expect(declarations([make()])).toBe(first);
     const same = make();
@@ -340,12 +360,29 @@ describe("declarations", () => {
     const tools = [
       tool("basic", { type: "object", properties: { path: { type: "string" }, head: { type: "integer" } }, required: ["path"] }),
       tool("lits", { type: "object", properties: { mode: { enum: ["a", "b"] }, n: { const: 3 } }, required: ["mode"] }),
-      tool("tuple", { type: "object", properties: { p: { type: "array", prefixItems: [{ type: "string" }, { type: "number" }], minItems: 1, items: false } }, required: ["p"] }),
+      tool("tuple", {
+        type: "object",
+        properties: { p: { type: "array", prefixItems: [{ type: "string" }, { type: "number" }], minItems: 1, items: false } },
+        required: ["p"],
+      }),
       tool("map", { type: "object", properties: { x: { type: "string" }, y: { type: "boolean" } }, additionalProperties: { type: "number" } }),
-      tool("tree", { type: "object", properties: { root: { $ref: "#/$defs/Node" } }, required: ["root"], $defs: { Node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/Node" } }, v: { type: "string" } }, required: ["v"] } } }),
+      tool("tree", {
+        type: "object",
+        properties: { root: { $ref: "#/$defs/Node" } },
+        required: ["root"],
+        $defs: { Node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/Node" } }, v: { type: "string" } }, required: ["v"] } },
+      }),
       tool("either", { type: "object", properties: { a: { type: "string" }, b: { type: "string" } }, oneOf: [{ required: ["a"] }, { required: ["b"] }] }),
-      tool("loop", { type: "object", properties: { l: { $ref: "#/$defs/L" } }, $defs: { L: { anyOf: [{ type: "number" }, { $ref: "#/$defs/M" }] }, M: { $ref: "#/$defs/L" } } }),
-      tool("delete", { type: "object", properties: { "odd-name": { type: ["string", "null"] } }, required: ["odd-name"] }, { outputSchema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] } }),
+      tool("loop", {
+        type: "object",
+        properties: { l: { $ref: "#/$defs/L" } },
+        $defs: { L: { anyOf: [{ type: "number" }, { $ref: "#/$defs/M" }] }, M: { $ref: "#/$defs/L" } },
+      }),
+      tool(
+        "delete",
+        { type: "object", properties: { "odd-name": { type: ["string", "null"] } }, required: ["odd-name"] },
+        { outputSchema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] } },
+      ),
     ];
     const source = declarations(tools);
     const usage = [
@@ -366,7 +403,7 @@ describe("declarations", () => {
       'const c3: Parameters<typeof s.tuple>[0] = { p: ["x", 1, 2] };',
       'const d1: Parameters<typeof s.map>[0] = { x: "s", y: true, other: 4 };',
       "// @ts-expect-error extra keys are numbers",
-      'const d2: Parameters<typeof s.map>[0] = { other: [] };',
+      "const d2: Parameters<typeof s.map>[0] = { other: [] };",
       'const e1: Parameters<typeof s.tree>[0] = { root: { v: "r", kids: [{ v: "k", kids: [] }] } };',
       "// @ts-expect-error a nested node lacks v",
       'const e2: Parameters<typeof s.tree>[0] = { root: { v: "r", kids: [{ kids: [] }] } };',
@@ -375,8 +412,8 @@ describe("declarations", () => {
       "// @ts-expect-error one of a, b is required",
       "const f3: Parameters<typeof s.either>[0] = {};",
       "const g1: Parameters<typeof s.loop>[0] = { l: 1 };",
-      "const h1: Parameters<typeof s.delete_>[0] = { \"odd-name\": null };",
-      "async function use(): Promise<boolean> { const r = await s.delete_({ \"odd-name\": \"x\" }); return r.ok; }",
+      'const h1: Parameters<typeof s.delete_>[0] = { "odd-name": null };',
+      'async function use(): Promise<boolean> { const r = await s.delete_({ "odd-name": "x" }); return r.ok; }',
       "// @ts-expect-error the argument object is required",
       "s.basic();",
       "s.loop();",

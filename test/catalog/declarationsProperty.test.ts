@@ -45,13 +45,18 @@ const EXTRA_NAMES = ["x1", "x2", "extra-key"];
 const DEF_NAMES = ["Node", "my-def", "string", "0start", "a b", "x/y", "t~1", "Input", "Promise"];
 const TOOL_NAMES = ["read", "delete", "string", "my-tool", "2fa", "Promise", "a.b", "keyof", "fn"];
 
-const descriptions = fc.option(fc.oneof(fc.constantFrom("plain note", "has */ inside", "multi\nline\r\ntext", "x".repeat(120)), fc.string({ maxLength: 12 })), { nil: null });
+const descriptions = fc.option(fc.oneof(fc.constantFrom("plain note", "has */ inside", "multi\nline\r\ntext", "x".repeat(120)), fc.string({ maxLength: 12 })), {
+  nil: null,
+});
 const scalar = fc.oneof(fc.string({ maxLength: 5, unit: "binary" }), fc.integer({ min: -5, max: 5 }), fc.boolean(), fc.constant(null));
 const primitive = fc.constantFrom<Primitive>("string", "number", "integer", "boolean", "null");
 
 const leaf: fc.Arbitrary<Model> = fc.oneof(
   { arbitrary: primitive.map((k) => ({ k })), weight: 4 },
-  { arbitrary: fc.uniqueArray(scalar, { minLength: 1, maxLength: 4, selector: (v) => JSON.stringify(v) }).map((values) => ({ k: "enum" as const, values })), weight: 1 },
+  {
+    arbitrary: fc.uniqueArray(scalar, { minLength: 1, maxLength: 4, selector: (v) => JSON.stringify(v) }).map((values) => ({ k: "enum" as const, values })),
+    weight: 1,
+  },
   { arbitrary: fc.oneof(fc.string({ maxLength: 4 }), fc.integer(), fc.boolean()).map((value) => ({ k: "const" as const, value })), weight: 1 },
   { arbitrary: fc.uniqueArray(primitive, { minLength: 2, maxLength: 3 }).map((types) => ({ k: "types" as const, types })), weight: 1 },
 );
@@ -90,8 +95,16 @@ function modelArb(refs: readonly number[], self: number | undefined, depth: numb
           .map((t) => ({ k: "tuple" as const, ...t, min: Math.min(t.min, t.items.length) })),
         weight: 1,
       },
-      { arbitrary: fc.record({ of: fc.array(sub, { minLength: 2, maxLength: 3 }), keyword: fc.constantFrom("anyOf" as const, "oneOf" as const) }).map((u) => ({ k: "union" as const, ...u })), weight: 1 },
-      { arbitrary: fc.record({ of: sub, style: fc.constantFrom("anyOf" as const, "openapi" as const) }).map((n) => ({ k: "nullable" as const, ...n })), weight: 1 },
+      {
+        arbitrary: fc
+          .record({ of: fc.array(sub, { minLength: 2, maxLength: 3 }), keyword: fc.constantFrom("anyOf" as const, "oneOf" as const) })
+          .map((u) => ({ k: "union" as const, ...u })),
+        weight: 1,
+      },
+      {
+        arbitrary: fc.record({ of: sub, style: fc.constantFrom("anyOf" as const, "openapi" as const) }).map((n) => ({ k: "nullable" as const, ...n })),
+        weight: 1,
+      },
     );
   }
   return fc.oneof(...options);
@@ -99,10 +112,24 @@ function modelArb(refs: readonly number[], self: number | undefined, depth: numb
 
 /** Defs first (each may use those before it, and itself through arrays), then a root object. */
 const caseArb: fc.Arbitrary<Case> = fc.nat(3).chain((count) => {
-  const defs = Array.from({ length: count }, (_, i) => (i === 0 ? objectArb(modelArb([], 0, 1), 0) : modelArb(Array.from({ length: i }, (_, j) => j), i, 2)));
+  const defs = Array.from({ length: count }, (_, i) =>
+    i === 0
+      ? objectArb(modelArb([], 0, 1), 0)
+      : modelArb(
+          Array.from({ length: i }, (_, j) => j),
+          i,
+          2,
+        ),
+  );
   return fc.record({
     defs: fc.tuple(...defs) as fc.Arbitrary<Model[]>,
-    root: objectArb(modelArb(Array.from({ length: count }, (_, j) => j), undefined, 2)),
+    root: objectArb(
+      modelArb(
+        Array.from({ length: count }, (_, j) => j),
+        undefined,
+        2,
+      ),
+    ),
     rootRef: fc.boolean(),
     container: fc.constantFrom("$defs" as const, "definitions" as const),
   });
@@ -137,7 +164,9 @@ function schemaOf(m: Model, c: Case): Record<string, unknown> {
       return out;
     }
     case "object": {
-      const properties = Object.fromEntries(m.props.map((p) => [p.name, { ...schemaOf(p.model, c), ...(p.description === null ? {} : { description: p.description }) }]));
+      const properties = Object.fromEntries(
+        m.props.map((p) => [p.name, { ...schemaOf(p.model, c), ...(p.description === null ? {} : { description: p.description }) }]),
+      );
       const out: Record<string, unknown> = { type: "object", properties };
       const required = m.props.filter((p) => p.required).map((p) => p.name);
       if (required.length > 0) out.required = required;
@@ -195,15 +224,19 @@ function validValue(m: Model, c: Case, fuel: number): fc.Arbitrary<unknown> {
     case "tuple": {
       const items = m.items.map((i) => validValue(i, c, fuel - 1));
       const rest = m.rest === undefined ? json : m.rest === false ? undefined : validValue(m.rest, c, fuel - 1);
-      return fc.tuple(fc.tuple(...items), fc.integer({ min: m.min, max: m.items.length }), rest === undefined ? fc.constant([]) : fc.array(rest, { maxLength: 2 })).map(([all, length, more]) =>
-        length === m.items.length ? [...all, ...more] : all.slice(0, length),
-      );
+      return fc
+        .tuple(fc.tuple(...items), fc.integer({ min: m.min, max: m.items.length }), rest === undefined ? fc.constant([]) : fc.array(rest, { maxLength: 2 }))
+        .map(([all, length, more]) => (length === m.items.length ? [...all, ...more] : all.slice(0, length)));
     }
     case "object": {
       const declared = new Set(m.props.map((p) => p.name));
       const members = m.props.map((p) => {
         const value = validValue(p.model, c, fuel - 1);
-        return p.required ? value.map((v) => [[p.name, v]]) : fuel <= 0 ? fc.constant([]) : fc.option(value, { nil: undefined }).map((v) => (v === undefined ? [] : [[p.name, v]]));
+        return p.required
+          ? value.map((v) => [[p.name, v]])
+          : fuel <= 0
+            ? fc.constant([])
+            : fc.option(value, { nil: undefined }).map((v) => (v === undefined ? [] : [[p.name, v]]));
       });
       const extraValue = m.extra === true ? json : m.extra === undefined || m.extra === false ? undefined : validValue(m.extra, c, fuel - 1);
       const extras =
@@ -242,7 +275,8 @@ function invalidValue(m: Model, c: Case, fuel: number, seen: ReadonlySet<number>
       }
       for (const p of required) {
         const bad = invalidValue(p.model, c, fuel - 1, seen);
-        if (bad !== undefined) options.push(fc.tuple(validValue(m, c, fuel), bad).map(([value, v]) => ({ ...(value as Record<string, unknown>), [p.name]: v })));
+        if (bad !== undefined)
+          options.push(fc.tuple(validValue(m, c, fuel), bad).map(([value, v]) => ({ ...(value as Record<string, unknown>), [p.name]: v })));
       }
       return options.length === 0 ? undefined : fc.oneof(...options);
     }
@@ -279,7 +313,10 @@ function toolsOf(samples: readonly { c: Case }[]): DeclaredTool[] {
 
 function failure(result: TypecheckResult, files: Record<string, string>): string {
   const lines = (files["use.ts"] ?? "").split("\n");
-  return result.diagnostics.map((d) => `${d.file}:${d.line} TS${d.code} ${d.message}\n    ${d.file === "use.ts" ? lines[d.line - 1] : ""}`).join("\n") || result.output;
+  return (
+    result.diagnostics.map((d) => `${d.file}:${d.line} TS${d.code} ${d.message}\n    ${d.file === "use.ts" ? lines[d.line - 1] : ""}`).join("\n") ||
+    result.output
+  );
 }
 
 describe("declarations (property)", () => {
@@ -315,8 +352,13 @@ describe("declarations (property)", () => {
   it("an invalid argument the declarations accepted would fail the run", async () => {
     // The same harness with an argument the type does take under an @ts-expect-error: the
     // unused directive is itself an error, so a declaration too wide to refuse fails the property.
-    const tools: DeclaredTool[] = [{ server: "s", key: "s:t:h", tool: admitted({ name: "t", inputSchema: { type: "object", properties: { a: { type: "string" } } } }) }];
-    const result = await typecheck({ "decl.ts": declarations(tools), "use.ts": '// @ts-expect-error\nconst bad: Parameters<typeof s.t>[0] = { a: "x" };\nexport {};\n' });
+    const tools: DeclaredTool[] = [
+      { server: "s", key: "s:t:h", tool: admitted({ name: "t", inputSchema: { type: "object", properties: { a: { type: "string" } } } }) },
+    ];
+    const result = await typecheck({
+      "decl.ts": declarations(tools),
+      "use.ts": '// @ts-expect-error\nconst bad: Parameters<typeof s.t>[0] = { a: "x" };\nexport {};\n',
+    });
     expect(result.diagnostics.map((d) => d.code)).toEqual([2578]);
   });
 

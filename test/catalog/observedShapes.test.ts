@@ -91,7 +91,11 @@ describe("widenShape", () => {
         const described = (s: ObservedShape): number =>
           s.unknown === true ? 0 : 1 + (s.array === undefined ? 0 : described(s.array)) + (s.object?.keys ?? []).reduce((n, k) => n + described(k.shape), 0);
         expect(described(shape)).toBeLessThanOrEqual(OBSERVED_BOUNDS.nodes);
-        const keyCounts = (s: ObservedShape): number[] => [s.object?.keys.length ?? 0, ...(s.array ? keyCounts(s.array) : []), ...(s.object?.keys ?? []).flatMap((k) => keyCounts(k.shape))];
+        const keyCounts = (s: ObservedShape): number[] => [
+          s.object?.keys.length ?? 0,
+          ...(s.array ? keyCounts(s.array) : []),
+          ...(s.object?.keys ?? []).flatMap((k) => keyCounts(k.shape)),
+        ];
         expect(Math.max(...keyCounts(shape))).toBeLessThanOrEqual(OBSERVED_BOUNDS.keys);
         expect(JSON.stringify(widen(values))).toBe(JSON.stringify(shape));
       }),
@@ -175,7 +179,17 @@ describe("ObservedShapes", () => {
         ["bad-kind", { number: "yes" }],
         ["bad-member", { weird: true }],
         ["bad-keys", { object: { keys: [{ name: 1, shape: {} }] } }],
-        ["dup-keys", { object: { keys: [{ name: "a", shape: {} }, { name: "a", shape: {} }] } }],
+        [
+          "dup-keys",
+          {
+            object: {
+              keys: [
+                { name: "a", shape: {} },
+                { name: "a", shape: {} },
+              ],
+            },
+          },
+        ],
         ["too-deep", deep],
         ["wide", { object: { keys: Array.from({ length: OBSERVED_BOUNDS.keys + 8 }, (_, i) => ({ name: `k${i}`, shape: { number: true } })) } }],
         "not an entry",

@@ -27,7 +27,12 @@ describe("summaries of an older summarizer version", () => {
     const by = ["extractive@2", summarizerId, "openai:gpt-4o-mini"];
     for (const [i, exposed] of tools.entries()) {
       const key = cacheKey("s", exposed.tool.name, hasher.hash(exposed.tool));
-      await store.append({ ...makeEntry("s", exposed.tool.name, `Cached ${exposed.tool.name}.`), key, hash: key.split(":")[2] as string, summarizer: by[i] as string });
+      await store.append({
+        ...makeEntry("s", exposed.tool.name, `Cached ${exposed.tool.name}.`),
+        key,
+        hash: key.split(":")[2] as string,
+        summarizer: by[i] as string,
+      });
     }
     const queued: SummarizeInput[] = [];
     const catalog = new ToolCatalog({ store, hasher, jobs: { enqueue: (input) => queued.push(input) }, summarizerIds: [summarizerId] });

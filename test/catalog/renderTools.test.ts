@@ -264,7 +264,9 @@ describe("renderTools over the corpus", () => {
     }
     const names = renderTools(catalog, "full").map((t) => t.name);
     expect(names[0]).toBe("brave-search_brave_local_search");
-    const servers = renderTools(catalog, "compact").slice(0, -1).map((t) => t.name.split("_")[0]);
+    const servers = renderTools(catalog, "compact")
+      .slice(0, -1)
+      .map((t) => t.name.split("_")[0]);
     expect(servers).toEqual([...servers].sort());
   });
 

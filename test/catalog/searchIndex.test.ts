@@ -9,12 +9,7 @@ import { admitted } from "../helpers/admitted.js";
 
 const catalog = corpusCatalog();
 
-function synthetic(
-  server: string,
-  name: string,
-  description: string,
-  extra: { summary?: string; properties?: Record<string, unknown> } = {},
-): CatalogTool {
+function synthetic(server: string, name: string, description: string, extra: { summary?: string; properties?: Record<string, unknown> } = {}): CatalogTool {
   return {
     name: `${server}_${name}`,
     server,
@@ -27,7 +22,16 @@ function synthetic(
 
 describe("tokenize", () => {
   it("splits snake, camel and kebab case, drops stopwords and stems", () => {
-    expect(tokenize("create_issue listPullRequests get-file-contents the of a")).toEqual(["creat", "issu", "list", "pull", "request", "get", "file", "content"]);
+    expect(tokenize("create_issue listPullRequests get-file-contents the of a")).toEqual([
+      "creat",
+      "issu",
+      "list",
+      "pull",
+      "request",
+      "get",
+      "file",
+      "content",
+    ]);
     expect(tokenize("Creating created creates")).toEqual(["creat", "creat", "creat"]);
     expect(stem("branches")).toBe("branch");
     expect(stem("queries")).toBe("query");
@@ -47,7 +51,9 @@ describe("SearchIndex", () => {
   });
 
   it("puts the labelled tool in the top 10 for most corpus queries (compact view)", () => {
-    const lines = readFileSync(path.join(CORPUS_DIR, "queries.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+    const lines = readFileSync(path.join(CORPUS_DIR, "queries.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "");
     let hits = 0;
     for (const line of lines) {
       const q = JSON.parse(line) as { query: string; expect: string; also_ok: string[] };
@@ -76,7 +82,11 @@ describe("SearchIndex", () => {
       "get_page",
       "Returns one entry of the knowledge base with its revision number, author, creation and edit timestamps, labels, attachments, comment threads, watchers and the rendered body in markdown.",
     );
-    const suffixed = synthetic("blog", "v2_get_page", "Returns one post of the blog with its author, tags, and the rendered body in markdown, plus its comments and the list of people who liked it.");
+    const suffixed = synthetic(
+      "blog",
+      "v2_get_page",
+      "Returns one post of the blog with its author, tags, and the rendered body in markdown, plus its comments and the list of people who liked it.",
+    );
     const tools = [...near, exact, suffixed, ...catalog.slice(0, 40)];
     // Word scores alone rank the tool named exactly so last of these five: its long description
     // dilutes the name's words (BM25 length normalization), and the three `get_page_*` are short.
@@ -100,7 +110,10 @@ describe("SearchIndex", () => {
     const tools = [tool, ...catalog];
     for (const query of ["tombstones", "cold archive"]) {
       expect(new SearchIndex(tools).search(query, 1)[0]?.name, query).toBe("store_read_entry");
-      expect(new SearchIndex(tools, { mode: "compact" }).search(query, 5).map((r) => r.name), query).not.toContain("store_read_entry");
+      expect(
+        new SearchIndex(tools, { mode: "compact" }).search(query, 5).map((r) => r.name),
+        query,
+      ).not.toContain("store_read_entry");
     }
   });
 
@@ -108,7 +121,10 @@ describe("SearchIndex", () => {
     for (const mode of ["full", "summary", "compact", "lazy"] as const) {
       const modeIndex = new SearchIndex(catalog, { mode });
       expect(modeIndex.size).toBe(catalog.length);
-      expect(modeIndex.search("create a github issue", 3).map((r) => r.name), mode).toContain("github_create_issue");
+      expect(
+        modeIndex.search("create a github issue", 3).map((r) => r.name),
+        mode,
+      ).toContain("github_create_issue");
     }
   });
 });

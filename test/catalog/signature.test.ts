@@ -8,9 +8,7 @@ const sig = (server: string, tool: string): string => toolSignature(tool, corpus
 
 describe("toolSignature", () => {
   it("pins the signatures of known corpus tools", () => {
-    expect(sig("github", "create_issue")).toBe(
-      "create_issue(owner, repo, title, body?, assignees?: string[], milestone?: number, labels?: string[])",
-    );
+    expect(sig("github", "create_issue")).toBe("create_issue(owner, repo, title, body?, assignees?: string[], milestone?: number, labels?: string[])");
     expect(sig("github", "list_issues")).toBe(
       "list_issues(owner, repo, direction?: asc|desc, labels?: string[], page?: number, per_page?: number, since?, sort?: created|updated|comments, state?: open|closed|all)",
     );
@@ -74,7 +72,12 @@ describe("toolSignature", () => {
     const schema = {
       type: "object",
       properties: {
-        freshness: { anyOf: [{ type: "string", enum: ["pd", "pw"] }, { type: "string", pattern: "^\\d{4}" }] },
+        freshness: {
+          anyOf: [
+            { type: "string", enum: ["pd", "pw"] },
+            { type: "string", pattern: "^\\d{4}" },
+          ],
+        },
         pos: { anyOf: [{ type: "number" }, { type: "string", enum: ["top", "bottom"] }] },
         due: { anyOf: [{ const: "now" }, { type: "string" }, { type: "null" }] },
         either: { anyOf: [{ enum: ["a", "b"] }, { const: "c" }] },
@@ -101,7 +104,10 @@ describe("compactInputSchema", () => {
         page_size: { type: "integer" },
       },
     });
-    const logs = compactInputSchema(corpusTool(servers, "kubernetes", "kubectl_logs").inputSchema) as { properties: Record<string, unknown>; required: string[] };
+    const logs = compactInputSchema(corpusTool(servers, "kubernetes", "kubectl_logs").inputSchema) as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
     expect(logs.properties.resourceType).toEqual({ type: "string", enum: ["pod", "deployment", "job", "cronjob"] });
     expect(logs.required).toEqual(["resourceType", "name", "namespace"]);
     const chrome = compactInputSchema(corpusTool(servers, "chrome-devtools", "list_network_requests").inputSchema) as { properties: Record<string, unknown> };

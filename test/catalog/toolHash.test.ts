@@ -69,7 +69,7 @@ describe("canonicalJson", () => {
   it("matches JSON.stringify for what JSON cannot hold", () => {
     expect(canonicalJson([undefined, Number.NaN, () => 1])).toBe(JSON.stringify([undefined, Number.NaN, () => 1]));
     expect(canonicalJson({ when: new Date(0) })).toBe('{"when":"1970-01-01T00:00:00.000Z"}');
-    expect(canonicalJson("line\n\"quoted\"")).toBe(JSON.stringify("line\n\"quoted\""));
+    expect(canonicalJson('line\n"quoted"')).toBe(JSON.stringify('line\n"quoted"'));
   });
 
   it("orders keys by code point, not by UTF-16 code unit", () => {
@@ -130,8 +130,7 @@ describe("ToolHasher", () => {
 
   it("changes when anything the model sees changes", () => {
     const base = hasher.hash(admitted(createIssue()));
-    const props = (tool: RawTool): Record<string, Record<string, unknown>> =>
-      tool.inputSchema.properties as Record<string, Record<string, unknown>>;
+    const props = (tool: RawTool): Record<string, Record<string, unknown>> => tool.inputSchema.properties as Record<string, Record<string, unknown>>;
     const variants: Array<[string, (tool: RawTool) => void]> = [
       ["name", (t) => (t.name = "create_issue2")],
       ["title", (t) => (t.title = "Open issue")],
@@ -142,7 +141,7 @@ describe("ToolHasher", () => {
       ["required entry", (t) => (t.inputSchema.required = ["owner", "repo"])],
       ["required order", (t) => (t.inputSchema.required = ["repo", "owner", "title"])],
       ["enum value", (t) => (props(t).state!.enum = ["open", "closed", "all"])],
-      ["outputSchema", (t) => ((t.outputSchema!.required as string[]).push("url"))],
+      ["outputSchema", (t) => (t.outputSchema!.required as string[]).push("url")],
       ["outputSchema removed", (t) => delete t.outputSchema],
       ["annotations", (t) => (t.annotations!.readOnlyHint = true)],
       ["annotation added", (t) => (t.annotations!.idempotentHint = true)],

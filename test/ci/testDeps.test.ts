@@ -129,7 +129,9 @@ describe(".ci/test-deps", () => {
     expect(stderr).toContain("test-deps: installing bubblewrap redis-server nats-server with apt-get");
     expect(stderr).toContain("apt-get update failed; trying the install with the package lists already here:\n");
     expect(stderr).toContain("\n  E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)\n");
-    expect(stderr).toContain("test-deps: apt-get could not install bubblewrap redis-server nats-server; the tests that start them fail without. apt-get said:\n");
+    expect(stderr).toContain(
+      "test-deps: apt-get could not install bubblewrap redis-server nats-server; the tests that start them fail without. apt-get said:\n",
+    );
     expect(stderr).toMatch(/apt-get said:\n( {2}.*\n)* {2}E: Unable to locate package nats-server\n$/);
     expect(await aptCalls()).toEqual([
       "DEBIAN_FRONTEND=noninteractive -o DPkg::Lock::Timeout=120 update",

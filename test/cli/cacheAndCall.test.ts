@@ -10,7 +10,11 @@ describe("abridge cache and call commands", () => {
   beforeEach(async () => {
     config = await writeConfig(
       temp.path,
-      [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker]), fixtureServerToml("other", "echoServer.ts", ["--tools", "1", "--name", temp.marker])].join("\n"),
+      [
+        `cache_dir = "cache"`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker]),
+        fixtureServerToml("other", "echoServer.ts", ["--tools", "1", "--name", temp.marker]),
+      ].join("\n"),
     );
   });
   afterEach(async () => {

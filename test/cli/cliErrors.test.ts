@@ -17,7 +17,7 @@ describe("CLI errors end with their code", () => {
     { what: "too few arguments", argv: ["call", "only-server"], says: "expected 2 argument(s) (<server> <tool>), got 1" },
     { what: "too many arguments", argv: ["servers", "extra"], says: "got 1: extra" },
     { what: "a bad --log-level", argv: ["servers", "--log-level", "loud"], says: '--log-level: expected one of debug, info, warn, error, silent, got "loud"' },
-    { what: "a bad $ABRIDGE_LOG_LEVEL", argv: ["servers"], env: { ABRIDGE_LOG_LEVEL: "loud" }, says: '$ABRIDGE_LOG_LEVEL: expected one of' },
+    { what: "a bad $ABRIDGE_LOG_LEVEL", argv: ["servers"], env: { ABRIDGE_LOG_LEVEL: "loud" }, says: "$ABRIDGE_LOG_LEVEL: expected one of" },
     { what: "a flag before any command", argv: ["--jsn"], says: 'expected a command before "--jsn"' },
     { what: "a bare group word", argv: ["cache"], says: "abridge cache: expected one of its commands" },
     { what: "no arguments at all", argv: [], says: "abridge: expected a command" },

@@ -27,10 +27,22 @@ beforeEach(async () => {
 
 describe("a negative number given as a value", () => {
   const cases: { argv: string[]; says: string; usage: string }[] = [
-    { argv: ["render", "--budget", "-5"], says: "--budget: -5 is out of range: expected a positive integer (1 or more)", usage: "Usage: abridge render [options]" },
+    {
+      argv: ["render", "--budget", "-5"],
+      says: "--budget: -5 is out of range: expected a positive integer (1 or more)",
+      usage: "Usage: abridge render [options]",
+    },
     { argv: ["render", "--budget", "-0.5"], says: '--budget: expected a positive integer, got "-0.5"', usage: "Usage: abridge render [options]" },
-    { argv: ["search", "files", "--limit", "-3"], says: '--limit: expected an integer from 1 to 50, got "-3"', usage: "Usage: abridge search <query> [options]" },
-    { argv: ["call", "fs", "read", "--timeout-ms", "-100"], says: "--timeout-ms: -100 is out of range", usage: "Usage: abridge call <server> <tool> [options]" },
+    {
+      argv: ["search", "files", "--limit", "-3"],
+      says: '--limit: expected an integer from 1 to 50, got "-3"',
+      usage: "Usage: abridge search <query> [options]",
+    },
+    {
+      argv: ["call", "fs", "read", "--timeout-ms", "-100"],
+      says: "--timeout-ms: -100 is out of range",
+      usage: "Usage: abridge call <server> <tool> [options]",
+    },
   ];
   for (const c of cases) {
     it(`${c.argv.join(" ")}: taken as the value and refused for it, with the usage line`, async () => {

@@ -23,7 +23,7 @@ const CASES: { name: string; file: string; text: string; expect: string[]; env?:
     name: "wrong type",
     file: "abridge.toml",
     text: '[servers.gh]\ncommand = "x"\ntimeout_ms = "30s"\n',
-    expect: ['abridge.toml: servers.gh.timeout_ms: expected', 'got "30s"'],
+    expect: ["abridge.toml: servers.gh.timeout_ms: expected", 'got "30s"'],
   },
   {
     name: "unknown key with a suggestion",
@@ -34,7 +34,7 @@ const CASES: { name: string; file: string; text: string; expect: string[]; env?:
   {
     name: "unknown top-level key without a suggestion",
     file: "abridge.toml",
-    text: 'frobnicate = true\n',
+    text: "frobnicate = true\n",
     expect: ['abridge.toml: unknown key "frobnicate"'],
   },
   {

@@ -9,10 +9,15 @@ const CORPUS = path.resolve("bench/corpus/servers");
 describe("the whole corpus as recorded servers", () => {
   const temp = useTempDir({ scope: "all" });
   let config: string;
-  const files = readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort();
+  const files = readdirSync(CORPUS)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   const recorded = files.map((f) => JSON.parse(readFileSync(path.join(CORPUS, f), "utf8")) as { server: string; tools: { name: string }[] });
   beforeAll(async () => {
-    config = await writeConfig(temp.path, `cache_dir = "cache"\n${recorded.map((r, i) => `[servers.${r.server}]\nrecorded = ${JSON.stringify(path.join(CORPUS, files[i]!))}\n`).join("")}`);
+    config = await writeConfig(
+      temp.path,
+      `cache_dir = "cache"\n${recorded.map((r, i) => `[servers.${r.server}]\nrecorded = ${JSON.stringify(path.join(CORPUS, files[i]!))}\n`).join("")}`,
+    );
   });
 
   it("serves every corpus file: each server ready with the tools it recorded", async () => {

@@ -71,7 +71,9 @@ describe("abridge among its own servers", () => {
     const config = await selfListingMcpJson();
     const r = await runAbridge(["tools", "--config", config], { cwd: temp.path });
     expect(r.stdout).toContain("echo_echo");
-    expect(r.stderr).toContain('abridge: server abridge failed to start: refused to start: it is abridge serving a config that an abridge above it serves already');
+    expect(r.stderr).toContain(
+      "abridge: server abridge failed to start: refused to start: it is abridge serving a config that an abridge above it serves already",
+    );
     expect(r.stderr).toContain('remove the "abridge" entry');
     expect(r.code).toBe(ExitCode.FAILURE);
     const servers = await runAbridge(["servers", "--json", "--config", config], { cwd: temp.path });
@@ -95,7 +97,10 @@ describe("abridge among its own servers", () => {
     const b = path.join(temp.path, "b.toml");
     await writeFile(a, `cache_dir = "cache-a"\n${abridgeServerToml("b", ["serve", "--config", b], SLOW_START)}`);
     // b lists only once its echo server is up, however long a busy machine takes to start it.
-    await writeFile(b, `cache_dir = "cache-b"\nstartup_grace_ms = 60000\n${abridgeServerToml("a", ["serve", "--config", a], SLOW_START)}${fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker])}`);
+    await writeFile(
+      b,
+      `cache_dir = "cache-b"\nstartup_grace_ms = 60000\n${abridgeServerToml("a", ["serve", "--config", a], SLOW_START)}${fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", marker])}`,
+    );
     const r = await runAbridge(["tools", "--config", a], { cwd: temp.path });
     // a -> b -> a: the second a refuses; b serves its echo server and a lists it.
     expect(r.stdout).toContain("b_echo_echo");
@@ -103,7 +108,10 @@ describe("abridge among its own servers", () => {
   }, 150_000);
 
   it("abridge in front of abridge with another config works, and compact shows each parameter line once", async () => {
-    const inner = await writeConfig(temp.path, `cache_dir = "inner-cache"\n${fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker])}`);
+    const inner = await writeConfig(
+      temp.path,
+      `cache_dir = "inner-cache"\n${fixtureServerToml("everything", "echoServer.ts", ["--tools", "0", "--name", marker])}`,
+    );
     const outer = path.join(temp.path, "outer.toml");
     await writeFile(outer, `cache_dir = "outer-cache"\n${abridgeServerToml("inner", ["serve", "--config", inner, "--mode", "compact"], SLOW_START)}`);
     const warm = await runAbridge(["summarize", "warm", "--config", outer], { cwd: temp.path });

@@ -98,7 +98,10 @@ describe("abridge record", () => {
   });
 
   it("a server that does not start is exit 1 with its reason, and nothing on stdout", async () => {
-    const config = await writeConfig(temp.path, `[servers.broken]\ncommand = ${JSON.stringify(path.join(temp.path, "no-such-server"))}\nargs = [${JSON.stringify(temp.marker)}]\nconnect_timeout_ms = 20000\n`);
+    const config = await writeConfig(
+      temp.path,
+      `[servers.broken]\ncommand = ${JSON.stringify(path.join(temp.path, "no-such-server"))}\nargs = [${JSON.stringify(temp.marker)}]\nconnect_timeout_ms = 20000\n`,
+    );
     const r = await runAbridge(["record", "broken", "--config", config], { cwd: temp.path });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");

@@ -12,7 +12,9 @@ const CORPUS = path.resolve("bench/corpus/servers");
 
 function corpusFiles(): string[] {
   if (!existsSync(CORPUS)) throw new Error(`the corpus is missing: expected ${CORPUS} (bench/corpus/servers in the repository)`);
-  return readdirSync(CORPUS).filter((f) => f.endsWith(".json") && UNIT_TEST_SERVERS.has(f.slice(0, -".json".length))).sort();
+  return readdirSync(CORPUS)
+    .filter((f) => f.endsWith(".json") && UNIT_TEST_SERVERS.has(f.slice(0, -".json".length)))
+    .sort();
 }
 
 describe("abridge render", () => {
@@ -45,7 +47,13 @@ describe("abridge render", () => {
   }, 180_000);
 
   it("reads a bare array from stdin and prints token counts", async () => {
-    const tools = [{ name: "say", description: "Says a thing out loud to everyone in the room. Use this tool to speak.", inputSchema: { type: "object", properties: { text: { type: "string", description: "What to say" } }, required: ["text"] } }];
+    const tools = [
+      {
+        name: "say",
+        description: "Says a thing out loud to everyone in the room. Use this tool to speak.",
+        inputSchema: { type: "object", properties: { text: { type: "string", description: "What to say" } }, required: ["text"] },
+      },
+    ];
     const r = await runAbridge(["render", "--server", "voice", "--tokens", "--cache-dir", temp.path], { cwd: temp.path, stdin: JSON.stringify(tools) });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("voice_say");
@@ -119,7 +127,10 @@ describe("abridge render", () => {
           .map((line) => JSON.parse(line) as { server: string; tool: string; tokensBefore: number; tokensAfter: number })
           .filter((e) => e.server === recorded.server);
         expect(entries).toHaveLength(recorded.tools.length);
-        const names = assignNames(recorded.tools.map((t) => ({ server: recorded.server, tool: t.name, prefix: true })), "_");
+        const names = assignNames(
+          recorded.tools.map((t) => ({ server: recorded.server, tool: t.name, prefix: true })),
+          "_",
+        );
         for (const entry of entries) {
           const name = names.find((n) => n.tool === entry.tool)!.name;
           const served = summary.get(name);

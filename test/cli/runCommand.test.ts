@@ -10,7 +10,10 @@ describe("abridge run", () => {
   const temp = useTempDir({ marker: "run" });
   let config: string;
   beforeEach(async () => {
-    config = await writeConfig(temp.path, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
+    config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"),
+    );
   });
   afterEach(async () => {
     expect(pidsWithMarker(temp.marker)).toEqual([]);
@@ -42,7 +45,10 @@ describe("abridge run", () => {
     const looped = await runAbridge(["run", "-e", "while (true) {}", "--timeout-ms", "300", "--config", config], { cwd: temp.path });
     expect(looped.code).toBe(1);
     expect(looped.stderr).toContain("[CODE_TIMEOUT]");
-    const limited = await runAbridge(["run", "-e", "for (let i = 0; i < 3; i++) await echo.echo({ text: 'x' }); return 1;", "--max-calls", "2", "--config", config], { cwd: temp.path });
+    const limited = await runAbridge(
+      ["run", "-e", "for (let i = 0; i < 3; i++) await echo.echo({ text: 'x' }); return 1;", "--max-calls", "2", "--config", config],
+      { cwd: temp.path },
+    );
     expect(limited.code).toBe(1);
     expect(limited.stderr).toContain("[CODE_LIMIT]");
   });
@@ -50,12 +56,22 @@ describe("abridge run", () => {
   it("ends the run on Ctrl-C (exit 130) and leaves no upstream behind", async () => {
     const withSlow = await writeConfig(
       temp.path,
-      [`cache_dir = "cache"`, `audit_log = "audit.jsonl"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker]), fixtureServerToml("slow", "slowServer.ts", ["--marker", temp.marker])].join("\n"),
+      [
+        `cache_dir = "cache"`,
+        `audit_log = "audit.jsonl"`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker]),
+        fixtureServerToml("slow", "slowServer.ts", ["--marker", temp.marker]),
+      ].join("\n"),
     );
     const controller = new AbortController();
-    const run = runAbridge(["run", "-e", 'await echo.echo({ text: "first" }); await slow.sleep({ ms: 60000 }); return "never";', "--config", withSlow], { cwd: temp.path, signal: controller.signal });
+    const run = runAbridge(["run", "-e", 'await echo.echo({ text: "first" }); await slow.sleep({ ms: 60000 }); return "never";', "--config", withSlow], {
+      cwd: temp.path,
+      signal: controller.signal,
+    });
     // Interrupt once the program's first call is done (only the audit file tells: polled).
-    await waitFor(async () => (await readFile(path.join(temp.path, "audit.jsonl"), "utf8").catch(() => "")).includes('"tool":"echo"'), { what: "the program's first call in the audit log" });
+    await waitFor(async () => (await readFile(path.join(temp.path, "audit.jsonl"), "utf8").catch(() => "")).includes('"tool":"echo"'), {
+      what: "the program's first call in the audit log",
+    });
     controller.abort(new Error("SIGINT"));
     const interrupted = await run;
     expect(interrupted.code).toBe(130);

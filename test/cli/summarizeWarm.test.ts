@@ -164,7 +164,13 @@ describe("abridge summarize warm (end to end)", () => {
     // --force redoes every tool; --server limits it to one.
     const forced = await runAbridge(["summarize", "warm", "--config", config, "--server", "echo", "--force"], { cwd: temp.path });
     expect(forced.code).toBe(0);
-    expect(forced.stdout.split("\n").find((l) => l.startsWith("echo "))?.split(/\s+/).slice(1, 5)).toEqual(["8", "8", "8", "0"]);
+    expect(
+      forced.stdout
+        .split("\n")
+        .find((l) => l.startsWith("echo "))
+        ?.split(/\s+/)
+        .slice(1, 5),
+    ).toEqual(["8", "8", "8", "0"]);
     expect(forced.stdout).not.toMatch(/^everything /m);
 
     const status = await runAbridge(["summarize", "status", "--config", config, "--json"], { cwd: temp.path });
@@ -174,7 +180,10 @@ describe("abridge summarize warm (end to end)", () => {
   });
 
   it("redoes entries of another summarizer with --stale", async () => {
-    const config = await writeConfig(temp.path, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker])].join("\n"));
+    const config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "1", "--name", temp.marker])].join("\n"),
+    );
     expect((await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path })).code).toBe(0);
     // Rewrite every entry as if another summarizer had made it.
     const file = path.join(temp.path, "cache", "summaries.jsonl");

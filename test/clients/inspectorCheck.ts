@@ -47,7 +47,20 @@ async function main(): Promise<number> {
 
   /** Runs the inspector CLI with `args`; abridge goes after `--` so its `--config` is not the inspector's. */
   const inspect = async (args: string[], mode: string): Promise<unknown> => {
-    const abridge = [process.execPath, "--import", "tsx", BIN, "serve", "--config", config, "--cache-dir", path.join(dir, "cache"), "--no-watch", "--mode", mode];
+    const abridge = [
+      process.execPath,
+      "--import",
+      "tsx",
+      BIN,
+      "serve",
+      "--config",
+      config,
+      "--cache-dir",
+      path.join(dir, "cache"),
+      "--no-watch",
+      "--mode",
+      mode,
+    ];
     const { stdout } = await run("npx", ["-y", INSPECTOR_PACKAGE, "--cli", ...args, "--", ...abridge], {
       cwd: REPO,
       env: { ...process.env, HOME: process.env.HOME ?? dir },
@@ -60,10 +73,28 @@ async function main(): Promise<number> {
   /** `abridge serve --http 127.0.0.1:0` in full mode, resolved once it prints its URL. */
   let httpServe: ChildProcess | undefined;
   const serveHttp = async (): Promise<string> => {
-    const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config, "--cache-dir", path.join(dir, "cache-http"), "--no-watch", "--mode", "full", "--http", "127.0.0.1:0"], {
-      cwd: REPO,
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        BIN,
+        "serve",
+        "--config",
+        config,
+        "--cache-dir",
+        path.join(dir, "cache-http"),
+        "--no-watch",
+        "--mode",
+        "full",
+        "--http",
+        "127.0.0.1:0",
+      ],
+      {
+        cwd: REPO,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     httpServe = child;
     return new Promise<string>((resolve, reject) => {
       let text = "";
@@ -122,7 +153,10 @@ async function main(): Promise<number> {
     [
       "calls a tool with arguments in compact mode (validated against the full schema)",
       async () => {
-        const called = (await inspect(["--method", "tools/call", "--tool-name", "conf_json_schema_2020_12_tool", "--tool-arg", "name=Ada"], "compact")) as Called;
+        const called = (await inspect(
+          ["--method", "tools/call", "--tool-name", "conf_json_schema_2020_12_tool", "--tool-arg", "name=Ada"],
+          "compact",
+        )) as Called;
         assert.notEqual(called.isError, true);
         assert.equal(called.content[0]?.text, 'Received: {"name":"Ada"}');
       },
@@ -139,7 +173,10 @@ async function main(): Promise<number> {
       async () => {
         const read = (await inspect(["--method", "resources/read", "--uri", "test://static-text"], "compact")) as { contents: { text?: string }[] };
         assert.equal(read.contents[0]?.text, "This is the content of the static text resource.");
-        const prompt = (await inspect(["--method", "prompts/get", "--prompt-name", "conf_test_prompt_with_arguments", "--prompt-args", "arg1=hello", "arg2=world"], "compact")) as {
+        const prompt = (await inspect(
+          ["--method", "prompts/get", "--prompt-name", "conf_test_prompt_with_arguments", "--prompt-args", "arg1=hello", "arg2=world"],
+          "compact",
+        )) as {
           messages: { content: { text?: string } }[];
         };
         assert.equal(prompt.messages[0]?.content.text, "Prompt with arguments: arg1='hello', arg2='world'");
@@ -154,7 +191,14 @@ async function main(): Promise<number> {
           assert.ok(listed.tools.some((t) => t.name === "conf_test_simple_text"));
           const simple = (await inspectUrl(url, ["--method", "tools/call", "--tool-name", "conf_test_simple_text"])) as Called;
           assert.deepEqual(simple.content, [{ type: "text", text: "This is a simple text response for testing." }]);
-          const withArgs = (await inspectUrl(url, ["--method", "tools/call", "--tool-name", "conf_json_schema_2020_12_tool", "--tool-arg", "name=Ada"])) as Called;
+          const withArgs = (await inspectUrl(url, [
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "conf_json_schema_2020_12_tool",
+            "--tool-arg",
+            "name=Ada",
+          ])) as Called;
           assert.equal(withArgs.content[0]?.text, 'Received: {"name":"Ada"}');
           const read = (await inspectUrl(url, ["--method", "resources/read", "--uri", "test://static-text"])) as { contents: { text?: string }[] };
           assert.equal(read.contents[0]?.text, "This is the content of the static text resource.");

@@ -61,7 +61,7 @@ const cases: BadCase[] = [
   {
     name: "unknown key in camelCase gets the snake_case suggestion",
     file: "abridge.toml",
-    text: 'idleTimeoutMinutes = 3\n',
+    text: "idleTimeoutMinutes = 3\n",
     lines: ['abridge.toml: unknown key "idleTimeoutMinutes"; did you mean "idle_timeout_minutes"?'],
   },
   {
@@ -107,17 +107,13 @@ const cases: BadCase[] = [
     name: "missing env var",
     file: "abridge.toml",
     text: '[servers.a]\ncommand = "x"\nargs = ["--root", "${ROOT_DIR}"]\n',
-    lines: [
-      'abridge.toml: servers.a.args[1]: environment variable "ROOT_DIR" is not set (write ${ROOT_DIR:-default} to give a default)',
-    ],
+    lines: ['abridge.toml: servers.a.args[1]: environment variable "ROOT_DIR" is not set (write ${ROOT_DIR:-default} to give a default)'],
   },
   {
     name: "missing env var in a url is reported once",
     file: "abridge.toml",
     text: '[servers.docs]\nurl = "${DOCS_URL}"\n',
-    lines: [
-      'abridge.toml: servers.docs.url: environment variable "DOCS_URL" is not set (write ${DOCS_URL:-default} to give a default)',
-    ],
+    lines: ['abridge.toml: servers.docs.url: environment variable "DOCS_URL" is not set (write ${DOCS_URL:-default} to give a default)'],
   },
   {
     name: "malformed and unterminated references",
@@ -132,9 +128,7 @@ const cases: BadCase[] = [
     name: "bad server name",
     file: "abridge.toml",
     text: '[servers."my server"]\ncommand = "x"\n',
-    lines: [
-      'abridge.toml: servers."my server": expected a name of A-Z a-z 0-9 _ . - starting with a letter or digit, got "my server"',
-    ],
+    lines: ['abridge.toml: servers."my server": expected a name of A-Z a-z 0-9 _ . - starting with a letter or digit, got "my server"'],
   },
   {
     name: "bad separator",
@@ -192,15 +186,13 @@ const cases: BadCase[] = [
       inputs: [{ type: "promptString", id: "token", description: "Token", password: true }],
       servers: { gh: { type: "stdio", command: "npx", env: { TOKEN: "${input:token}" } } },
     }),
-    lines: [
-      'mcp.json: servers.gh.env.TOKEN: "${input:token}" is a VS Code input prompt, which abridge cannot ask for; use ${ENV_VAR} instead',
-    ],
+    lines: ['mcp.json: servers.gh.env.TOKEN: "${input:token}" is a VS Code input prompt, which abridge cannot ask for; use ${ENV_VAR} instead'],
   },
   {
     name: "abridge JSON shape with a wrong type",
     file: "abridge.json",
     text: JSON.stringify({ mode: "compact", servers: { a: { command: "x", args: "--flag" } } }),
-    lines: ["abridge.json: servers.a.args: expected an array of strings, got \"--flag\""],
+    lines: ['abridge.json: servers.a.args: expected an array of strings, got "--flag"'],
   },
 ];
 
@@ -228,8 +220,6 @@ describe("parseConfigText rejects bad files", () => {
       caught = err;
     }
     expect((caught as AbridgeError).cause).toBeInstanceOf(Error);
-    expect((caught as AbridgeError).details?.["problems"]).toEqual([
-      expect.objectContaining({ file: "x.toml", line: 1 }),
-    ]);
+    expect((caught as AbridgeError).details?.["problems"]).toEqual([expect.objectContaining({ file: "x.toml", line: 1 })]);
   });
 });

@@ -15,7 +15,12 @@ const CLAUDE_DESKTOP = {
 function parse(doc: unknown): { servers: string[]; warnings: string[] } {
   const warnings: string[] = [];
   const logger = createLogger({ level: "warn", sink: (line) => warnings.push(line) });
-  const config = parseConfigText(JSON.stringify(doc), { file: "/home/u/claude_desktop_config.json", displayName: "claude_desktop_config.json", env: {}, logger });
+  const config = parseConfigText(JSON.stringify(doc), {
+    file: "/home/u/claude_desktop_config.json",
+    displayName: "claude_desktop_config.json",
+    env: {},
+    logger,
+  });
   return { servers: config.servers.map((s) => s.name), warnings };
 }
 

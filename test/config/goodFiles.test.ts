@@ -138,7 +138,7 @@ describe("parseConfigText accepts good files", () => {
     const config = parse(
       "abridge.toml",
       [
-        'read_only = true',
+        "read_only = true",
         'destructive = "deny"',
         "max_output_bytes = 1000",
         "[servers.inherits]",

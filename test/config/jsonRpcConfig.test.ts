@@ -9,7 +9,7 @@ import { useTempDir } from "../helpers/tempDir.js";
 
 const parse = (toml: string) => parseConfigText(toml, { file: "/etc/abridge/abridge.toml", env: {} });
 
-describe("jsonrpc = \"...\" in the config", () => {
+describe('jsonrpc = "..." in the config', () => {
   it("reads unix and tcp addresses; relative socket and manifests paths resolve against the config's folder", () => {
     const config = parse(
       [
@@ -19,7 +19,12 @@ describe("jsonrpc = \"...\" in the config", () => {
       ].join("\n"),
     );
     const byName = Object.fromEntries(config.servers.map((s) => [s.name, s]));
-    expect(byName["local"]).toMatchObject({ transport: "jsonrpc", jsonrpc: "unix:/etc/abridge/run/svc.sock", manifests: "/etc/abridge/manifests", timeout_ms: 500 });
+    expect(byName["local"]).toMatchObject({
+      transport: "jsonrpc",
+      jsonrpc: "unix:/etc/abridge/run/svc.sock",
+      manifests: "/etc/abridge/manifests",
+      timeout_ms: 500,
+    });
     expect(byName["abs"]).toMatchObject({ transport: "jsonrpc", jsonrpc: "unix:/run/svc.sock", manifests: "/srv/manifests" });
     expect(byName["net"]).toMatchObject({ transport: "jsonrpc", jsonrpc: "tcp:127.0.0.1:7001", manifests: "/etc/abridge/m" });
     // A jsonrpc server has no working directory of its own.
@@ -37,7 +42,11 @@ describe("jsonrpc = \"...\" in the config", () => {
     ["no manifests", `jsonrpc = "unix:/s.sock"`, "servers.svc.manifests: expected a manifests folder beside jsonrpc, got nothing"],
     ["a command beside it", `jsonrpc = "unix:/s.sock"\nmanifests = "m"\ncommand = "svc"`, "servers.svc.command: expected no command on a jsonrpc server"],
     ["recorded beside it", `jsonrpc = "unix:/s.sock"\nmanifests = "m"\nrecorded = "r.json"`, "servers.svc.recorded: expected no recorded on a jsonrpc server"],
-    ["a bad address", `jsonrpc = "http://127.0.0.1:7000"\nmanifests = "m"`, 'servers.svc.jsonrpc: expected "unix:/path/to.sock" or "tcp:HOST:PORT", got "http://127.0.0.1:7000"'],
+    [
+      "a bad address",
+      `jsonrpc = "http://127.0.0.1:7000"\nmanifests = "m"`,
+      'servers.svc.jsonrpc: expected "unix:/path/to.sock" or "tcp:HOST:PORT", got "http://127.0.0.1:7000"',
+    ],
     ["manifests alone", `command = "svc"\nmanifests = "m"`, "servers.svc.manifests: expected manifests only beside jsonrpc"],
   ])("refuses %s, naming the field", (_label, body, message) => {
     expect(() => parse(`[servers.svc]\n${body}\n`)).toThrow(message);
@@ -76,7 +85,9 @@ describe("jsonrpc servers through the CLI", () => {
     expect(names).toContain("svc_add");
     expect(names).not.toContain("svc_internal");
 
-    const call = await runAbridge(["call", "svc", "add", "--args", JSON.stringify({ a: 40, b: 2 }), "--config", config, "--cache-dir", "cache"], { cwd: temp.path });
+    const call = await runAbridge(["call", "svc", "add", "--args", JSON.stringify({ a: 40, b: 2 }), "--config", config, "--cache-dir", "cache"], {
+      cwd: temp.path,
+    });
     expect(call.code, call.stderr).toBe(0);
     expect(call.stdout).toContain("42");
   }, 60_000);

@@ -36,7 +36,6 @@ beforeEach(async () => {
   await mkdir(home, { recursive: true });
 });
 
-
 describe("findConfigPath", () => {
   it("prefers --config, then $ABRIDGE_CONFIG, then ./abridge.toml, then the XDG folder", async () => {
     const fromFlag = await put(path.join(temp.path, "flag.toml"), "");
@@ -101,10 +100,7 @@ describe("loadConfig", () => {
   });
 
   it("reads an mcp.json named by $ABRIDGE_CONFIG and logs a warning for envFile", async () => {
-    const file = await put(
-      path.join(temp.path, "mcp.json"),
-      JSON.stringify({ servers: { a: { command: "x", envFile: ".env" } } }),
-    );
+    const file = await put(path.join(temp.path, "mcp.json"), JSON.stringify({ servers: { a: { command: "x", envFile: ".env" } } }));
     const lines: string[] = [];
     const logger = createLogger({ level: "warn", sink: (line) => lines.push(line) });
     const config = await loadConfig({ cwd, env: { ABRIDGE_CONFIG: file }, logger });

@@ -7,7 +7,7 @@ import { MAX_RECORDED_BYTES } from "../../src/upstream/recorded/recordedUpstream
 import { runAbridge, writeConfig } from "../helpers/cliHarness.js";
 import { useTempDir } from "../helpers/tempDir.js";
 
-describe("recorded = \"...\" in the config", () => {
+describe('recorded = "..." in the config', () => {
   const temp = useTempDir();
 
   it("resolves the path against the config file's folder and marks the transport", () => {
@@ -29,7 +29,15 @@ describe("recorded = \"...\" in the config", () => {
     ["no tools array", JSON.stringify({ result: { items: [] } }), "expected a tools array", ""],
     ["a tool without a name", JSON.stringify({ tools: [{ inputSchema: { type: "object" } }] }), "tools[0].name: expected a non-empty string, got nothing", ""],
     ["a tool without a schema", JSON.stringify([{ name: "a" }]), "tools[0].inputSchema: expected an object", ""],
-    ["a name twice", JSON.stringify([{ name: "a", inputSchema: {} }, { name: "a", inputSchema: {} }]), 'tools[1].name: "a" appears twice', ""],
+    [
+      "a name twice",
+      JSON.stringify([
+        { name: "a", inputSchema: {} },
+        { name: "a", inputSchema: {} },
+      ]),
+      'tools[1].name: "a" appears twice',
+      "",
+    ],
   ])("%s is a config error naming the field, the file and the problem (exit 2)", async (_label, content, problem, extra) => {
     const file = path.join(temp.path, "bad.json");
     if (content !== undefined) await writeFile(file, content);
@@ -56,7 +64,12 @@ describe("recorded = \"...\" in the config", () => {
       corpus: { server: "other-name", package: "x@1.0.0", serverInfo: { name: "x", version: "1.0.0" }, tools: [tool] },
     };
     for (const [name, shape] of Object.entries(shapes)) await writeFile(path.join(temp.path, `${name}.json`), JSON.stringify(shape));
-    const config = await writeConfig(temp.path, Object.keys(shapes).map((name) => `[servers.${name}]\nrecorded = "${name}.json"\n`).join(""));
+    const config = await writeConfig(
+      temp.path,
+      Object.keys(shapes)
+        .map((name) => `[servers.${name}]\nrecorded = "${name}.json"\n`)
+        .join(""),
+    );
     const r = await runAbridge(["tools", "--json", "--config", config, "--cache-dir", "cache"], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
     const names = (JSON.parse(r.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);

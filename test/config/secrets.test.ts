@@ -34,9 +34,7 @@ describe("secrets expanded from the environment", () => {
   });
 
   it("are redacted when the same variable also lands in a field whose error shows its value", () => {
-    const error = reject(
-      ["[servers.docs]", 'url = "${GH_TOKEN}"', 'headers = { Authorization = "Bearer ${GH_TOKEN}" }'].join("\n"),
-    );
+    const error = reject(["[servers.docs]", 'url = "${GH_TOKEN}"', 'headers = { Authorization = "Bearer ${GH_TOKEN}" }'].join("\n"));
     expect(error.message).toContain("servers.docs.url: expected an http:// or https:// URL");
     expect(everywhere(error)).not.toContain(SECRET);
   });

@@ -15,7 +15,9 @@ describe("cache administration through core", () => {
     const env = { HOME: temp.path };
     expect(summaryCacheFile({ env, config, cwd: "/elsewhere" })).toBe(path.join(temp.path, "conf", "c", "summaries.jsonl"));
     expect(stateDir({ env, config, cwd: "/elsewhere" })).toBe(path.join(temp.path, "conf", "s"));
-    expect(summaryCacheFile({ flag: "flag", env: { ...env, ABRIDGE_CACHE_DIR: "var" }, config, cwd: temp.path })).toBe(path.join(temp.path, "flag", "summaries.jsonl"));
+    expect(summaryCacheFile({ flag: "flag", env: { ...env, ABRIDGE_CACHE_DIR: "var" }, config, cwd: temp.path })).toBe(
+      path.join(temp.path, "flag", "summaries.jsonl"),
+    );
     expect(summaryCacheFile({ env: { ...env, ABRIDGE_CACHE_DIR: "var" }, config, cwd: temp.path })).toBe(path.join(temp.path, "var", "summaries.jsonl"));
     expect(stateDir({ flag: "flag", env, config, cwd: temp.path })).toBe(path.join(temp.path, "flag"));
   });
@@ -37,7 +39,9 @@ describe("cache administration through core", () => {
   it("reads a search limit from 1 to 50 and names what was wrong", () => {
     expect(parseSearchLimit(undefined, "--limit")).toBeUndefined();
     expect(parseSearchLimit("7", "--limit")).toBe(7);
-    expect(() => parseSearchLimit("51", "--limit", ErrorCode.USAGE)).toThrow(expect.objectContaining({ code: ErrorCode.USAGE, message: '--limit: expected an integer from 1 to 50, got "51"' }));
+    expect(() => parseSearchLimit("51", "--limit", ErrorCode.USAGE)).toThrow(
+      expect.objectContaining({ code: ErrorCode.USAGE, message: '--limit: expected an integer from 1 to 50, got "51"' }),
+    );
     expect(() => parseSearchLimit(1.5, "limit")).toThrow(expect.objectContaining({ code: ErrorCode.INPUT_INVALID }));
   });
 });

@@ -37,16 +37,26 @@ describe("hostile programs through the Bridge", () => {
   });
 
   it("a denied tool named through tools.call is refused in the program and audited as refused with the run's id", async () => {
-    const { bridge, dir } = await startBridge(`mode = "code"\naudit_log = "{dir}/audit.jsonl"\n${fixtureToml("ann", "annotatedServer.ts", [], ['deny = ["delete_file"]'])}`);
-    const run = await bridge.runCode('try { await tools.call("ann_delete_file", { path: "/etc/passwd" }); return "ran"; } catch (e) { return [e.code, e.tool]; }', { runId: "hostile-deny" });
+    const { bridge, dir } = await startBridge(
+      `mode = "code"\naudit_log = "{dir}/audit.jsonl"\n${fixtureToml("ann", "annotatedServer.ts", [], ['deny = ["delete_file"]'])}`,
+    );
+    const run = await bridge.runCode(
+      'try { await tools.call("ann_delete_file", { path: "/etc/passwd" }); return "ran"; } catch (e) { return [e.code, e.tool]; }',
+      { runId: "hostile-deny" },
+    );
     expect(run.result.ok).toBe(true);
     const [code, tool] = JSON.parse(run.result.returnJson ?? "null") as [string, string];
     expect(code).toBe(ErrorCode.TOOL_REFUSED);
     expect(tool).toBe("ann_delete_file");
     const file = path.join(dir, "audit.jsonl");
     await waitFor(async () => (await readFile(file, "utf8").catch(() => "")).includes('"run":"hostile-deny"'), { what: "the refused call in the audit log" });
-    const records = (await readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(records.filter((r) => r.run === "hostile-deny")).toEqual([expect.objectContaining({ tool: "delete_file", outcome: "refused", program: expect.stringMatching(/^sha256:/) })]);
+    const records = (await readFile(file, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(records.filter((r) => r.run === "hostile-deny")).toEqual([
+      expect.objectContaining({ tool: "delete_file", outcome: "refused", program: expect.stringMatching(/^sha256:/) }),
+    ]);
   });
 
   it("a 100 MB tool result: the program gets OUTPUT_LIMIT, and the bridge and the server serve on", async () => {
@@ -64,7 +74,10 @@ describe("hostile programs through the Bridge", () => {
     const callers = ["alpha", "beta", "gamma", "delta", "epsilon"];
     const runs = await Promise.all(
       callers.map((name, i) =>
-        bridge.runCode(`console.log("I am ${name}"); const r = await echo.add({ a: ${i}, b: 100 }); globalThis.mine = "${name}"; return [r.sum, globalThis.mine];`, { client: name }),
+        bridge.runCode(
+          `console.log("I am ${name}"); const r = await echo.add({ a: ${i}, b: 100 }); globalThis.mine = "${name}"; return [r.sum, globalThis.mine];`,
+          { client: name },
+        ),
       ),
     );
     runs.forEach(({ result }, i) => {

@@ -38,7 +38,8 @@ describe("code mode through the Bridge", () => {
 
   it("runs a program: console lines in order, then the returned JSON, then the footer; calls are audited with the run", async () => {
     const { bridge, dir } = await startBridge(`mode = "code"\naudit_log = "{dir}/audit.jsonl"\n${echoToml()}`);
-    const code = 'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nconst e = await tools.call("echo_echo", { text: "hi" });\nreturn { sum: r.sum, e };';
+    const code =
+      'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nconst e = await tools.call("echo_echo", { text: "hi" });\nreturn { sum: r.sum, e };';
     const answer = await bridge.callTool("run_code", { code });
     expect(answer.isError).toBeUndefined();
     expect(text(answer)).toMatch(/^\[log\] sum 5\n\{"sum":5,"e":"hi"\}\n\(2 calls, \d+ ms\)$/);
@@ -47,7 +48,10 @@ describe("code mode through the Bridge", () => {
     expect(run.result.calls.map((c) => c.tool)).toEqual(["echo_add", "echo_echo"]);
     const file = path.join(dir, "audit.jsonl");
     // A call's audit line is written before its result is handed back, so the run's are all there.
-    const records = (await readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = (await readFile(file, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const ofRun = records.filter((r) => r.run === "run-1");
     expect(ofRun.map((r) => r.tool)).toEqual(["add", "echo"]);
     expect(ofRun[0]?.program).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -70,9 +74,7 @@ describe("code mode through the Bridge", () => {
   });
 
   it("gives a program the gates of a direct call: invalid arguments, a refused tool, a meta-tool, an unknown name", async () => {
-    const { bridge } = await startBridge(
-      `mode = "code"\n${echoToml()}\n${fixtureToml("ann", "annotatedServer.ts", [], ['destructive = "deny"'])}`,
-    );
+    const { bridge } = await startBridge(`mode = "code"\n${echoToml()}\n${fixtureToml("ann", "annotatedServer.ts", [], ['destructive = "deny"'])}`);
     const code = `
       const out = [];
       for (const [name, args] of [["echo_add", { a: "x", b: 1 }], ["ann_delete_file", {}], ["run_code", { code: "1" }], ["echo_nope", {}]]) {
@@ -93,9 +95,7 @@ describe("code mode through the Bridge", () => {
   });
 
   it("refuses a result over the server's max_output_bytes to a program, and cuts a long answer at the top-level limit", async () => {
-    const { bridge } = await startBridge(
-      `mode = "code"\nmax_output_bytes = 4000\n${fixtureToml("ann", "annotatedServer.ts")}`,
-    );
+    const { bridge } = await startBridge(`mode = "code"\nmax_output_bytes = 4000\n${fixtureToml("ann", "annotatedServer.ts")}`);
     const big = await bridge.runCode("try { await ann.big({ blocks: 1, bytes: 10000 }); return 'no'; } catch (e) { return e.code; }");
     expect(big.result.returnJson).toBe(JSON.stringify(ErrorCode.OUTPUT_LIMIT));
     const long = await bridge.callTool("run_code", { code: 'return "x".repeat(20000);' });

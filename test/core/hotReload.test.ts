@@ -9,7 +9,9 @@ const server = '[servers.a]\ncommand = "node"\n';
 describe("reloadedConfig", () => {
   it("takes server edits and names every setting kept until a restart", () => {
     const running = parse(`mode = "compact"\naudit_log = "/a.jsonl"\npin = ["x_*"]\ntoken_budget = 1000\n${server}`);
-    const edited = parse(`mode = "full"\nseparator = "__"\naudit_log = "/b.jsonl"\naudit_arguments = true\npin = ["y_*"]\ntoken_budget = 1000\nstartup_grace_ms = 5\n${server}timeout_ms = 7\n`);
+    const edited = parse(
+      `mode = "full"\nseparator = "__"\naudit_log = "/b.jsonl"\naudit_arguments = true\npin = ["y_*"]\ntoken_budget = 1000\nstartup_grace_ms = 5\n${server}timeout_ms = 7\n`,
+    );
     const { config, needsRestart } = reloadedConfig(running, edited);
     expect(needsRestart).toEqual(["mode", "separator", "audit_log", "audit_arguments", "pin"]);
     expect(config).toMatchObject({ mode: "compact", separator: "_", audit_log: "/a.jsonl", audit_arguments: false, pin: ["x_*"], startup_grace_ms: 5 });

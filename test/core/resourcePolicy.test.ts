@@ -34,7 +34,10 @@ async function session(): Promise<{ client: Client; dir: string; close: () => Pr
 }
 
 async function auditLines(dir: string): Promise<Record<string, unknown>[]> {
-  return (await readFile(path.join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  return (await readFile(path.join(dir, "audit.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 const trust = { "abridge/trust": "untrusted-tool-output", "abridge/server": "res" };
@@ -80,7 +83,10 @@ describe("the guard on resources and prompts", () => {
     expect(big.description).toBe("big prompt");
     expect(big.messages).toHaveLength(2);
     expect(big.messages[0]).toMatchObject({ role: "user", content: { type: "text", text: "x".repeat(8000) } });
-    expect(big.messages[1]).toMatchObject({ role: "user", content: { type: "text", text: expect.stringMatching(/^\[abridge: output cut: .*kept 1 of 2 content blocks/) } });
+    expect(big.messages[1]).toMatchObject({
+      role: "user",
+      content: { type: "text", text: expect.stringMatching(/^\[abridge: output cut: .*kept 1 of 2 content blocks/) },
+    });
 
     // A prompt no server lists is the client's mistake (-32602), never forwarded nor audited.
     await expect(client.getPrompt({ name: "res_nope" })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('unknown prompt "res_nope"') });

@@ -43,15 +43,20 @@ function echoListed(bridge: Bridge): Promise<void> {
   const changes = new Watch();
   const stopStatus = bridge.onStatus(() => changes.changed());
   const stopList = bridge.onListChanged(() => changes.changed());
-  return changes.until(() => bridge.tools("echo").length === 3, { what: "echo's tools in the catalog", timeoutMs: 60_000 }).finally(() => {
-    stopStatus();
-    stopList();
-  });
+  return changes
+    .until(() => bridge.tools("echo").length === 3, { what: "echo's tools in the catalog", timeoutMs: 60_000 })
+    .finally(() => {
+      stopStatus();
+      stopList();
+    });
 }
 
 async function cachedServers(cacheFile: string): Promise<string[]> {
   const text = await readFile(cacheFile, "utf8").catch(() => "");
-  const keys = text.split("\n").filter((l) => l.trim() !== "").map((l) => String((JSON.parse(l) as { key: string }).key));
+  const keys = text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => String((JSON.parse(l) as { key: string }).key));
   return [...new Set(keys.map((k) => k.slice(0, k.indexOf(":"))))].sort();
 }
 

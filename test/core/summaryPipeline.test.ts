@@ -13,7 +13,10 @@ import { useTempDir } from "../helpers/tempDir.js";
 function exposed(serverName: string): AdmittedExposedTool[] {
   const server = loadCorpus().find((s) => s.server === serverName);
   if (server === undefined) throw new Error(`corpus server ${serverName} missing`);
-  const names = assignNames(server.tools.map((t) => ({ server: server.server, tool: t.name, prefix: true })), "_");
+  const names = assignNames(
+    server.tools.map((t) => ({ server: server.server, tool: t.name, prefix: true })),
+    "_",
+  );
   return server.tools.map((tool, i) => ({ server: server.server, tool: admitted(tool), name: names[i]!.name, uri: names[i]!.uri }));
 }
 
@@ -59,7 +62,10 @@ describe("summary pipeline", () => {
   it("records in each entry the tokens of the tool as summary mode lists it, under its exposed name", async () => {
     const pipeline = await openSummaryPipeline({ cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, separator: "__" });
     try {
-      const names = assignNames(exposed("notion").map((t) => ({ server: t.server, tool: t.tool.name, prefix: true })), "__");
+      const names = assignNames(
+        exposed("notion").map((t) => ({ server: t.server, tool: t.tool.name, prefix: true })),
+        "__",
+      );
       const tools = exposed("notion").map((t, i) => ({ ...t, name: names[i]!.name }));
       pipeline.catalog.setTools(tools);
       await pipeline.queue.drain();

@@ -41,7 +41,10 @@ describe("daemon answers gathered per turn of the event loop", () => {
       if (expected.success) {
         expect(answer).toMatchObject({ ok: true, result: { content: [{ type: "text", text: (request.args as { text: string }).text }] } });
       } else {
-        expect(answer).toMatchObject({ ok: false, error: { code: "DAEMON_BAD_REQUEST", message: `bad request: ${describeIssues(expected.error, "request")}` } });
+        expect(answer).toMatchObject({
+          ok: false,
+          error: { code: "DAEMON_BAD_REQUEST", message: `bad request: ${describeIssues(expected.error, "request")}` },
+        });
       }
     }
     const stats = await client.request({ op: "stats", token, id: "end" });
@@ -88,7 +91,9 @@ describe("daemon answers gathered per turn of the event loop", () => {
     const daemon = await startDaemon(setup);
     const token = daemon.token;
     const client = await RawClient.connect(daemon.address);
-    client.send(`${JSON.stringify({ token, op: "call_tool", id: 1, server: "echo", tool: "echo", args: { text: "last" } })}\n${JSON.stringify({ token, op: "shutdown", id: 2 })}\n`);
+    client.send(
+      `${JSON.stringify({ token, op: "call_tool", id: 1, server: "echo", tool: "echo", args: { text: "last" } })}\n${JSON.stringify({ token, op: "shutdown", id: 2 })}\n`,
+    );
     expect(await client.next()).toMatchObject({ id: 1, ok: true, result: { content: [{ text: "last" }] } });
     expect(await client.next()).toEqual({ id: 2, ok: true });
     expect(await daemon.closed).toBe("shutdown");

@@ -56,10 +56,7 @@ export async function testSetup(servers?: string, extra = ""): Promise<{ dir: st
 }
 
 /** Starts an in-process daemon, closed after the test. */
-export async function startDaemon(
-  setup: { stateDir: string; config: Config; dir: string },
-  options: Partial<DaemonOptions> = {},
-): Promise<Daemon> {
+export async function startDaemon(setup: { stateDir: string; config: Config; dir: string }, options: Partial<DaemonOptions> = {}): Promise<Daemon> {
   const result = await Daemon.start({
     config: setup.config,
     stateDir: setup.stateDir,

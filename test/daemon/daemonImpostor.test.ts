@@ -70,7 +70,9 @@ async function impostor(port: number, hello: HelloAnswer): Promise<Listener> {
         const request = JSON.parse(buffered.slice(0, nl)) as Record<string, unknown>;
         buffered = buffered.slice(nl + 1);
         if (request.op === "hello" && hello === "forged") {
-          socket.write(`${JSON.stringify({ id: request.id, ok: true, nonce: randomBytes(32).toString("base64url"), proof: randomBytes(32).toString("base64url") })}\n`);
+          socket.write(
+            `${JSON.stringify({ id: request.id, ok: true, nonce: randomBytes(32).toString("base64url"), proof: randomBytes(32).toString("base64url") })}\n`,
+          );
         } else {
           socket.write(poisonedAnswer(request.id));
         }

@@ -64,7 +64,11 @@ describe("the daemon's run_code op", () => {
     raw.send({ token, op: "cancel", id: "c", target: "run" });
     const answers = [await raw.next(), await raw.next()];
     expect(answers).toContainEqual({ id: "c", ok: true, cancelled: true });
-    const run = answers.find((a) => (a as { id: string }).id === "run") as { ok: boolean; run: { ok: boolean; error: { code: string }; console: unknown[] }; answer: { isError: boolean } };
+    const run = answers.find((a) => (a as { id: string }).id === "run") as {
+      ok: boolean;
+      run: { ok: boolean; error: { code: string }; console: unknown[] };
+      answer: { isError: boolean };
+    };
     expect(run.ok).toBe(true);
     expect(run.run.ok).toBe(false);
     expect(run.run.error.code).toBe(ErrorCode.CANCELLED);

@@ -37,7 +37,10 @@ describe("the daemon in front of a JSON-RPC backend", () => {
     for (const mode of MODES) {
       const list = await client.request({ op: "list_tools", mode, token });
       expect(list.ok, JSON.stringify(list)).toBe(true);
-      const names = (list.tools as { server: string; name: string }[]).filter((t) => t.server === "svc").map((t) => t.name).sort();
+      const names = (list.tools as { server: string; name: string }[])
+        .filter((t) => t.server === "svc")
+        .map((t) => t.name)
+        .sort();
       expect(names, mode).toEqual(EXPOSED_TOOLS);
     }
 

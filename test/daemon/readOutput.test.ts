@@ -23,12 +23,7 @@ function nextOf(result: CallToolResult): { handle: string; offset: number } | un
 
 describe("daemon read_output", () => {
   it("reads a spilled output back page by page through DaemonClient.readOutput", async () => {
-    const setup = await testSetup(
-      [
-        fixtureServerToml("keep", "annotatedServer.ts", [], "max_output_bytes = 1000\nspill = true"),
-      ].join("\n"),
-      'mode = "full"',
-    );
+    const setup = await testSetup([fixtureServerToml("keep", "annotatedServer.ts", [], "max_output_bytes = 1000\nspill = true")].join("\n"), 'mode = "full"');
     await startDaemon(setup);
     const client = new DaemonClient({ stateDir: setup.stateDir });
     clients.push(client);

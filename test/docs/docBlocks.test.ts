@@ -22,7 +22,20 @@ import { describe, expect, it } from "vitest";
 import { Bridge, BusClient, loadConfig } from "../../src/index.js";
 import { isPidAlive } from "../../src/daemon/wire/processInfo.js";
 import { freePort, startNatsServer } from "../helpers/natsServer.js";
-import { docBlocks, docFiles, docText, importFromCheckout, jsonLines, MARK_PREFIX, pidsCarrying, REPO, substitute, Workspace, type DocBlock, type Proc } from "./docBlocks.js";
+import {
+  docBlocks,
+  docFiles,
+  docText,
+  importFromCheckout,
+  jsonLines,
+  MARK_PREFIX,
+  pidsCarrying,
+  REPO,
+  substitute,
+  Workspace,
+  type DocBlock,
+  type Proc,
+} from "./docBlocks.js";
 
 /** The README and every page under docs/, with their text: the blocks of all of them are run. */
 const files = docFiles().map((file) => ({ file, text: docText(file) }));
@@ -178,12 +191,20 @@ const runners: Runner[] = [
       expect(totals(proc.stdout)).toMatchObject({ hits: 0, failed: 0 });
       await echoOverStdio(proc);
       proc.endInput();
-      const url = await proc.until((p) => /abridge serving \d+ upstream server\(s\) \(compact mode\) at (http:\S+)/.exec(p.stderr)?.[1], "serve --http's ready line");
+      const url = await proc.until(
+        (p) => /abridge serving \d+ upstream server\(s\) \(compact mode\) at (http:\S+)/.exec(p.stderr)?.[1],
+        "serve --http's ready line",
+      );
       const initialize = (authorization?: string): Promise<Response> =>
         fetch(url, {
           method: "POST",
           headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "readme", version: "1" } } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "initialize",
+            params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "readme", version: "1" } },
+          }),
         });
       const refused = await initialize();
       expect(refused.status).toBe(401);
@@ -396,8 +417,16 @@ const runners: Runner[] = [
       const exit = await proc.finished("abridge run -e", 150_000);
       expect(exit.code, proc.describe()).toBe(0);
       // The answer the block shows in its comments, the time aside.
-      const shown = block!.text.split("\n").filter((l) => l.startsWith("# ")).map((l) => l.slice(2));
-      expect(proc.stdout.trimEnd().split("\n").map((l) => l.replace(/\d+ ms\)$/, "N ms)"))).toEqual(shown.map((l) => l.replace(/\d+ ms\)$/, "N ms)")));
+      const shown = block!.text
+        .split("\n")
+        .filter((l) => l.startsWith("# "))
+        .map((l) => l.slice(2));
+      expect(
+        proc.stdout
+          .trimEnd()
+          .split("\n")
+          .map((l) => l.replace(/\d+ ms\)$/, "N ms)")),
+      ).toEqual(shown.map((l) => l.replace(/\d+ ms\)$/, "N ms)")));
     },
   },
   {

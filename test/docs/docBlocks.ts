@@ -104,7 +104,8 @@ export function pidsCarrying(text: string): number[] {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text) || readFileSync(`/proc/${entry}/environ`, "utf8").includes(text)) pids.push(Number(entry));
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text) || readFileSync(`/proc/${entry}/environ`, "utf8").includes(text))
+        pids.push(Number(entry));
     } catch {
       // Ended while we looked, or another user's.
     }
@@ -152,17 +153,21 @@ export class Proc {
         resolve({ code: null, signal: null });
       }),
     );
-    this.exitPromise = Promise.race([failed, new Promise<Exit>((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })))]).then((exit) => {
-      this.exit = exit;
-      this.wake();
-      return exit;
-    });
-    this.closePromise = Promise.race([failed, new Promise<Exit>((resolve) => this.child.once("close", (code, signal) => resolve({ code, signal })))]).then((exit) => {
-      this.exit ??= exit;
-      this.closed = true;
-      this.wake();
-      return exit;
-    });
+    this.exitPromise = Promise.race([failed, new Promise<Exit>((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })))]).then(
+      (exit) => {
+        this.exit = exit;
+        this.wake();
+        return exit;
+      },
+    );
+    this.closePromise = Promise.race([failed, new Promise<Exit>((resolve) => this.child.once("close", (code, signal) => resolve({ code, signal })))]).then(
+      (exit) => {
+        this.exit ??= exit;
+        this.closed = true;
+        this.wake();
+        return exit;
+      },
+    );
   }
 
   /** `bash -c script`. */
@@ -278,7 +283,9 @@ export class Workspace {
   private readonly procs: Proc[] = [];
 
   private constructor(readonly dir: string) {
-    const inherited = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith("ABRIDGE_")));
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith("ABRIDGE_")),
+    );
     this.env = {
       ...inherited,
       PATH: `${path.join(dir, "bin")}${path.delimiter}${process.env.PATH ?? ""}`,
@@ -343,7 +350,9 @@ export class Workspace {
     await Promise.all(this.procs.filter((p) => !p.closed).map((p) => p.stop().catch(() => undefined)));
     // No event announces the end of a grandchild in another process group: polled, as a hang
     // guard. What is left after it is killed and returned.
-    await waitFor(() => pidsCarrying(this.dir).length === 0, { what: "the workspace's processes to end", timeoutMs: 30_000, intervalMs: 50 }).catch(() => undefined);
+    await waitFor(() => pidsCarrying(this.dir).length === 0, { what: "the workspace's processes to end", timeoutMs: 30_000, intervalMs: 50 }).catch(
+      () => undefined,
+    );
     const left = pidsCarrying(this.dir);
     for (const pid of left) {
       try {

@@ -90,7 +90,8 @@ describe("the README and docs/ match the code", () => {
           broken.push(`${file}: ${target} (no ${linked})`);
           continue;
         }
-        if (anchor !== undefined && linked.endsWith(".md") && !anchorsOf(docText(linked)).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor} in ${linked})`);
+        if (anchor !== undefined && linked.endsWith(".md") && !anchorsOf(docText(linked)).has(anchor))
+          broken.push(`${file}: ${target} (no heading #${anchor} in ${linked})`);
       }
     }
     expect(broken).toEqual([]);
@@ -115,7 +116,11 @@ function anchorsOf(markdown: string): Set<string> {
   const prose = markdown.replace(/^```[\s\S]*?^```/gm, "");
   const anchors = new Set<string>();
   for (const [, heading] of prose.matchAll(/^#{1,6} (.+)$/gm)) {
-    const anchor = heading!.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+    const anchor = heading!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, "")
+      .replace(/ /g, "-");
     let unique = anchor;
     for (let n = 1; anchors.has(unique); n++) unique = `${anchor}-${n}`;
     anchors.add(unique);

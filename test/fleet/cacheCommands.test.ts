@@ -87,7 +87,10 @@ describe("abridge cache on a Redis summary cache", () => {
     expect(verify.stdout).toContain("entries 5, valid 3, invalid 2");
     expect(verify.stdout).toContain("field github:broken:0000000000000000:");
     expect(verify.stdout).toContain(`field ${hostile.key}:`);
-    const json = JSON.parse((await runAbridge(["cache", "verify", "--config", config, "--json"], { cwd: temp.path, env })).stdout) as { url: string; invalid: unknown[] };
+    const json = JSON.parse((await runAbridge(["cache", "verify", "--config", config, "--json"], { cwd: temp.path, env })).stdout) as {
+      url: string;
+      invalid: unknown[];
+    };
     expect(json.url).toBe(redis.url(5));
     expect(json.invalid).toHaveLength(2);
 

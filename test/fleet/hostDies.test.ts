@@ -14,10 +14,14 @@ describe("fleet: a host that dies mid-job", () => {
   let dir: string;
   let marker: string;
   let child: ChildProcess | undefined;
-  useFleet("dies", (setup) => ({ redis, dir, marker, llm } = setup), () => {
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    child = undefined;
-  });
+  useFleet(
+    "dies",
+    (setup) => ({ redis, dir, marker, llm } = setup),
+    () => {
+      if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      child = undefined;
+    },
+  );
 
   it("its lease runs out and another host does exactly the work that was left", async () => {
     const tools = 4;

@@ -44,7 +44,12 @@ describe("fleet: when Redis is down", () => {
     const tools = 8;
     const total = tools + 2;
     const host = await openHost(
-      fleetToml({ cacheUrl: redis.url(), marker, tools, summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, "batch_size = 1", "max_concurrency = 1"] }),
+      fleetToml({
+        cacheUrl: redis.url(),
+        marker,
+        tools,
+        summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, "batch_size = 1", "max_concurrency = 1"],
+      }),
     );
     await host.bridge.start();
     await waitFor(() => llm.requests.length >= 3, { what: "the first summaries" });
@@ -84,7 +89,9 @@ describe("fleet: when Redis is down", () => {
     servers.push(redis);
     const status = await runAbridge(["summarize", "status", "--config", config, "--json"], { cwd: dir, env: { ABRIDGE_STATE_DIR: stateDir } });
     expect(status.code).toBe(0);
-    expect((JSON.parse(status.stdout) as { servers: unknown[] }).servers).toEqual([expect.objectContaining({ server: "echo", tools: 5, cached: 5, missing: 0 })]);
+    expect((JSON.parse(status.stdout) as { servers: unknown[] }).servers).toEqual([
+      expect.objectContaining({ server: "echo", tools: 5, cached: 5, missing: 0 }),
+    ]);
     const reader = await admin(port);
     expect(await reader.hlen("abridge:summaries")).toBe(5);
     expect(await readFile(spool, "utf8")).toBe("");

@@ -26,10 +26,12 @@ describe("fleet: one LLM request per tool across every host", () => {
       summary: ['summarizer = "openai"', `base_url = ${JSON.stringify(llm.baseUrl)}`, "batch_size = 2", "max_concurrency = 2"],
     });
     const hosts = await Promise.all([openHost(toml), openHost(toml), openHost(toml)]);
-    await Promise.all(hosts.map(async (host) => {
-      await host.bridge.start();
-      await host.bridge.drainSummaries();
-    }));
+    await Promise.all(
+      hosts.map(async (host) => {
+        await host.bridge.start();
+        await host.bridge.drainSummaries();
+      }),
+    );
 
     const asked = llm.requests.flatMap((r) => r.tools);
     expect(asked).toHaveLength(total);

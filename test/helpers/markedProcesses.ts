@@ -14,7 +14,12 @@ export function cleanUpMarkedProcesses(): { cleanups: (() => Promise<void>)[]; m
   const cleanups: (() => Promise<void>)[] = [];
   const markers: string[] = [];
   afterEach(async () => {
-    await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
+    await Promise.allSettled(
+      cleanups
+        .splice(0)
+        .reverse()
+        .map((c) => c()),
+    );
     const left = markers.splice(0).flatMap(pidsWithMarker);
     killAll(left);
     expect(left, "processes left behind").toEqual([]);

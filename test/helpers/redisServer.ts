@@ -74,10 +74,14 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   const port = options.port ?? (await freePort());
   let child: ChildProcess | undefined;
   const args = [
-    "--port", String(port),
-    "--bind", "127.0.0.1",
-    "--dir", dir,
-    "--save", "",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
     ...(options.persistent ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
     ...(options.password !== undefined ? ["--requirepass", options.password] : []),
   ];

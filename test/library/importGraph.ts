@@ -53,7 +53,10 @@ const SRC = path.resolve("src");
 
 /** Every `.ts` module under src/, relative to it. */
 export function sourceModules(): string[] {
-  return (readdirSync(SRC, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => f.split(path.sep).join("/")).sort();
+  return (readdirSync(SRC, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => f.split(path.sep).join("/"))
+    .sort();
 }
 
 /** Every relative import and re-export of every module under src/. */
@@ -122,7 +125,11 @@ export function layerViolations(edges: readonly ImportEdge[] = importEdges()): s
     if (a === -1 || b === -1) continue;
     if (b > a) problems.push(`${edge.from} ${kind} ${edge.to}: upward, ${from} is under ${to}`);
     else if (b === a) problems.push(`${edge.from} ${kind} ${edge.to}: sideways, ${from} and ${to} are on one layer`);
-    else if ((FRONT_ENDS as readonly string[]).includes(from) && !(FRONT_END_MAY_IMPORT as readonly string[]).includes(to) && !(FRONT_ENDS as readonly string[]).includes(to)) {
+    else if (
+      (FRONT_ENDS as readonly string[]).includes(from) &&
+      !(FRONT_END_MAY_IMPORT as readonly string[]).includes(to) &&
+      !(FRONT_ENDS as readonly string[]).includes(to)
+    ) {
       problems.push(`${edge.from} ${kind} ${edge.to}: the front end ${from} reaches under the core`);
     }
   }

@@ -18,21 +18,108 @@ function runtimeClosure(entry: string): Set<string> {
 
 /** The library's API: every value and every type `src/index.ts` exports. */
 const VALUES = [
-  "AbridgeError", "Bridge", "BusCallError", "BusClient", "ConfigWatcher", "DaemonClient", "ErrorCode", "ExtractiveSummarizer", "MODES", "OpenAiSummarizer",
-  "SecretSet", "VERSION", "clearSummaryCache", "compactSummaryCache", "configFileSchema", "countTokens", "createLogger", "decodeResult", "decodeShapedText", "shapeJsonText", "shapeResult",
-  "createMcpFrontend", "ensureDaemon", "findConfigPath", "isAbridgeError", "isMcpPath", "loadConfig", "parseConfigText",
-  "parseToolUri", "pingDaemon", "serveStdio", "silentLogger", "startHttpServer", "stateDir", "summaryCacheFile",
-  "tokenReport", "toolUri", "verifySummaryCache",
+  "AbridgeError",
+  "Bridge",
+  "BusCallError",
+  "BusClient",
+  "ConfigWatcher",
+  "DaemonClient",
+  "ErrorCode",
+  "ExtractiveSummarizer",
+  "MODES",
+  "OpenAiSummarizer",
+  "SecretSet",
+  "VERSION",
+  "clearSummaryCache",
+  "compactSummaryCache",
+  "configFileSchema",
+  "countTokens",
+  "createLogger",
+  "decodeResult",
+  "decodeShapedText",
+  "shapeJsonText",
+  "shapeResult",
+  "createMcpFrontend",
+  "ensureDaemon",
+  "findConfigPath",
+  "isAbridgeError",
+  "isMcpPath",
+  "loadConfig",
+  "parseConfigText",
+  "parseToolUri",
+  "pingDaemon",
+  "serveStdio",
+  "silentLogger",
+  "startHttpServer",
+  "stateDir",
+  "summaryCacheFile",
+  "tokenReport",
+  "toolUri",
+  "verifySummaryCache",
 ];
 const TYPES = [
-  "AbridgeErrorOptions", "BridgeCallOptions", "BridgeOptions", "BridgeStats", "BusCallOptions", "BusClientOptions", "BusDiscovery",
-  "BusErrorCode", "BusListOptions", "BusRunOptions", "CacheEntry", "CallToolResult", "CatalogTool", "CodeCall", "CodeLimits", "CodeRunError", "CodeRunResult", "ConsoleLine",
-  "ClearReport", "ClientRelay", "CompactReport", "Config", "ConfigFile", "ConfigWatcherOptions", "DaemonCallOptions",
-  "DaemonClientOptions", "DaemonDiscovery", "DaemonHandle", "DaemonRequestOptions", "DaemonRunOptions", "DaemonStats", "DaemonTool",
-  "DaemonToolSchema", "EnsureDaemonOptions", "HostTool", "HttpFrontend", "HttpServerOptions", "ListedTool", "LocationOptions",
-  "LockInfo", "LogLevel", "Logger", "LoggerOptions", "McpFrontend", "McpFrontendOptions", "Mode", "RawTool",
-  "ResourceRequestOptions", "ResourceSubscription", "ResultFormat", "StructuredMode", "RunCodeAnswer", "RunCodeOptions", "SchemaResult", "ServerConfig", "ServerStatus", "SummarizeInput",
-  "Summarizer", "SummaryConfig", "ToolSummary", "UpstreamNotification", "VerifyReport",
+  "AbridgeErrorOptions",
+  "BridgeCallOptions",
+  "BridgeOptions",
+  "BridgeStats",
+  "BusCallOptions",
+  "BusClientOptions",
+  "BusDiscovery",
+  "BusErrorCode",
+  "BusListOptions",
+  "BusRunOptions",
+  "CacheEntry",
+  "CallToolResult",
+  "CatalogTool",
+  "CodeCall",
+  "CodeLimits",
+  "CodeRunError",
+  "CodeRunResult",
+  "ConsoleLine",
+  "ClearReport",
+  "ClientRelay",
+  "CompactReport",
+  "Config",
+  "ConfigFile",
+  "ConfigWatcherOptions",
+  "DaemonCallOptions",
+  "DaemonClientOptions",
+  "DaemonDiscovery",
+  "DaemonHandle",
+  "DaemonRequestOptions",
+  "DaemonRunOptions",
+  "DaemonStats",
+  "DaemonTool",
+  "DaemonToolSchema",
+  "EnsureDaemonOptions",
+  "HostTool",
+  "HttpFrontend",
+  "HttpServerOptions",
+  "ListedTool",
+  "LocationOptions",
+  "LockInfo",
+  "LogLevel",
+  "Logger",
+  "LoggerOptions",
+  "McpFrontend",
+  "McpFrontendOptions",
+  "Mode",
+  "RawTool",
+  "ResourceRequestOptions",
+  "ResourceSubscription",
+  "ResultFormat",
+  "StructuredMode",
+  "RunCodeAnswer",
+  "RunCodeOptions",
+  "SchemaResult",
+  "ServerConfig",
+  "ServerStatus",
+  "SummarizeInput",
+  "Summarizer",
+  "SummaryConfig",
+  "ToolSummary",
+  "UpstreamNotification",
+  "VerifyReport",
 ];
 
 describe("library entry (src/index.ts)", () => {
@@ -41,14 +128,23 @@ describe("library entry (src/index.ts)", () => {
     expect(text).not.toMatch(/export \*/);
     const lib = (await import("../../src/index.js")) as Record<string, unknown>;
     expect(Object.keys(lib).sort()).toEqual([...VALUES].sort());
-    const types = [...text.matchAll(/^export type \{([^}]*)\}/gm)].flatMap((m) => m[1]!.split(",").map((n) => n.trim()).filter(Boolean));
+    const types = [...text.matchAll(/^export type \{([^}]*)\}/gm)].flatMap((m) =>
+      m[1]!
+        .split(",")
+        .map((n) => n.trim())
+        .filter(Boolean),
+    );
     expect(types.sort()).toEqual([...TYPES].sort());
   });
 
   it("never loads the CLI, and the daemon's client never loads the daemon", () => {
     const loaded = [...runtimeClosure("index.ts")];
     expect(loaded.filter((m) => m.startsWith("cli/"))).toEqual([]);
-    const client = [...runtimeClosure("daemon/client/daemonClient.ts"), ...runtimeClosure("daemon/client/ensureDaemon.ts"), ...runtimeClosure("bus/client/busClient.ts")];
+    const client = [
+      ...runtimeClosure("daemon/client/daemonClient.ts"),
+      ...runtimeClosure("daemon/client/ensureDaemon.ts"),
+      ...runtimeClosure("bus/client/busClient.ts"),
+    ];
     expect(client.filter((m) => m.startsWith("daemon/server/") || m.startsWith("bus/worker/") || m.startsWith("core/"))).toEqual([]);
     expect(loaded).toContain("daemon/client/daemonClient.ts");
     expect(loaded).toContain("core/bridge.ts");

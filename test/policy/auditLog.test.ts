@@ -18,9 +18,7 @@ describe("AuditLog", () => {
     const [a, b] = await Promise.all([AuditLog.open({ file }), AuditLog.open({ file, includeArguments: true })]);
     const big = "v".repeat(5000);
     await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        (i % 2 === 0 ? a! : b!).record({ server: "s", tool: `t${i}`, args: { big, i }, outcome: "ok", durationMs: 1 }),
-      ),
+      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a! : b!).record({ server: "s", tool: `t${i}`, args: { big, i }, outcome: "ok", durationMs: 1 })),
     );
     await Promise.all([a!.close(), b!.close()]);
     const lines = (await readFile(file, "utf8")).trim().split("\n");

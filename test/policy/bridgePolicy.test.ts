@@ -40,7 +40,10 @@ describe("permission gates in the Bridge", () => {
     expect(calledTools(lines)).toEqual(["read_file", "count"]);
 
     await bridge.close();
-    const audit = (await readFile(path.join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const audit = (await readFile(path.join(dir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(audit.map((r) => [r.tool, r.outcome, r.rule])).toEqual([
       ["write_file", "refused", "servers.fs.read_only"],
       ["delete_file", "refused", 'servers.fs.deny["delete_*"]'],

@@ -75,7 +75,14 @@ describe("limitOutput", () => {
   it("drops a huge upstream _meta key, a huge unknown top-level key and structuredContent, keeping what fits", () => {
     const huge = "y".repeat(1_000_000);
     const result = markUntrusted(
-      { content: [{ type: "text", text: "ok" }], isError: true, _meta: { "up/small": 1, "up/huge": huge }, bulk: huge, note: "short", structuredContent: { big: huge } },
+      {
+        content: [{ type: "text", text: "ok" }],
+        isError: true,
+        _meta: { "up/small": 1, "up/huge": huge },
+        bulk: huge,
+        note: "short",
+        structuredContent: { big: huge },
+      },
       "fs",
     );
     const limited = limitOutput(result, { maxBytes: 500 });

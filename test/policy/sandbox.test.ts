@@ -61,11 +61,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
     const port = await listen();
     const toml =
       'mode = "full"\n' +
-      fixtureToml("box", "annotatedServer.ts", [], [
-        ...sandboxed(),
-        'sandbox_write = ["{dir}/writable"]',
-        'env = { NAMED = "yes" }',
-      ]) +
+      fixtureToml("box", "annotatedServer.ts", [], [...sandboxed(), 'sandbox_write = ["{dir}/writable"]', 'env = { NAMED = "yes" }']) +
       fixtureToml("net", "annotatedServer.ts", [], [...sandboxed(), "sandbox_network = true"]);
     const started = await startBridge(toml, { prepare: (dir) => mkdir(path.join(dir, "writable")).then(() => undefined) });
     const { bridge } = started;
@@ -76,7 +72,11 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
     ]);
     const env = JSON.parse(resultText(await bridge.callTool("box_env", {}))) as Record<string, string>;
     // bwrap sets PWD itself after changing directory; nothing else from abridge's environment.
-    expect(Object.keys(env).filter((k) => k !== "PWD").sort()).toEqual(["HOME", "NAMED", "PATH"]);
+    expect(
+      Object.keys(env)
+        .filter((k) => k !== "PWD")
+        .sort(),
+    ).toEqual(["HOME", "NAMED", "PATH"]);
 
     const inside = path.join(started.dir, "writable", "ok.txt");
     expect(resultText(await bridge.callTool("box_write_path", { path: inside }))).toBe("written");
@@ -149,10 +149,7 @@ describe(`sandboxed stdio servers (bubblewrap ${HAVE_BWRAP ? "present: the sandb
     try {
       const file = path.join(shared, "tool-data.txt");
       await writeFile(file, "visible through sandbox_read");
-      const toml =
-        'mode = "full"\n' +
-        fixtureToml("shown", "annotatedServer.ts", [], sandboxed([shared])) +
-        fixtureToml("unseen", "annotatedServer.ts", [], sandboxed());
+      const toml = `mode = "full"\n${fixtureToml("shown", "annotatedServer.ts", [], sandboxed([shared]))}${fixtureToml("unseen", "annotatedServer.ts", [], sandboxed())}`;
       const { bridge } = await startBridge(toml);
       if (!HAVE_BWRAP) return expectBwrapMissing(bridge, ["shown", "unseen"]);
       expect(resultText(await bridge.callTool("shown_read_path", { path: file }))).toBe("visible through sandbox_read");

@@ -9,7 +9,10 @@ import { boundedFetch, type DroppedMessage } from "../../src/upstream/mcp/bounde
 describe("HTTP and SSE upstreams are bounded like stdio", () => {
   it("boundedFetch: events and bodies over the bound are replaced or dropped, the rest passes byte for byte", async () => {
     const dropped: DroppedMessage[] = [];
-    const answer = (body: string, type: string): typeof fetch => async () => new Response(body, { headers: { "content-type": type } });
+    const answer =
+      (body: string, type: string): typeof fetch =>
+      async () =>
+        new Response(body, { headers: { "content-type": type } });
     const big = "y".repeat(200);
     // An event stream: a small event, an oversized answer (id last), an oversized notification, a small event.
     const stream = [
@@ -33,7 +36,9 @@ describe("HTTP and SSE upstreams are bounded like stdio", () => {
     const post = { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: {} }) };
     const small = '{"result":{},"jsonrpc":"2.0","id":3}';
     expect(await (await boundedFetch(100, () => undefined, answer(small, "application/json"))("http://127.0.0.1/", post)).text()).toBe(small);
-    const cut = await (await boundedFetch(100, () => undefined, answer(`{"result":{"text":"${big}"},"jsonrpc":"2.0","id":3}`, "application/json"))("http://127.0.0.1/", post)).json();
+    const cut = await (
+      await boundedFetch(100, () => undefined, answer(`{"result":{"text":"${big}"},"jsonrpc":"2.0","id":3}`, "application/json"))("http://127.0.0.1/", post)
+    ).json();
     expect(cut).toMatchObject({ jsonrpc: "2.0", id: 3, error: { code: -32603, message: expect.stringContaining("result over 100 bytes") } });
   });
 });

@@ -23,7 +23,11 @@ async function linkedCache(): Promise<{ cacheDir: string; link: string; target: 
   await mkdir(cacheDir);
   const target = path.join(realDir, "summaries.jsonl");
   // Three lines, one key superseded: compact keeps two.
-  const lines = [makeEntry("s", "a", "First a.", 1), makeEntry("s", "b", "Only b.", 2), { ...makeEntry("s", "a", "Second a.", 1), createdAt: "2026-11-22T10:00:00Z" }];
+  const lines = [
+    makeEntry("s", "a", "First a.", 1),
+    makeEntry("s", "b", "Only b.", 2),
+    { ...makeEntry("s", "a", "Second a.", 1), createdAt: "2026-11-22T10:00:00Z" },
+  ];
   await writeFile(target, lines.map(lineOf).join(""));
   const link = path.join(cacheDir, "summaries.jsonl");
   await symlink("../elsewhere/summaries.jsonl", link);
@@ -38,7 +42,10 @@ describe("a symlinked summaries.jsonl", () => {
     expect(run.stdout).toContain("3 lines -> 2");
     expect((await lstat(link)).isSymbolicLink()).toBe(true);
     expect(await readlink(link)).toBe("../elsewhere/summaries.jsonl");
-    const kept = (await readFile(target, "utf8")).trim().split("\n").map((l) => (JSON.parse(l) as { summary: string }).summary);
+    const kept = (await readFile(target, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { summary: string }).summary);
     expect(kept.sort()).toEqual(["Only b.", "Second a."]);
   });
 

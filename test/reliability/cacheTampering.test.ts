@@ -22,7 +22,10 @@ async function tamperedCache(summary: string): Promise<string> {
   await first.bridge.drainSummaries();
   const file = first.bridge.cacheFile;
   await first.bridge.close();
-  const lines = (await readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry);
+  const lines = (await readFile(file, "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as CacheEntry);
   const echo = lines.find((e) => e.tool === "echo");
   expect(echo).toBeDefined();
   echo!.summary = summary;
@@ -44,7 +47,12 @@ describe("tampered cache lines", () => {
     // Summarized again and written: the next load finds a line that passes.
     await bridge.drainSummaries();
     expect(shown()).not.toContain(summary);
-    const last = (await readFile(cacheFile, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry).filter((e) => e.tool === "echo").at(-1);
+    const last = (await readFile(cacheFile, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as CacheEntry)
+      .filter((e) => e.tool === "echo")
+      .at(-1);
     expect(last?.summary).not.toBe(summary);
   });
 

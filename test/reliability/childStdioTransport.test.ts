@@ -39,20 +39,27 @@ function cut(bytes: Buffer, points: number[]): Buffer[] {
 describe("BoundedLineReader", () => {
   it("any chunking yields the same lines and drops exactly the lines over the bound", () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ maxLength: 40 }).map((s) => s.replaceAll("\n", "")), { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 20 }), (lines, points) => {
-        const max = 20;
-        const reader = new BoundedLineReader(max);
-        const events = cut(Buffer.from(lines.map((l) => `${l}\n`).join(""), "utf8"), points).flatMap((piece) => {
-          const out = reader.push(piece);
-          expect(reader.bufferedBytes).toBeLessThanOrEqual(max);
-          return out;
-        });
-        const expected = lines.map((l) => {
-          const bytes = Buffer.byteLength(l);
-          return bytes > max ? { dropped: bytes } : { line: l.endsWith("\r") ? l.slice(0, -1) : l };
-        });
-        expect(events.map((e) => ("dropped" in e ? { dropped: e.dropped.bytes } : e))).toEqual(expected);
-      }),
+      fc.property(
+        fc.array(
+          fc.string({ maxLength: 40 }).map((s) => s.replaceAll("\n", "")),
+          { maxLength: 12 },
+        ),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (lines, points) => {
+          const max = 20;
+          const reader = new BoundedLineReader(max);
+          const events = cut(Buffer.from(lines.map((l) => `${l}\n`).join(""), "utf8"), points).flatMap((piece) => {
+            const out = reader.push(piece);
+            expect(reader.bufferedBytes).toBeLessThanOrEqual(max);
+            return out;
+          });
+          const expected = lines.map((l) => {
+            const bytes = Buffer.byteLength(l);
+            return bytes > max ? { dropped: bytes } : { line: l.endsWith("\r") ? l.slice(0, -1) : l };
+          });
+          expect(events.map((e) => ("dropped" in e ? { dropped: e.dropped.bytes } : e))).toEqual(expected);
+        },
+      ),
     );
   });
 

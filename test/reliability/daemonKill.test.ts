@@ -74,7 +74,10 @@ describe("daemon kill -9 during writes", () => {
     markers.push(marker);
     const cacheFile = path.join(temp.path, "cache", "summaries.jsonl");
     const stateDir = path.join(temp.path, "state");
-    const config = await writeConfig(temp.path, `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "400", "--page-size", "100", marker])}`);
+    const config = await writeConfig(
+      temp.path,
+      `cache_dir = "cache"\n${fixtureServerToml("echo", "echoServer.ts", ["--tools", "400", "--page-size", "100", marker])}`,
+    );
 
     const first = await runDaemon(config, stateDir);
     // Kill as soon as summaries are landing, while the rest are still being written.
@@ -100,7 +103,10 @@ describe("daemon kill -9 during writes", () => {
     if (lock.state !== "ok") throw new Error(`lockfile unreadable after restart: ${JSON.stringify(lock)}`);
     expect(lock.lock.pid).toBe(second.pid);
     expect((await stat(lockFile)).mode & 0o777).toBe(0o600);
-    const answer = (await request(lock.lock.address, { op: "stats", token: lock.lock.token })) as { ok: boolean; stats: { cache: { entries: number; invalidLines: number } } };
+    const answer = (await request(lock.lock.address, { op: "stats", token: lock.lock.token })) as {
+      ok: boolean;
+      stats: { cache: { entries: number; invalidLines: number } };
+    };
     expect(answer.ok).toBe(true);
     expect(answer.stats.cache.entries).toBeGreaterThanOrEqual(complete.length);
     expect(answer.stats.cache.invalidLines).toBeLessThanOrEqual(1);

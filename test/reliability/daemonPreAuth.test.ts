@@ -31,7 +31,9 @@ afterEach(async () => {
  * `abridge daemon` in the foreground as a real process (optionally under a descriptor limit),
  * with the hostile fixture's echo tool; resolves once its lockfile names it.
  */
-async function startDaemonProcess(options: { nofile?: number } = {}): Promise<{ child: ChildProcess; pid: number; address: string; stateDir: string; client: DaemonClient }> {
+async function startDaemonProcess(
+  options: { nofile?: number } = {},
+): Promise<{ child: ChildProcess; pid: number; address: string; stateDir: string; client: DaemonClient }> {
   const { dir, cleanup } = await tempDir("abridge-preauth-");
   markers.push(dir);
   const stateDir = path.join(dir, "state");

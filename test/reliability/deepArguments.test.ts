@@ -175,7 +175,8 @@ async function rawServe(toml: string): Promise<RawServe> {
   const answers = new Map<number, { resolve: (message: Record<string, unknown>) => void; reject: (error: Error) => void }>();
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   void exited.then(() => {
-    for (const { reject } of answers.values()) reject(new Error(`serve exited (${child.exitCode ?? child.signalCode}); its log ends:\n${stderr.split("\n").slice(-40).join("\n")}`));
+    for (const { reject } of answers.values())
+      reject(new Error(`serve exited (${child.exitCode ?? child.signalCode}); its log ends:\n${stderr.split("\n").slice(-40).join("\n")}`));
   });
   let buffer = "";
   child.stdout.on("data", (b: Buffer) => {
@@ -204,7 +205,15 @@ async function rawServe(toml: string): Promise<RawServe> {
       }),
     untilStderr: (check, what) => written.until(() => check(stderr), { what, detail: () => serve.log() }),
   };
-  await serve.request(0, JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "deep", version: "1" } } }));
+  await serve.request(
+    0,
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "deep", version: "1" } },
+    }),
+  );
   child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
   return serve;
 }
@@ -216,7 +225,8 @@ async function stalledPid(serve: RawServe): Promise<number> {
   return Number(logged.exec(serve.stderr())![1]);
 }
 
-const callLine = (id: number, name: string, argumentsText: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${argumentsText}}}`;
+const callLine = (id: number, name: string, argumentsText: string): string =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${argumentsText}}}`;
 
 describe("serve over stdio", () => {
   it("answers a call with 5,000-deep arguments with -32602 naming the depth and the limit; the slow call in flight completes on the same process", async () => {
@@ -226,7 +236,10 @@ describe("serve over stdio", () => {
     const text = deepText(DEPTH);
     expect(text.length).toBeLessThan(32 * 1024);
     const refused = await serve.request(2, callLine(2, "slow_echo", text));
-    expect(refused.error, serve.log()).toMatchObject({ code: -32602, message: expect.stringMatching(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`)) });
+    expect(refused.error, serve.log()).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(new RegExp(`nest ${DEPTH} levels deep; the limit is ${MAX_SCHEMA_DEPTH} levels`)),
+    });
     process.kill(pid, "SIGUSR2");
     expect(await stalled, serve.log()).toMatchObject({ result: { content: [{ type: "text", text: "read again" }] } });
     expect(await serve.request(3, callLine(3, "slow_echo", '{"text":"after"}'))).toMatchObject({ result: { content: [{ type: "text", text: "after" }] } });

@@ -101,10 +101,15 @@ describe("deep schemas", () => {
     const catalog = new ToolCatalog({ store: await JsonlStore.open({ file: path.join(temp.path, "s.jsonl") }), hasher: await createToolHasher(), logger });
     const ok = { name: "ok", inputSchema: deepSchema(5, "items") };
     // Admission quarantines the deep tool before the catalog, which takes admitted tools only.
-    catalog.setTools(admitExposed([
-      { server: "lib", name: "lib_deep", uri: "lib/deep", tool },
-      { server: "lib", name: "lib_ok", uri: "lib/ok", tool: ok },
-    ], logger));
+    catalog.setTools(
+      admitExposed(
+        [
+          { server: "lib", name: "lib_deep", uri: "lib/deep", tool },
+          { server: "lib", name: "lib_ok", uri: "lib/ok", tool: ok },
+        ],
+        logger,
+      ),
+    );
     expect(catalog.list("full").map((t) => t.name)).toEqual(["lib_ok"]);
     expect(lines.some((l) => l.includes("quarantined"))).toBe(true);
     // The walks a library caller can reach directly stop at the limit instead of overflowing.

@@ -83,14 +83,37 @@ describe("fuzz: config parser", () => {
   it("mutated valid TOML and mcp.json", () => {
     expect(parseConfigOutcome(VALID_TOML, "abridge.toml")).toBe("ok");
     expect(parseConfigOutcome(VALID_JSON, "mcp.json")).toBe("ok");
-    fc.assert(fc.property(mutated(VALID_TOML), (text) => void parseConfigOutcome(text, "abridge.toml")), { seed: SEED, numRuns: RUNS });
-    fc.assert(fc.property(mutated(VALID_JSON), (text) => void parseConfigOutcome(text, "mcp.json")), { seed: SEED, numRuns: RUNS });
+    fc.assert(
+      fc.property(mutated(VALID_TOML), (text) => void parseConfigOutcome(text, "abridge.toml")),
+      { seed: SEED, numRuns: RUNS },
+    );
+    fc.assert(
+      fc.property(mutated(VALID_JSON), (text) => void parseConfigOutcome(text, "mcp.json")),
+      { seed: SEED, numRuns: RUNS },
+    );
   });
 
   it("structurally random documents (random values under the real keys)", () => {
     const value = fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.boolean(), fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), fc.constant({}));
     const server = fc.dictionary(
-      fc.constantFrom("command", "url", "args", "env", "headers", "allow", "deny", "timeout_ms", "read_only", "destructive", "sandbox", "lifecycle", "spill", "max_output_bytes", "type", "bogus"),
+      fc.constantFrom(
+        "command",
+        "url",
+        "args",
+        "env",
+        "headers",
+        "allow",
+        "deny",
+        "timeout_ms",
+        "read_only",
+        "destructive",
+        "sandbox",
+        "lifecycle",
+        "spill",
+        "max_output_bytes",
+        "type",
+        "bogus",
+      ),
       value,
     );
     const doc = fc.record(
@@ -130,9 +153,17 @@ describe("fuzz: cache lines", () => {
     };
     fc.assert(fc.property(fc.string({ maxLength: 400, unit: "binary" }), check), { seed: SEED, numRuns: RUNS });
     fc.assert(fc.property(mutated(valid), check), { seed: SEED, numRuns: RUNS * 2 });
-    fc.assert(fc.property(fc.jsonValue({ maxDepth: 3 }), (v) => check(JSON.stringify(v))), { seed: SEED, numRuns: RUNS });
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), (v) => check(JSON.stringify(v))),
+      { seed: SEED, numRuns: RUNS },
+    );
     // Valid entries with random field values.
-    const entry = fc.record({ server: fc.string({ maxLength: 12 }), tool: fc.string({ maxLength: 12 }), summary: fc.string({ maxLength: 50 }), tokensAfter: fc.oneof(fc.integer(), fc.double()) });
+    const entry = fc.record({
+      server: fc.string({ maxLength: 12 }),
+      tool: fc.string({ maxLength: 12 }),
+      summary: fc.string({ maxLength: 50 }),
+      tokensAfter: fc.oneof(fc.integer(), fc.double()),
+    });
     fc.assert(
       fc.property(entry, (e) => check(JSON.stringify({ ...makeEntry("s", "t"), ...e, key: `${e.server}:${e.tool}:${makeEntry("s", "t").hash}` }))),
       { seed: SEED, numRuns: RUNS },
@@ -222,13 +253,26 @@ describe("fuzz: daemon framing and requests", () => {
       });
       const ops = fc.constantFrom("list_tools", "call_tool", "get_schema", "stats", "refresh", "nope", 7);
       const request = fc.record(
-        { op: ops, token: fc.constant("fuzz-token"), server: fc.string({ maxLength: 5 }), tool: fc.string({ maxLength: 5 }), args: fc.jsonValue({ maxDepth: 2 }), extra: fc.string({ maxLength: 5 }) },
+        {
+          op: ops,
+          token: fc.constant("fuzz-token"),
+          server: fc.string({ maxLength: 5 }),
+          tool: fc.string({ maxLength: 5 }),
+          args: fc.jsonValue({ maxDepth: 2 }),
+          extra: fc.string({ maxLength: 5 }),
+        },
         { requiredKeys: ["op", "token"] },
       );
       // Every tenth line a well-formed request, so answers are checked to interleave in order.
       // Every line carries the token: a refused one ends the connection (tested at the end).
       const values = fc
-        .sample(fc.oneof(request, fc.jsonValue({ maxDepth: 2 }).map((value) => ({ value, token: "fuzz-token" }))), { seed: SEED, numRuns: 200 })
+        .sample(
+          fc.oneof(
+            request,
+            fc.jsonValue({ maxDepth: 2 }).map((value) => ({ value, token: "fuzz-token" })),
+          ),
+          { seed: SEED, numRuns: 200 },
+        )
         .map((v, i) => (i % 10 === 0 ? { op: "stats", token: "fuzz-token" } : v));
       let received = "";
       const reading = new Watch();
@@ -242,7 +286,10 @@ describe("fuzz: daemon framing and requests", () => {
       }
       const answered = (): number => received.split("\n").length - 1;
       await reading.until(() => answered() >= values.length, { what: `${values.length} answers`, timeoutMs: 20_000, detail: () => `${answered()} came` });
-      const answers = received.trimEnd().split("\n").map((l) => JSON.parse(l) as { ok: boolean; id?: number; error?: { code: string } });
+      const answers = received
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { ok: boolean; id?: number; error?: { code: string } });
       expect(answers).toHaveLength(values.length);
       for (const [i, answer] of answers.entries()) {
         const value = values[i];
@@ -258,7 +305,12 @@ describe("fuzz: daemon framing and requests", () => {
       refused.on("data", (b: Buffer) => (refusedText += b.toString("utf8")));
       refused.write(`${JSON.stringify({ op: "stats", token: "wrong" })}\n${JSON.stringify({ op: "stats", token: "fuzz-token" })}\n`);
       await once(refused, "close");
-      expect(refusedText.trimEnd().split("\n").map((l) => (JSON.parse(l) as { error?: { code: string } }).error?.code)).toEqual(["DAEMON_UNAUTHORIZED"]);
+      expect(
+        refusedText
+          .trimEnd()
+          .split("\n")
+          .map((l) => (JSON.parse(l) as { error?: { code: string } }).error?.code),
+      ).toEqual(["DAEMON_UNAUTHORIZED"]);
       // Then garbage: the connection gets one coded error and is closed; the server keeps serving.
       client.write("{not json\n");
       await once(client, "close");

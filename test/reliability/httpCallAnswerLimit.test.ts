@@ -47,8 +47,14 @@ async function startHugeServer(): Promise<number> {
 /** How a call ended: `ok: <text>`, `tool error: <text>` or `thrown: <message>` (a JSON-RPC error). */
 async function outcome(session: ServeSession, name: string, args: Record<string, unknown>): Promise<string> {
   try {
-    const result = (await session.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as { isError?: boolean; content?: { text?: string }[] };
-    return `${result.isError ? "tool error" : "ok"}: ${(result.content ?? []).map((c) => c.text ?? "").join("\n").slice(0, 300)}`;
+    const result = (await session.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as {
+      isError?: boolean;
+      content?: { text?: string }[];
+    };
+    return `${result.isError ? "tool error" : "ok"}: ${(result.content ?? [])
+      .map((c) => c.text ?? "")
+      .join("\n")
+      .slice(0, 300)}`;
   } catch (err) {
     return `thrown: ${messageOf(err)}`;
   }
@@ -58,7 +64,10 @@ describe("a call's answer from a streamable HTTP upstream", () => {
   it("is read up to max_output_bytes + 32 MiB: past it the call fails as it streams in; within it the result is cut as usual", async () => {
     const port = await startHugeServer();
     const config = path.join(temp.path, "abridge.toml");
-    await writeFile(config, ['mode = "full"', 'cache_dir = "cache"', "[servers.stream]", `url = "http://127.0.0.1:${port}/mcp"`, "timeout_ms = 120000"].join("\n"));
+    await writeFile(
+      config,
+      ['mode = "full"', 'cache_dir = "cache"', "[servers.stream]", `url = "http://127.0.0.1:${port}/mcp"`, "timeout_ms = 120000"].join("\n"),
+    );
     const session = await serveOverStdio(config);
     cleanups.push(() => session.close());
     const callLimit = `result over ${DEFAULT_MAX_OUTPUT_BYTES + HTTP_RESULT_SLACK_BYTES} bytes`;

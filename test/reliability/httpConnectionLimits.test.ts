@@ -23,7 +23,12 @@ afterEach(async () => {
 });
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-const INITIALIZE = { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
 
 /** One POST on a new connection; the status, headers and body. */
 function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
@@ -87,10 +92,14 @@ async function serveWithFdLimit(fds: number, toml: string, env: Record<string, s
   const { dir, cleanup } = await tempDir("abridge-fds-");
   const marker = `fds-${dir.split("/").pop()}`;
   const config = await writeConfig(dir, `cache_dir = "cache"\n${toml.replaceAll("MARKER", marker)}`);
-  const child: ChildProcess = spawn("sh", ["-c", `ulimit -n ${fds} && exec "$0" "$@"`, process.execPath, "--import", "tsx", BIN, "serve", "--config", config, "--http", "127.0.0.1:0"], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child: ChildProcess = spawn(
+    "sh",
+    ["-c", `ulimit -n ${fds} && exec "$0" "$@"`, process.execPath, "--import", "tsx", BIN, "serve", "--config", config, "--http", "127.0.0.1:0"],
+    {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let stderr = "";
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -113,7 +122,10 @@ async function serveWithFdLimit(fds: number, toml: string, env: Record<string, s
 }
 
 /** Two echo servers, one started afresh for each call (a spawn needs descriptors). */
-const UPSTREAMS = [fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", "MARKER"]), fixtureServerToml("fresh", "echoServer.ts", ["--tools", "0", "--name", "MARKER"], 'lifecycle = "per_call"')].join("\n");
+const UPSTREAMS = [
+  fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", "MARKER"]),
+  fixtureServerToml("fresh", "echoServer.ts", ["--tools", "0", "--name", "MARKER"], 'lifecycle = "per_call"'),
+].join("\n");
 
 describe("serve --http: connections", () => {
   it("300 idle sockets without the token: the oldest are closed past 64, and the token holder is served, a spawn included", async () => {
@@ -146,13 +158,25 @@ describe("serve --http: connections", () => {
     await once(held, "connect");
     let answer = "";
     held.on("data", (b: Buffer) => (answer += b.toString("utf8")));
-    const head = [`POST ${pathname} HTTP/1.1`, `Host: ${hostname}:${port}`, "Content-Type: application/json", `Accept: ${HEADERS.accept}`, `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close"];
+    const head = [
+      `POST ${pathname} HTTP/1.1`,
+      `Host: ${hostname}:${port}`,
+      "Content-Type: application/json",
+      `Accept: ${HEADERS.accept}`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      "Connection: close",
+    ];
     held.write(`${[...head, ...Object.entries(sessions[0]!).map(([k, v]) => `${k}: ${v}`)].join("\r\n")}\r\n\r\n`);
     // Each session listens on its own connection, held open: descriptors used up one by one.
     const flood = new Flood();
     cleanups.push(() => flood.destroy());
     await flood.open(serve.url, sessions.length, (socket, i) => {
-      const lines = [`GET ${pathname} HTTP/1.1`, `Host: ${hostname}:${port}`, "Accept: text/event-stream", ...Object.entries(sessions[i]!).map(([k, v]) => `${k}: ${v}`)];
+      const lines = [
+        `GET ${pathname} HTTP/1.1`,
+        `Host: ${hostname}:${port}`,
+        "Accept: text/event-stream",
+        ...Object.entries(sessions[i]!).map(([k, v]) => `${k}: ${v}`),
+      ];
       socket.write(`${lines.join("\r\n")}\r\n\r\n`);
     });
     await flood.closedAtLeast(1);
@@ -212,7 +236,10 @@ describe("serve --http: connections", () => {
     // Once one of them goes, a new connection is served.
     agent.destroy();
     // The server's count of open connections is announced by no event: polled.
-    await waitFor(() => frontend.stats().connections.authenticated === 0, { what: "the closed connections to leave the count", detail: () => JSON.stringify(frontend.stats()) });
+    await waitFor(() => frontend.stats().connections.authenticated === 0, {
+      what: "the closed connections to leave the count",
+      detail: () => JSON.stringify(frontend.stats()),
+    });
     expect((await post(frontend.url, { authorization: `Bearer ${token}` }, INITIALIZE)).status).toBe(200);
   });
 });

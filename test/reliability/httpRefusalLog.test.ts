@@ -13,7 +13,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const INITIALIZE = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+});
 
 async function start(): Promise<HttpServeProcess> {
   const { dir, cleanup } = await tempDir("abridge-refusals-");
@@ -34,7 +39,10 @@ describe("HTTP refusals", () => {
       await res.arrayBuffer();
     }
     // A line per 10 s window: 300 sequential requests on loopback would need minutes to earn 10.
-    const lines = serve.stderr().split("\n").filter((l) => l.includes("refused HTTP request"));
+    const lines = serve
+      .stderr()
+      .split("\n")
+      .filter((l) => l.includes("refused HTTP request"));
     expect(lines.length).toBeGreaterThanOrEqual(1);
     expect(lines.length).toBeLessThan(10);
     // The server still serves the token holder.

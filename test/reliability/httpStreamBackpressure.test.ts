@@ -33,7 +33,11 @@ function post(url: string, headers: Record<string, string>, body: unknown): Prom
 }
 
 async function begin(url: string): Promise<Record<string, string>> {
-  const init = await post(url, {}, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+  const init = await post(
+    url,
+    {},
+    { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } },
+  );
   const headers = { "mcp-session-id": init.headers["mcp-session-id"] as string, "mcp-protocol-version": "2025-06-18" };
   expect((await post(url, headers, { jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
   return headers;
@@ -47,7 +51,12 @@ async function stalledStream(url: string, headers: Record<string, string>): Prom
   const { hostname, port, pathname } = new URL(url);
   const socket = connect({ host: hostname, port: Number(port) });
   await once(socket, "connect");
-  const lines = [`GET ${pathname} HTTP/1.1`, `Host: ${hostname}:${port}`, "Accept: text/event-stream", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `GET ${pathname} HTTP/1.1`,
+    `Host: ${hostname}:${port}`,
+    "Accept: text/event-stream",
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   socket.write(`${lines.join("\r\n")}\r\n\r\n`);
   const [first] = (await once(socket, "data")) as [Buffer];
   socket.pause();
@@ -67,11 +76,18 @@ describe("serve --http: a stream its client does not read", () => {
 
     // 20,000 log lines of 2 kB from the upstream, outside any call: they go to the GET stream.
     const count = 20_000;
-    const started = await post(frontend.url, headers, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hostile_log_flood", arguments: { count, bytes: 2_000 } } });
+    const started = await post(frontend.url, headers, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "hostile_log_flood", arguments: { count, bytes: 2_000 } },
+    });
     expect(started.text).toContain("flooding");
     await until(() => lines.some((l) => l.includes("log flood done")), "the upstream to finish its flood", 45_000);
     await until(() => lines.some((l) => l.includes("ending an HTTP stream its client has not read")), "the stalled stream to be ended", 45_000);
-    expect(lines.some((l) => l.includes("client is not reading: dropping notifications until it catches up") && l.includes(headers["mcp-session-id"]!))).toBe(true);
+    expect(lines.some((l) => l.includes("client is not reading: dropping notifications until it catches up") && l.includes(headers["mcp-session-id"]!))).toBe(
+      true,
+    );
     const stats = frontend.stats();
     expect(stats.stalledStreams).toBe(1);
     expect(stats.droppedNotifications).toBeGreaterThan(0);
@@ -107,7 +123,12 @@ describe("serve --http: a stream its client does not read", () => {
     const headers = await begin(frontend.url);
     const { socket } = await stalledStream(frontend.url, headers);
     cleanups.push(() => void socket.destroy());
-    await post(frontend.url, headers, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "hostile_log_flood", arguments: { count: 10_000, bytes: 2_000 } } });
+    await post(frontend.url, headers, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "hostile_log_flood", arguments: { count: 10_000, bytes: 2_000 } },
+    });
     // Pings keep the session alive until its stream pushes back; then it is left to expire.
     const started = Date.now();
     for (let id = 2; !lines.some((l) => l.includes("client is not reading: dropping notifications")); id++) {

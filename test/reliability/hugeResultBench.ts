@@ -35,7 +35,16 @@ async function measure(way: string, call: () => Promise<unknown>): Promise<void>
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)]!;
-  console.log(JSON.stringify({ way, mb: MB, runs: RUNS, medianMs: Math.round(median), maxMs: Math.round(times.at(-1)!), rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) }));
+  console.log(
+    JSON.stringify({
+      way,
+      mb: MB,
+      runs: RUNS,
+      medianMs: Math.round(median),
+      maxMs: Math.round(times.at(-1)!),
+      rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+    }),
+  );
 }
 
 const { dir, cleanup } = await tempDir("abridge-huge-bench-");
@@ -49,7 +58,13 @@ try {
   {
     const toml = `mode = "full"\ncache_dir = ${JSON.stringify(path.join(dir, "cache"))}\n${fixtureServerToml("huge", "hugeOutputServer.ts")}`;
     const config = parseConfigText(toml, { file: path.join(dir, "abridge.toml"), env: {} });
-    const bridge = await Bridge.open({ config, cacheFile: path.join(dir, "cache", "summaries.jsonl"), env: {}, logger: silentLogger, stateDir: path.join(dir, "state") });
+    const bridge = await Bridge.open({
+      config,
+      cacheFile: path.join(dir, "cache", "summaries.jsonl"),
+      env: {},
+      logger: silentLogger,
+      stateDir: path.join(dir, "state"),
+    });
     await bridge.start();
     await measure("bridge", () => bridge.callTool("huge_huge", { mb: MB }));
     await bridge.close();
@@ -57,7 +72,9 @@ try {
   {
     const config = await writeConfig(dir, `mode = "full"\ncache_dir = "cache"\n${fixtureServerToml("huge", "hugeOutputServer.ts")}`);
     const client = new Client({ name: "bench", version: "1" });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: ["--import", "tsx", BIN, "serve", "--config", config], stderr: "ignore" }));
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: ["--import", "tsx", BIN, "serve", "--config", config], stderr: "ignore" }),
+    );
     await measure("serve", () => client.callTool({ name: "huge_huge", arguments: { mb: MB } }));
     await client.close();
   }

@@ -39,7 +39,9 @@ describe("kill -9 of serve", () => {
     let out = "";
     serve.stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
     // An answered initialize: abridge is up and has started its upstream.
-    serve.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })}\n`);
+    serve.stdin.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })}\n`,
+    );
     await waitFor(() => out.includes('"id":1') && existsSync(pidFile), { what: "abridge and its upstream to start", timeoutMs: 60_000 });
     const upstream = Number(readFileSync(pidFile, "utf8"));
     cleanups.push(() => killQuietly(upstream));

@@ -34,10 +34,12 @@ function runChild(args: string[], limitMs: number): Promise<{ code: number | nul
     clearTimeout(timer);
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
-  return new Promise((resolve) => child.once("close", (code) => {
-    clearTimeout(timer);
-    resolve({ code, stderr, killed });
-  }));
+  return new Promise((resolve) =>
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, killed });
+    }),
+  );
 }
 
 describe("a FIFO at the lockfile path", () => {
@@ -58,6 +60,9 @@ describe("a FIFO at the lockfile path", () => {
     execFileSync("mkfifo", [fifo]);
     await expect(readLock(fifo)).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("(a FIFO)") });
     await mkdir(path.join(temp.path, "dir.lock"));
-    await expect(readLock(path.join(temp.path, "dir.lock"))).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("(a directory)") });
+    await expect(readLock(path.join(temp.path, "dir.lock"))).rejects.toMatchObject({
+      code: "DAEMON_LOCK_UNTRUSTED",
+      message: expect.stringContaining("(a directory)"),
+    });
   });
 });

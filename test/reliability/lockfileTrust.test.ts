@@ -45,7 +45,15 @@ async function plantedLock(): Promise<{ stateDir: string; file: string; received
   await mkdir(stateDir, { mode: 0o700 });
   const { port, received } = await impostor();
   const now = new Date().toISOString();
-  const lock: LockInfo = { pid: process.pid, address: `127.0.0.1:${port}`, token: newToken(), started: now, version: "0.0.0", heartbeat: now, heartbeatMs: 60_000 };
+  const lock: LockInfo = {
+    pid: process.pid,
+    address: `127.0.0.1:${port}`,
+    token: newToken(),
+    started: now,
+    version: "0.0.0",
+    heartbeat: now,
+    heartbeatMs: 60_000,
+  };
   const file = lockFilePath(stateDir);
   await writeFile(file, `${JSON.stringify(lock)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
@@ -89,7 +97,10 @@ describe("clients trust only their own lockfile", () => {
     } else {
       // Without root no file can be given away: read it as a different user would see it.
       const uid = (process.getuid?.() ?? 1000) + 1;
-      await expect(readLock(file, { uid })).rejects.toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining(`not to this user (uid ${uid})`) });
+      await expect(readLock(file, { uid })).rejects.toMatchObject({
+        code: "DAEMON_LOCK_UNTRUSTED",
+        message: expect.stringContaining(`not to this user (uid ${uid})`),
+      });
     }
     expect(received()).toBe("");
   });
@@ -106,7 +117,10 @@ describe("clients trust only their own lockfile", () => {
   it("a state directory others can write is refused unless sticky; one owned by another user is refused", async () => {
     const { stateDir, file, received } = await plantedLock();
     await chmod(stateDir, 0o777);
-    expect(await callThrough(stateDir, received)).toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("is writable by others (mode 0777)") });
+    expect(await callThrough(stateDir, received)).toMatchObject({
+      code: "DAEMON_LOCK_UNTRUSTED",
+      message: expect.stringContaining("is writable by others (mode 0777)"),
+    });
     await chmod(stateDir, 0o770);
     expect(await callThrough(stateDir, received)).toMatchObject({ code: "DAEMON_LOCK_UNTRUSTED", message: expect.stringContaining("writable by its group") });
     expect(received()).toBe("");

@@ -25,7 +25,11 @@ afterEach(async () => {
   }
 });
 
-async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "summary" = "compact"): Promise<{ client: Client; listChanged: () => number; untilListChanged: (n: number) => Promise<void> }> {
+async function connect(
+  bridge: Bridge,
+  pageSize?: number,
+  mode: "compact" | "summary" = "compact",
+): Promise<{ client: Client; listChanged: () => number; untilListChanged: (n: number) => Promise<void> }> {
   const frontend = createMcpFrontend(bridge, { mode, ...(pageSize !== undefined ? { pageSize } : {}) });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await frontend.server.connect(serverSide);
@@ -38,7 +42,11 @@ async function connect(bridge: Bridge, pageSize?: number, mode: "compact" | "sum
   });
   await client.connect(clientSide);
   sessions.push({ client, frontend });
-  return { client, listChanged: () => count, untilListChanged: (n) => notified.until(() => count >= n, { what: `list_changed number ${n}`, timeoutMs: 60_000 }) };
+  return {
+    client,
+    listChanged: () => count,
+    untilListChanged: (n) => notified.until(() => count >= n, { what: `list_changed number ${n}`, timeoutMs: 60_000 }),
+  };
 }
 
 describe("a large tool list that changes", () => {

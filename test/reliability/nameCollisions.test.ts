@@ -13,7 +13,10 @@ import { useTempDir } from "../helpers/tempDir.js";
 describe("name collisions from upstream data", () => {
   const temp = useTempDir({ prefix: "abridge-collide-" });
   it("gh_delete + repo cannot take gh_delete_repo from gh + delete_repo listed before it", async () => {
-    for (const [first, second] of [["gh", "gh_delete"], ["gh_delete", "gh"]] as const) {
+    for (const [first, second] of [
+      ["gh", "gh_delete"],
+      ["gh_delete", "gh"],
+    ] as const) {
       const servers = {
         gh: fixtureToml("gh", "misbehavingServer.ts", ["--tool-names", "delete_repo"]),
         gh_delete: fixtureToml("gh_delete", "misbehavingServer.ts", ["--tool-names", "repo"]),

@@ -27,7 +27,9 @@ describe("a catastrophic schema pattern", () => {
   it("is matched in linear time: the hostile call is refused and a healthy call beside it answered", async () => {
     const marker = `--redos-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join(
+      "\n",
+    );
     const session: ServeSession = await serveOverStdio(await writeConfig(temp.path, toml), ["--no-watch"]);
     // A client that stops waiting still leaves serve to be ended: the SDK's close escalates to SIGKILL.
     cleanups.push(() => session.close());
@@ -47,7 +49,9 @@ describe("a catastrophic schema pattern", () => {
   it("a lookahead pattern is left to the server and named once in the log; the schema's other keywords still apply", async () => {
     const marker = `--redos-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const toml = ['mode = "compact"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join(
+      "\n",
+    );
     const session: ServeSession = await serveOverStdio(await writeConfig(temp.path, toml), ["--no-watch", "--log-level", "warn"]);
     cleanups.push(() => session.close());
     expect(text(await session.client.callTool({ name: "hostile_lookahead", arguments: { code: "abc" } }))).toBe("abc");

@@ -34,7 +34,11 @@ async function setup(): Promise<{ config: string; marker: string }> {
 }
 
 /** `abridge serve` over stdio, spoken to in raw lines. */
-function rawServe(config: string): { child: ChildProcessWithoutNullStreams; send(line: string): void; answer(id: number | null, index?: number): Promise<Record<string, unknown>> } {
+function rawServe(config: string): {
+  child: ChildProcessWithoutNullStreams;
+  send(line: string): void;
+  answer(id: number | null, index?: number): Promise<Record<string, unknown>>;
+} {
   const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
     stdio: ["pipe", "pipe", "pipe"],
@@ -69,7 +73,14 @@ describe("abridge serve under client faults", () => {
   it("malformed JSON-RPC, unknown methods, bad params and large lines get their codes; serving goes on", async () => {
     const { config } = await setup();
     const serve = rawServe(config);
-    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    serve.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      }),
+    );
     expect(await serve.answer(0)).toHaveProperty("result.serverInfo.name", "abridge");
     serve.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
     serve.send("{not json");
@@ -83,7 +94,9 @@ describe("abridge serve under client faults", () => {
     serve.send(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "no_such_tool", arguments: {} } }));
     expect(await serve.answer(3)).toMatchObject({ error: { code: -32602 } });
     // A 5 MB line: a 5 MB argument echoed back, cut to max_output_bytes with a marker.
-    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "echo_echo", arguments: { text: "y".repeat(5 * 1024 * 1024) } } }));
+    serve.send(
+      JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "echo_echo", arguments: { text: "y".repeat(5 * 1024 * 1024) } } }),
+    );
     const big = (await serve.answer(4)) as { result: { content: { text: string }[]; _meta: Record<string, unknown> } };
     expect(big.result.content.at(-1)?.text).toContain("output cut");
     expect(big.result._meta).toMatchObject({ "abridge/trust": "untrusted-tool-output", "abridge/server": "echo" });
@@ -94,11 +107,20 @@ describe("abridge serve under client faults", () => {
   it("a 20 MB request line is answered -32600 (request too large, id null); serving goes on", async () => {
     const { config } = await setup();
     const serve = rawServe(config);
-    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    serve.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      }),
+    );
     expect(await serve.answer(0)).toHaveProperty("result.serverInfo.name", "abridge");
     serve.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
     // Over the 16 MiB default bound (and the SDK transport's 10 MiB, which used to end serve).
-    serve.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo_echo", arguments: { text: "w".repeat(20 * 1000 * 1000) } } }));
+    serve.send(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo_echo", arguments: { text: "w".repeat(20 * 1000 * 1000) } } }),
+    );
     expect(await serve.answer(null)).toMatchObject({ error: { code: -32600, message: expect.stringContaining("request too large") } });
     serve.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo_echo", arguments: { text: "alive" } } }));
     expect(await serve.answer(2)).toMatchObject({ result: { content: [{ type: "text", text: "alive" }] } });
@@ -127,7 +149,9 @@ describe("abridge serve under client faults", () => {
     // Disconnect once the upstream is demonstrably working on the call (it reports progress).
     let inFlight!: () => void;
     const working = new Promise<void>((resolve) => (inFlight = resolve));
-    void session.client.callTool({ name: "slow_sleep", arguments: { ms: 60_000, steps: 600 } }, undefined, { onprogress: () => inFlight() }).catch(() => undefined);
+    void session.client
+      .callTool({ name: "slow_sleep", arguments: { ms: 60_000, steps: 600 } }, undefined, { onprogress: () => inFlight() })
+      .catch(() => undefined);
     await working;
     await session.close();
     await waitFor(() => pidsWithMarker(marker).length === 0 && (session.pid === undefined || !pidsWithMarker(BIN).includes(session.pid)), {

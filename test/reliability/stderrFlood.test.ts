@@ -26,7 +26,9 @@ describe("an upstream flooding stderr without a newline", () => {
   it(`${FLOOD_MIB} MiB in one line: serve stays small, cuts the line once, and keeps answering`, async () => {
     const marker = `--stderr-flood-marker-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const toml = ['mode = "full"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join("\n");
+    const toml = ['mode = "full"', `cache_dir = ${JSON.stringify(`${temp.path}/cache`)}`, fixtureServerToml("hostile", "hostileServer.ts", [marker])].join(
+      "\n",
+    );
     const config = await writeConfig(temp.path, toml);
     const session: ServeSession = await serveOverStdio(config, ["--log-level", "debug"]);
     cleanups.push(() => session.close());

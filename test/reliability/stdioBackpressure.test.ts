@@ -100,7 +100,8 @@ describe("stdio front end under write backpressure", () => {
     expect(messages.filter((m) => m.id === 1)).toHaveLength(1);
     // Every notification was either delivered or counted as dropped.
     const logs = (): number => messages.filter((m) => m.method === "notifications/message").length;
-    const droppedTotal = (): number => Math.max(0, ...[...serve.stderr().matchAll(/notifications dropped while the client was not reading .*total=(\d+)/g)].map((m) => Number(m[1])));
+    const droppedTotal = (): number =>
+      Math.max(0, ...[...serve.stderr().matchAll(/notifications dropped while the client was not reading .*total=(\d+)/g)].map((m) => Number(m[1])));
     await serve.until(() => logs() + droppedTotal() === FLOOD, `delivered + dropped to add up to ${FLOOD}`);
     expect(droppedTotal()).toBeGreaterThan(0);
     expect(logs()).toBeGreaterThan(0);

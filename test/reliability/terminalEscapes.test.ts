@@ -39,7 +39,10 @@ describe("terminal escapes from an upstream", () => {
   it("summaries are stored without control characters, and compact mode prints clean", async () => {
     const warm = await runAbridge(["summarize", "warm", "--config", config], { cwd: temp.path });
     expect(warm.code).toBe(0);
-    const entries = (await readFile(path.join(temp.path, "cache", "summaries.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as CacheEntry);
+    const entries = (await readFile(path.join(temp.path, "cache", "summaries.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as CacheEntry);
     const fail = entries.find((e) => e.tool === "fail");
     expect(fail?.summary).toContain("Fails on purpose.");
     for (const e of entries) {

@@ -23,8 +23,15 @@ describe("upstream faults", () => {
     expect(pids()[0]).not.toBe(firstPid);
     expect(resultText(await bridge.callTool("crash_echo", { text: "after" }))).toBe("after");
     await bridge.close();
-    const outcomes = (await readFile(path.join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { outcome: string; errorCode?: string });
-    expect(outcomes.map((o) => [o.outcome, o.errorCode])).toEqual([["ok", undefined], ["error", "UPSTREAM_EXITED"], ["ok", undefined]]);
+    const outcomes = (await readFile(path.join(dir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { outcome: string; errorCode?: string });
+    expect(outcomes.map((o) => [o.outcome, o.errorCode])).toEqual([
+      ["ok", undefined],
+      ["error", "UPSTREAM_EXITED"],
+      ["ok", undefined],
+    ]);
   });
 
   it("hang during a call: UPSTREAM_TIMEOUT, the connection stays usable", async () => {
@@ -35,10 +42,7 @@ describe("upstream faults", () => {
   });
 
   it("never answers initialize (and ignores SIGTERM): start times out, the process is killed, others start", async () => {
-    const toml =
-      'mode = "full"\n' +
-      fixtureToml("hang", "hangServer.ts", ["--ignore-sigterm"], ["connect_timeout_ms = 500"]) +
-      fixtureToml("echo", "echoServer.ts");
+    const toml = `mode = "full"\n${fixtureToml("hang", "hangServer.ts", ["--ignore-sigterm"], ["connect_timeout_ms = 500"])}${fixtureToml("echo", "echoServer.ts")}`;
     const { bridge, pids } = await startBridge(toml);
     const atStart = pids();
     const hang = bridge.servers().find((s) => s.name === "hang");

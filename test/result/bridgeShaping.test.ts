@@ -59,7 +59,10 @@ describe("result shaping on the bridge's call pipeline", () => {
     const limit = 900;
     expect(Buffer.byteLength(pretty)).toBeGreaterThan(limit);
     expect(Buffer.byteLength(compact) + 200).toBeLessThan(limit);
-    const toml = [fixtureToml("c", "echoServer.ts", [], [`max_output_bytes = ${limit}`]), fixtureToml("a", "echoServer.ts", [], [`max_output_bytes = ${limit}`, `result_format = "as-is"`])].join("\n");
+    const toml = [
+      fixtureToml("c", "echoServer.ts", [], [`max_output_bytes = ${limit}`]),
+      fixtureToml("a", "echoServer.ts", [], [`max_output_bytes = ${limit}`, `result_format = "as-is"`]),
+    ].join("\n");
     const { bridge } = await startBridge(toml);
     const shaped = await bridge.callTool("c_echo", { text: pretty });
     expect(shaped.content).toHaveLength(1);

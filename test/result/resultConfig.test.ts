@@ -18,7 +18,15 @@ describe("result_format, result_format_tools and structured in the config", () =
 
   it("result_format_tools: a tool's own name beats the globs, the first matching glob wins, else the server's format", () => {
     const config = parse(
-      [`[servers.fs]`, `command = "fs"`, `result_format = "lean"`, `[servers.fs.result_format_tools]`, `"read_*" = "as-is"`, `"read_graph" = "compact"`, `"*_file*" = "compact"`].join("\n"),
+      [
+        `[servers.fs]`,
+        `command = "fs"`,
+        `result_format = "lean"`,
+        `[servers.fs.result_format_tools]`,
+        `"read_*" = "as-is"`,
+        `"read_graph" = "compact"`,
+        `"*_file*" = "compact"`,
+      ].join("\n"),
     );
     const fs = config.servers[0]!;
     expect(resultFormatFor(fs, "read_graph")).toBe("compact");

@@ -7,7 +7,10 @@ import { decodeShapedText, shapeJsonText, shapeJsonTextDetailed, SHAPE_MAX_TEXT_
 const awkwardKey = fc.constantFrom("@columns", "@rows", "@@columns", "@@@rows", "__proto__", "constructor", "", "a b", "\u00e9", "10", "2");
 const key = fc.oneof(fc.string({ maxLength: 6 }), awkwardKey);
 /** Numbers a double writes back as they came (15 significant digits or fewer). */
-const safeNumber = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => Number(d.toPrecision(12))));
+const safeNumber = fc.oneof(
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => Number(d.toPrecision(12))),
+);
 const leaf = fc.oneof(fc.string({ maxLength: 8 }), safeNumber, fc.boolean(), fc.constant(null));
 
 /** JSON values rich in arrays of objects sharing their keys (the table form's case) and awkward keys. */
@@ -19,7 +22,11 @@ const value: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie) => ({
     fc.dictionary(key, tie("v"), { maxKeys: 4 }),
     fc
       .tuple(fc.uniqueArray(key, { minLength: 1, maxLength: 4 }), fc.integer({ min: 2, max: 6 }))
-      .chain(([keys, rows]) => fc.array(fc.tuple(...keys.map(() => tie("v"))), { minLength: rows, maxLength: rows }).map((cells) => cells.map((row) => Object.fromEntries(keys.map((k, i) => [k, row[i]]))))),
+      .chain(([keys, rows]) =>
+        fc
+          .array(fc.tuple(...keys.map(() => tie("v"))), { minLength: rows, maxLength: rows })
+          .map((cells) => cells.map((row) => Object.fromEntries(keys.map((k, i) => [k, row[i]])))),
+      ),
   ),
 })).v;
 
@@ -66,14 +73,46 @@ describe("shapeJsonText compact", () => {
   });
 
   it("writes an array of objects sharing their keys as a header and rows, and minifies the rest", () => {
-    const text = JSON.stringify({ entities: [{ name: "Ada", type: "person", tags: ["a"] }, { name: "Brook", type: "project", tags: [] }, { name: "Cy", type: "team", tags: [] }], total: 3 }, null, 2);
-    expect(shapeJsonText(text, "compact")).toBe('{"entities":{"@columns":["name","type","tags"],"@rows":[["Ada","person",["a"]],["Brook","project",[]],["Cy","team",[]]]},"total":3}');
+    const text = JSON.stringify(
+      {
+        entities: [
+          { name: "Ada", type: "person", tags: ["a"] },
+          { name: "Brook", type: "project", tags: [] },
+          { name: "Cy", type: "team", tags: [] },
+        ],
+        total: 3,
+      },
+      null,
+      2,
+    );
+    expect(shapeJsonText(text, "compact")).toBe(
+      '{"entities":{"@columns":["name","type","tags"],"@rows":[["Ada","person",["a"]],["Brook","project",[]],["Cy","team",[]]]},"total":3}',
+    );
     // Two rows of three short keys save less than the header costs: written as objects.
-    expect(shapeJsonText(JSON.stringify([{ a: 1, b: 2 }, { a: 3, b: 4 }], null, 2), "compact")).toBe('[{"a":1,"b":2},{"a":3,"b":4}]');
+    expect(
+      shapeJsonText(
+        JSON.stringify(
+          [
+            { a: 1, b: 2 },
+            { a: 3, b: 4 },
+          ],
+          null,
+          2,
+        ),
+        "compact",
+      ),
+    ).toBe('[{"a":1,"b":2},{"a":3,"b":4}]');
   });
 
   it("keeps objects whose keys differ as objects, and a single object as an object", () => {
-    const text = JSON.stringify([{ a: 1, b: 2 }, { a: 1, c: 2 }], null, 2);
+    const text = JSON.stringify(
+      [
+        { a: 1, b: 2 },
+        { a: 1, c: 2 },
+      ],
+      null,
+      2,
+    );
     expect(shapeJsonText(text, "compact")).toBe('[{"a":1,"b":2},{"a":1,"c":2}]');
     expect(shapeJsonText('[ {"name": "only"} ]', "compact")).toBe('[{"name":"only"}]');
   });
@@ -93,7 +132,15 @@ describe("shapeJsonText compact", () => {
   });
 
   it("passes on unchanged: numbers a double would round, a key written twice, -0", () => {
-    for (const text of ['{"id": 12345678901234567890}', '{"p": 0.12345678901234567}', '{"x": 1e400}', '{"x": 1e-400}', '{"a": 1, "a": 2}', '{"z": -0}', '{"ok": "12345678901234567890 in a string is fine", "n": -0.0}']) {
+    for (const text of [
+      '{"id": 12345678901234567890}',
+      '{"p": 0.12345678901234567}',
+      '{"x": 1e400}',
+      '{"x": 1e-400}',
+      '{"a": 1, "a": 2}',
+      '{"z": -0}',
+      '{"ok": "12345678901234567890 in a string is fine", "n": -0.0}',
+    ]) {
       expect(shapeJsonText(text, "compact")).toBe(text);
     }
     // Digits inside strings are not numbers.
@@ -122,9 +169,30 @@ describe("shapeJsonText compact", () => {
 
 describe("shapeJsonText lean", () => {
   it("leaves out null and empty fields and counts them; a column empty in every row goes, one empty in some rows stays", () => {
-    const text = JSON.stringify({ a: null, b: "", c: [], d: {}, e: { f: null }, rows: [{ id: 1, x: null, y: null }, { id: 2, x: 5, y: null }], keep: [null, ""] }, null, 2);
+    const text = JSON.stringify(
+      {
+        a: null,
+        b: "",
+        c: [],
+        d: {},
+        e: { f: null },
+        rows: [
+          { id: 1, x: null, y: null },
+          { id: 2, x: 5, y: null },
+        ],
+        keep: [null, ""],
+      },
+      null,
+      2,
+    );
     const shaped = shapeJsonTextDetailed(text, "lean");
-    expect(JSON.parse(shaped.text)).toStrictEqual({ rows: [{ id: 1, x: null }, { id: 2, x: 5 }], keep: [null, ""] });
+    expect(JSON.parse(shaped.text)).toStrictEqual({
+      rows: [
+        { id: 1, x: null },
+        { id: 2, x: 5 },
+      ],
+      keep: [null, ""],
+    });
     expect(shaped.dropped).toBe(8);
   });
 });

@@ -35,7 +35,11 @@ describe("shapeResult", () => {
   });
 
   it("never touches images, audio, resources, resource links, non-JSON text or a block's other fields", () => {
-    const json = pretty([{ alpha: 1, beta: 2, gamma: 3 }, { alpha: 4, beta: 5, gamma: 6 }, { alpha: 7, beta: 8, gamma: 9 }]);
+    const json = pretty([
+      { alpha: 1, beta: 2, gamma: 3 },
+      { alpha: 4, beta: 5, gamma: 6 },
+      { alpha: 7, beta: 8, gamma: 9 },
+    ]);
     const result: CallToolResult = {
       content: [
         { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" },
@@ -48,7 +52,11 @@ describe("shapeResult", () => {
     };
     const shaped = shapeResult(result, "compact");
     for (let i = 0; i < 5; i++) expect(shaped.content?.[i]).toBe(result.content?.[i]);
-    expect(shaped.content?.[5]).toEqual({ type: "text", text: '{"@columns":["alpha","beta","gamma"],"@rows":[[1,2,3],[4,5,6],[7,8,9]]}', annotations: { audience: ["assistant"] } });
+    expect(shaped.content?.[5]).toEqual({
+      type: "text",
+      text: '{"@columns":["alpha","beta","gamma"],"@rows":[[1,2,3],[4,5,6],[7,8,9]]}',
+      annotations: { audience: ["assistant"] },
+    });
   });
 
   it("as-is returns the very same result, and so does compact when nothing is JSON", () => {
@@ -87,7 +95,11 @@ describe("shapeResult", () => {
     const shaped = shapeResult(result, "compact", { structured: "text-only" });
     expect(shaped.structuredContent).toBe(cyclic);
     expect(repeatsStructured('{"a":1}', cyclic)).toBe(false);
-    const hostile = { get content(): unknown[] { throw new Error("boom"); } } as unknown as CallToolResult;
+    const hostile = {
+      get content(): unknown[] {
+        throw new Error("boom");
+      },
+    } as unknown as CallToolResult;
     expect(shapeResult(hostile, "compact")).toBe(hostile);
     expect(shapeResult(null as unknown as CallToolResult, "compact")).toBe(null);
   });

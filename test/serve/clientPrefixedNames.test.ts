@@ -70,7 +70,9 @@ describe("get_schema and call_tool take the names clients show", () => {
     session = await serveOverStdio(await config(extra), ["--mode", "compact"]);
     const result = (await session.client.callTool({ name: "get_schema", arguments: { tool: "mcp_abridge_everything_echo" } })) as Result;
     expect(result.isError).toBe(true);
-    expect(result.content[0]?.text).toBe('unknown tool "mcp_abridge_everything_echo"; it ends with the names of several tools, use one of: echo, everything_echo');
+    expect(result.content[0]?.text).toBe(
+      'unknown tool "mcp_abridge_everything_echo"; it ends with the names of several tools, use one of: echo, everything_echo',
+    );
     // Claude Code's form is not ambiguous: `__` does not split inside a name.
     const claude = (await session.client.callTool({ name: "get_schema", arguments: { tool: "mcp__abridge__everything_echo" } })) as Result;
     expect(JSON.parse(claude.content[0]?.text ?? "{}")).toMatchObject({ name: "everything_echo" });

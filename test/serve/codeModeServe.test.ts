@@ -51,7 +51,10 @@ async function checkCodeMode(clients: () => Promise<Client>, stderr: { untilStde
   const byName = text(await client.callTool({ name: "search_tools", arguments: { names: ["slow.sleep"] } }));
   expect(byName).toContain("declare namespace slow {");
 
-  const ran = await client.callTool({ name: "run_code", arguments: { code: 'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nreturn r;' } });
+  const ran = await client.callTool({
+    name: "run_code",
+    arguments: { code: 'const r = await echo.add({ a: 2, b: 3 });\nconsole.log("sum", r.sum);\nreturn r;' },
+  });
   expect(ran.isError).toBeUndefined();
   expect(text(ran)).toMatch(/^\[log\] sum 5\n\{"sum":5\}\n\(1 call, \d+ ms\)$/);
 
@@ -70,14 +73,19 @@ async function checkCodeMode(clients: () => Promise<Client>, stderr: { untilStde
   // A run after it, audited after it: the cancelled run made no call past its sleep.
   await client.callTool({ name: "run_code", arguments: { code: 'await echo.echo({ text: "barrier" }); return 0;' } });
   // (No run called echo_echo before this one.)
-  await waitFor(async () => (await auditLines(audit)).some((r) => r.tool === "echo" && typeof r.run === "string"), { what: "the later run's call in the audit log" });
+  await waitFor(async () => (await auditLines(audit)).some((r) => r.tool === "echo" && typeof r.run === "string"), {
+    what: "the later run's call in the audit log",
+  });
   expect((await auditLines(audit)).filter((r) => r.run === record.run).map((r) => r.tool)).toEqual(["sleep"]);
 
   // Two clients' runs at once: each gets its own console and return value. Run a's call holds at
   // the slow fixture until b has been answered, so the two runs overlap.
   const gate = path.join(path.dirname(audit), "gate-a");
   const other = await clients();
-  const running = client.callTool({ name: "run_code", arguments: { code: `console.log("mine: a"); await slow.sleep({ gate: ${JSON.stringify(gate)} }); return "a";` } });
+  const running = client.callTool({
+    name: "run_code",
+    arguments: { code: `console.log("mine: a"); await slow.sleep({ gate: ${JSON.stringify(gate)} }); return "a";` },
+  });
   // The cancelled run above wrote the first "sleeping" line: run a's call writes the second.
   await stderr.untilStderr(/sleeping \d+[\s\S]*sleeping \d+/, "run a's call at the slow fixture");
   const b = await other.callTool({ name: "run_code", arguments: { code: 'console.log("mine: b"); await echo.echo({ text: "x" }); return "b";' } });
@@ -115,7 +123,7 @@ describe("code mode served", () => {
     expect(await waitForNoMarkedPids(temp.marker)).toEqual([]);
   });
 
-  it("over stdio, with mode = \"code\" in the config", async () => {
+  it('over stdio, with mode = "code" in the config', async () => {
     const file = await config("code");
     let first: ServeSession | undefined;
     await checkCodeMode(

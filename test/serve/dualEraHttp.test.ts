@@ -14,7 +14,10 @@ describe("abridge serve --http speaks both eras", () => {
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
     // The config the legacy transcript was recorded with (the marker only names the processes).
-    config = await writeConfig(temp.path, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
+    config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"),
+    );
   });
   afterEach(async () => {
     await serve?.stop();
@@ -63,7 +66,12 @@ describe("abridge serve --http speaks both eras", () => {
   it("refuses what the revision refuses, with the request's id and the revision's HTTP status", async () => {
     serve = await serveOverHttp(config);
     const { url } = serve;
-    const unsupported = await statelessRequest(url, "server/discover", {}, { id: 301, headers: { "mcp-protocol-version": "2099-01-01" }, meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2099-01-01" }) });
+    const unsupported = await statelessRequest(
+      url,
+      "server/discover",
+      {},
+      { id: 301, headers: { "mcp-protocol-version": "2099-01-01" }, meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2099-01-01" }) },
+    );
     expect(unsupported.status).toBe(400);
     expect(unsupported.body).toMatchObject({ id: 301, error: { code: -32022, data: { requested: "2099-01-01" } } });
     expect(unsupported.body.error?.data?.supported).toEqual(expect.arrayContaining([REVISION, "2025-11-25"]));
@@ -73,10 +81,20 @@ describe("abridge serve --http speaks both eras", () => {
     expect(noCapabilities.body).toMatchObject({ id: 302, error: { code: -32602 } });
     expect(noCapabilities.body.error?.message).toContain("io.modelcontextprotocol/clientCapabilities");
 
-    const mismatch = await statelessRequest(url, "server/discover", {}, { id: 303, meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2025-11-25" }) });
+    const mismatch = await statelessRequest(
+      url,
+      "server/discover",
+      {},
+      { id: 303, meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2025-11-25" }) },
+    );
     expect([mismatch.status, mismatch.body.id, mismatch.body.error?.code]).toEqual([400, 303, -32020]);
 
-    const wrongName = await statelessRequest(url, "tools/call", { name: "echo_echo", arguments: { text: "x" } }, { id: 304, headers: { "mcp-name": "echo_add" } });
+    const wrongName = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "echo_echo", arguments: { text: "x" } },
+      { id: 304, headers: { "mcp-name": "echo_add" } },
+    );
     expect([wrongName.status, wrongName.body.error?.code]).toEqual([400, -32020]);
     expect(wrongName.body.error?.message).toContain("Mcp-Name");
     const noMethod = await statelessRequest(url, "tools/list", {}, { id: 305, headers: { "mcp-method": null } });

@@ -13,7 +13,12 @@ async function listen(url: string, filter: Record<string, unknown>): Promise<{ f
   const controller = new AbortController();
   const res = await fetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": REVISION, "mcp-method": "subscriptions/listen" },
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": REVISION,
+      "mcp-method": "subscriptions/listen",
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: "listen-1", method: "subscriptions/listen", params: { notifications: filter, _meta: statelessMeta() } }),
     signal: controller.signal,
   });
@@ -50,7 +55,10 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
   beforeEach(async () => {
     marker = path.basename(temp.path);
     // The conformance fixture asks the client for input during some calls; the marker names its process.
-    const config = await writeConfig(temp.path, [`cache_dir = "cache"`, "mode = \"full\"", TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    const config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"),
+    );
     serve = await serveOverHttp(config);
   });
   afterEach(async () => {
@@ -70,7 +78,12 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
     const second = await statelessRequest(
       url,
       "tools/call",
-      { name: "test_input_required_result_multi_round", arguments: {}, requestState: state1, inputResponses: { step1: { action: "accept", content: { name: "Ada" } } } },
+      {
+        name: "test_input_required_result_multi_round",
+        arguments: {},
+        requestState: state1,
+        inputResponses: { step1: { action: "accept", content: { name: "Ada" } } },
+      },
       { meta: statelessMeta(ALL) },
     );
     expect(second.body.result).toMatchObject({ resultType: "input_required", inputRequests: { step2: { method: "elicitation/create" } } });
@@ -80,7 +93,12 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
     const replay = await statelessRequest(
       url,
       "tools/call",
-      { name: "test_input_required_result_multi_round", arguments: {}, requestState: state1, inputResponses: { step1: { action: "accept", content: { name: "Eve" } } } },
+      {
+        name: "test_input_required_result_multi_round",
+        arguments: {},
+        requestState: state1,
+        inputResponses: { step1: { action: "accept", content: { name: "Eve" } } },
+      },
       { meta: statelessMeta(ALL) },
     );
     expect([replay.status, replay.body.error?.code, replay.body.error?.data?.reason]).toEqual([400, -32602, "invalid_request_state"]);
@@ -136,16 +154,29 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
       },
       { meta: statelessMeta(ALL) },
     );
-    expect(promptDone.body.result).toMatchObject({ resultType: "complete", messages: [{ role: "user", content: { type: "text", text: "Use this context: the release notes" } }] });
+    expect(promptDone.body.result).toMatchObject({
+      resultType: "complete",
+      messages: [{ role: "user", content: { type: "text", text: "Use this context: the release notes" } }],
+    });
 
     // A client without roots is not asked: the upstream's request is refused, and the call answered -32021.
-    const noRoots = await statelessRequest(url, "tools/call", { name: "test_input_required_result_list_roots", arguments: {} }, { meta: statelessMeta({ sampling: {} }) });
+    const noRoots = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_input_required_result_list_roots", arguments: {} },
+      { meta: statelessMeta({ sampling: {} }) },
+    );
     expect(noRoots.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { roots: {} } } });
   });
 
   it("asks only for what the client declared, and answers -32021 (HTTP 400) when the call needs more", async () => {
     const { url } = serve!;
-    const samplingOnly = await statelessRequest(url, "tools/call", { name: "test_input_required_result_capabilities", arguments: {} }, { meta: statelessMeta({ sampling: {} }) });
+    const samplingOnly = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_input_required_result_capabilities", arguments: {} },
+      { meta: statelessMeta({ sampling: {} }) },
+    );
     expect(samplingOnly.body.result).toMatchObject({ resultType: "input_required", inputRequests: { greeting: { method: "sampling/createMessage" } } });
     expect(Object.keys(samplingOnly.body.result!.inputRequests as object)).toEqual(["greeting"]);
 
@@ -153,7 +184,12 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
     expect(none.status).toBe(400);
     expect(none.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
 
-    const invalid = await statelessRequest(url, "tools/call", { name: "test_input_required_result_elicitation", arguments: {}, inputResponses: { user_name: 12345 } }, { meta: statelessMeta(ALL) });
+    const invalid = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_input_required_result_elicitation", arguments: {}, inputResponses: { user_name: 12345 } },
+      { meta: statelessMeta(ALL) },
+    );
     expect([invalid.status, invalid.body.error?.code]).toEqual([400, -32602]);
   });
 
@@ -162,10 +198,20 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
     const quiet = await statelessRequest(url, "tools/call", { name: "test_logging_tool", arguments: {} });
     expect(quiet.events).toEqual([]);
     expect(quiet.body.result).toMatchObject({ resultType: "complete" });
-    const loud = await statelessRequest(url, "tools/call", { name: "test_logging_tool", arguments: {} }, { meta: statelessMeta({}, { "io.modelcontextprotocol/logLevel": "info" }) });
+    const loud = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_logging_tool", arguments: {} },
+      { meta: statelessMeta({}, { "io.modelcontextprotocol/logLevel": "info" }) },
+    );
     expect(loud.events.map((e) => e.method)).toEqual(["notifications/message", "notifications/message"]);
     expect(loud.body.result).toMatchObject({ resultType: "complete" });
-    const above = await statelessRequest(url, "tools/call", { name: "test_logging_tool", arguments: {} }, { meta: statelessMeta({}, { "io.modelcontextprotocol/logLevel": "error" }) });
+    const above = await statelessRequest(
+      url,
+      "tools/call",
+      { name: "test_logging_tool", arguments: {} },
+      { meta: statelessMeta({}, { "io.modelcontextprotocol/logLevel": "error" }) },
+    );
     expect(above.events).toEqual([]);
   });
 
@@ -181,7 +227,9 @@ describe("abridge serve --http: input_required and subscriptions/listen for 2026
       });
       await prompts.arrived.until(() => prompts.frames.length >= 1, { what: "the prompts stream's acknowledgement" });
       await statelessRequest(url, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
-      await tools.arrived.until(() => tools.frames.some((f) => f.method === "notifications/tools/list_changed"), { what: "tools/list_changed on the listen stream" });
+      await tools.arrived.until(() => tools.frames.some((f) => f.method === "notifications/tools/list_changed"), {
+        what: "tools/list_changed on the listen stream",
+      });
       const change = tools.frames.find((f) => f.method === "notifications/tools/list_changed")!;
       expect(change.params).toEqual({ _meta: { "io.modelcontextprotocol/subscriptionId": "listen-1" } });
       // Barrier: a prompt change reaches the prompts stream after anything the tool change could have sent it.

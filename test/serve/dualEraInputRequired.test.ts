@@ -43,7 +43,10 @@ describe("StatelessCall: an upstream's requests to the client as input_required 
     const { call } = pendingCall();
     call.preanswer({ user_name: { action: "accept", content: { name: "early" } } });
     const next = call.next(never);
-    expect(await call.request("elicitation/create", { _meta: { "abridge/inputKey": "user_name" } }, never)).toEqual({ action: "accept", content: { name: "early" } });
+    expect(await call.request("elicitation/create", { _meta: { "abridge/inputKey": "user_name" } }, never)).toEqual({
+      action: "accept",
+      content: { name: "early" },
+    });
     // The same key asked again is a new question.
     void call.request("elicitation/create", { _meta: { "abridge/inputKey": "user_name" } }, never);
     expect(await next).toMatchObject({ input: { user_name: { method: "elicitation/create" } } });

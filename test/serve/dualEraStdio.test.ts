@@ -53,7 +53,10 @@ describe("abridge serve over stdio speaks both eras", () => {
   let config: string;
   let running: { child: ChildProcess; exited: Promise<unknown> } | undefined;
   beforeEach(async () => {
-    config = await writeConfig(temp.path, [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
+    config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, TEST_STARTUP_GRACE, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"),
+    );
   });
   afterEach(async () => {
     if (running !== undefined) {
@@ -88,7 +91,12 @@ describe("abridge serve over stdio speaks both eras", () => {
     expect((await client.answer(3)).result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "over stdio" }] });
 
     // A version abridge does not serve without a session: -32022, listing those it does.
-    client.send({ jsonrpc: "2.0", id: 4, method: "tools/list", params: { _meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2099-01-01" }) } });
+    client.send({
+      jsonrpc: "2.0",
+      id: 4,
+      method: "tools/list",
+      params: { _meta: statelessMeta({}, { "io.modelcontextprotocol/protocolVersion": "2099-01-01" }) },
+    });
     const refused = (await client.answer(4)).error as { code: number; data: { supported: string[]; requested: string } };
     expect(refused.code).toBe(-32022);
     expect(refused.data).toMatchObject({ requested: "2099-01-01" });
@@ -104,13 +112,20 @@ describe("abridge serve over stdio speaks both eras", () => {
   });
 
   it("carries list changes on subscriptions/listen until the client cancels it", async () => {
-    const conformance = await writeConfig(temp.path, [`cache_dir = "cache2"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [temp.marker], "prefix = false")].join("\n"));
+    const conformance = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache2"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [temp.marker], "prefix = false")].join("\n"),
+    );
     running = serveStdio(conformance);
     const client = answers(running.child);
     const frames = (subscription: string): Record<string, unknown>[] =>
       client.lines
         .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .filter((m) => m.id === undefined && (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.["io.modelcontextprotocol/subscriptionId"] === subscription);
+        .filter(
+          (m) =>
+            m.id === undefined &&
+            (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.["io.modelcontextprotocol/subscriptionId"] === subscription,
+        );
     const changed = (subscription: string): number => frames(subscription).filter((f) => f.method === "notifications/tools/list_changed").length;
     client.send({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: statelessMeta() } });
     await client.answer(1);

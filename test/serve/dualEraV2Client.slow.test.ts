@@ -24,7 +24,10 @@ describe("a 2026-07-28 client of the v2 SDK through abridge serve", () => {
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
     marker = path.basename(temp.path);
-    config = await writeConfig(temp.path, [`cache_dir = "cache"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"));
+    config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, 'mode = "full"', TEST_STARTUP_GRACE, fixtureServerToml("c", "conformanceServer.ts", [marker], "prefix = false")].join("\n"),
+    );
   });
   afterEach(async () => {
     await serve?.stop();

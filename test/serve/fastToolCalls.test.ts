@@ -18,7 +18,13 @@ import { StdioServerTransport } from "../../src/serve/stdioServerTransport.js";
 import { MessageLog } from "../helpers/messageLog.js";
 import { fixtureToml, startBridge } from "../policy/bridgeHarness.js";
 
-type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
+type Message = Record<string, unknown> & {
+  id?: unknown;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+};
 
 /** A client session over two in-process streams, as a stdio client would drive `serve`. */
 class Session {
@@ -72,7 +78,10 @@ class Session {
 }
 
 /** A front end wired as serveStdio wires it, counting what the fast path took; `fast` false leaves every request to the SDK server. */
-async function connect(bridge: Bridge, fast: boolean): Promise<{ session: Session; frontend: McpFrontend; taken: string[]; calls: FastToolCalls | undefined; close: () => Promise<void> }> {
+async function connect(
+  bridge: Bridge,
+  fast: boolean,
+): Promise<{ session: Session; frontend: McpFrontend; taken: string[]; calls: FastToolCalls | undefined; close: () => Promise<void> }> {
   const session = new Session();
   const frontend = createMcpFrontend(bridge, { mode: "compact", client: "stdio" });
   const transport = new StdioServerTransport(session.stdin, session.stdout);
@@ -174,7 +183,12 @@ describe("the stdio fast path of tools/call", () => {
     const progress = session.messages.filter((m) => m.method === "notifications/progress" && m.params?.progressToken === "p-30").map((m) => m.params?.progress);
     expect(progress).toEqual([1, 2, 3]);
 
-    session.send({ jsonrpc: "2.0", id: 31, method: "tools/call", params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: 31 } } });
+    session.send({
+      jsonrpc: "2.0",
+      id: 31,
+      method: "tools/call",
+      params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: 31 } },
+    });
     await session.until(() => session.messages.find((m) => m.params?.progressToken === 31), "progress of the long call");
     session.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 31, reason: "stop" } });
     // The slow fixture writes "cancelled <id>" to its stderr, which the bridge logs.
@@ -213,7 +227,12 @@ describe("the stdio fast path of tools/call", () => {
     // begun: it is in flight at shutdown and must be answered within the grace.
     const gate = path.join(test.dir, "gate-50");
     session.send({ jsonrpc: "2.0", id: 50, method: "tools/call", params: { name: "slow_sleep", arguments: { gate } } });
-    session.send({ jsonrpc: "2.0", id: 51, method: "tools/call", params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p-51" } } });
+    session.send({
+      jsonrpc: "2.0",
+      id: 51,
+      method: "tools/call",
+      params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p-51" } },
+    });
     await session.until(() => session.messages.find((m) => m.params?.progressToken === "p-51"), "progress of the long call");
     await test.until(() => test.lines.filter((line) => /sleeping \d+/.test(line)).length >= 2, "both calls at the slow fixture");
     stop.abort();

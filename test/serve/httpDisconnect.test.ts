@@ -14,7 +14,12 @@ import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
+  await Promise.allSettled(
+    cleanups
+      .splice(0)
+      .reverse()
+      .map((c) => c()),
+  );
 });
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -43,7 +48,8 @@ function openPost(url: string, headers: Record<string, string>, body: unknown): 
       res.on("error", () => undefined);
       // Listened for here: a short body can end before the caller's await resumes.
       const ended = new Promise<void>((done) => res.once("end", () => done()));
-      const untilText = (part: string, what: string): Promise<void> => streamed.until(() => text.includes(part), { what, detail: () => `body so far: ${text}` });
+      const untilText = (part: string, what: string): Promise<void> =>
+        streamed.until(() => text.includes(part), { what, detail: () => `body so far: ${text}` });
       resolve({ req, res, text: () => text, untilText, ended });
     });
     req.on("error", () => undefined);
@@ -65,12 +71,16 @@ describe("serve --http: a client that disconnects mid-call", () => {
     const frontend: HttpFrontend = await startHttpServer(bridge, { port: 0 });
     cleanups.push(() => frontend.close());
 
-    const init = await postToEnd(frontend.url, {}, {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-    });
+    const init = await postToEnd(
+      frontend.url,
+      {},
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      },
+    );
     const session = init.res.headers["mcp-session-id"];
     expect(typeof session).toBe("string");
     const headers = { "mcp-session-id": session as string, "mcp-protocol-version": "2025-06-18" };

@@ -14,7 +14,12 @@ import { fixtureToml, startBridge, type TestBridge } from "../policy/bridgeHarne
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  await Promise.allSettled(cleanups.splice(0).reverse().map((c) => c()));
+  await Promise.allSettled(
+    cleanups
+      .splice(0)
+      .reverse()
+      .map((c) => c()),
+  );
 });
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -108,7 +113,7 @@ describe("serve --http: requests that cost more than their answer", () => {
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ error: { code: -32600, message: expect.stringContaining(`nested deeper than ${MAX_JSON_DEPTH} levels`) } });
     // The same bomb inside a well-formed call, and brackets inside strings that do not count.
-    const inside = JSON.stringify(call(1, "echo_echo", { text: "x", deep: "DEEP" })).replace('"DEEP"', `${"{\"a\":".repeat(300)}1${"}".repeat(300)}`);
+    const inside = JSON.stringify(call(1, "echo_echo", { text: "x", deep: "DEEP" })).replace('"DEEP"', `${'{"a":'.repeat(300)}1${"}".repeat(300)}`);
     expect((await post(frontend.url, headers, inside)).body).toMatchObject({ error: { code: -32600, message: expect.stringContaining("nested deeper") } });
     const shallow = call(2, "echo_echo", { text: `${"[{".repeat(2000)} in a string`, deep: JSON.parse(`${"[".repeat(200)}1${"]".repeat(200)}`) as unknown });
     const served = await post(frontend.url, headers, JSON.stringify(shallow));
@@ -121,13 +126,23 @@ describe("serve --http: requests that cost more than their answer", () => {
     const headers = await begin(frontend.url);
     const other = await begin(frontend.url);
     const held = new AbortController();
-    const holding = [1, 2, 3].map((id) => post(frontend.url, headers, JSON.stringify(call(id, "slow_sleep", { ms: 120_000, steps: 1 })), held.signal).catch(() => undefined));
+    const holding = [1, 2, 3].map((id) =>
+      post(frontend.url, headers, JSON.stringify(call(id, "slow_sleep", { ms: 120_000, steps: 1 })), held.signal).catch(() => undefined),
+    );
     await until(() => lines.filter((l) => /sleeping \d+/.test(l)).length === 3, "three calls to reach the upstream");
 
-    const busy = { code: -32000, message: expect.stringContaining("server busy: 3 calls of this session are in flight"), data: { retryable: true, maxCallsInFlight: 3 } };
+    const busy = {
+      code: -32000,
+      message: expect.stringContaining("server busy: 3 calls of this session are in flight"),
+      data: { retryable: true, maxCallsInFlight: 3 },
+    };
     const fourth = await post(frontend.url, headers, JSON.stringify(call(4, "echo_echo", { text: "one more" })));
     expect(fourth).toEqual({ status: 200, body: { jsonrpc: "2.0", id: 4, error: busy } });
-    const batch = await post(frontend.url, headers, JSON.stringify([call(5, "echo_echo", { text: "a" }), { jsonrpc: "2.0", id: 6, method: "tools/list", params: {} }, call(9, "echo_echo", { text: "b" })]));
+    const batch = await post(
+      frontend.url,
+      headers,
+      JSON.stringify([call(5, "echo_echo", { text: "a" }), { jsonrpc: "2.0", id: 6, method: "tools/list", params: {} }, call(9, "echo_echo", { text: "b" })]),
+    );
     const answers = batch.body as { id: number; error?: unknown; result?: { tools?: unknown[] } }[];
     expect(answers.find((a) => a.id === 5)?.error).toEqual(busy);
     expect(answers.find((a) => a.id === 9)?.error).toEqual(busy);

@@ -38,7 +38,12 @@ describe("HTTP sessions in process", () => {
         method: "POST",
         // No text/event-stream in Accept: the SDK answers 406 and never starts a session.
         headers: { "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
       });
       expect(res.status).toBe(406);
     }

@@ -94,7 +94,11 @@ describe("serve --http transport on the wire", () => {
 
   /** Initializes a session (declaring `capabilities`) and returns the headers its requests carry. */
   async function open(capabilities: Record<string, unknown> = {}, url = frontend.url): Promise<Record<string, string>> {
-    const init = await post(url, {}, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: VERSION, capabilities, clientInfo: { name: "raw", version: "1" } } });
+    const init = await post(
+      url,
+      {},
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: VERSION, capabilities, clientInfo: { name: "raw", version: "1" } } },
+    );
     expect(init.status).toBe(200);
     const session = init.headers["mcp-session-id"];
     expect(typeof session).toBe("string");
@@ -106,7 +110,12 @@ describe("serve --http transport on the wire", () => {
   it("answers a plain call with application/json, even for a client that declared sampling", async () => {
     for (const capabilities of [{}, { sampling: {}, elicitation: {} }]) {
       const headers = await open(capabilities);
-      const answer = await post(frontend.url, headers, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "conf_test_simple_text", arguments: {} } });
+      const answer = await post(frontend.url, headers, {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "conf_test_simple_text", arguments: {} },
+      });
       expect(answer.status).toBe(200);
       expect(answer.headers["content-type"]).toBe("application/json");
       expect(answer.headers["mcp-session-id"]).toBe(headers["mcp-session-id"]);
@@ -175,7 +184,12 @@ describe("serve --http transport on the wire", () => {
       // A client is told of changes to a list it has seen.
       const listed = await post(frontend.url, headers, { jsonrpc: "2.0", id: 4, method: "tools/list" });
       expect(listed.text).toContain("lc_add_tool");
-      const added = await post(frontend.url, headers, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "lc_add_tool", arguments: { name: "fresh" } } });
+      const added = await post(frontend.url, headers, {
+        jsonrpc: "2.0",
+        id: 5,
+        method: "tools/call",
+        params: { name: "lc_add_tool", arguments: { name: "fresh" } },
+      });
       expect(added.status).toBe(200);
       await streamed.until(() => sseMessages(seen).some((m) => m.method === "notifications/tools/list_changed"), { what: "list_changed on the GET stream" });
       // A second GET stream on the same session is refused while the first is open.
@@ -228,7 +242,12 @@ describe("serve --http transport on the wire", () => {
     expect(badVersion.status).toBe(400);
     expect(JSON.parse(badVersion.text).error.message).toContain("1999-01-01");
 
-    const noAccept = await send(frontend.url, "POST", { "content-type": "application/json", ...headers }, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "ping" })).done;
+    const noAccept = await send(
+      frontend.url,
+      "POST",
+      { "content-type": "application/json", ...headers },
+      JSON.stringify({ jsonrpc: "2.0", id: 8, method: "ping" }),
+    ).done;
     expect(noAccept.status).toBe(406);
 
     // The session is still usable after all of that.

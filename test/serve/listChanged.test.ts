@@ -30,7 +30,11 @@ describe("summaries arriving while serving", () => {
     // The LLM answers slowly: discovery must not wait for it.
     llm.setDefault({ kind: "ok", delayMs: 1500 });
     const file = configFileSchema.parse({ summary: { summarizer: "openai", base_url: llm.baseUrl, batch_size: 50 } });
-    const config: Config = { ...file, source: path.join(temp.path, "abridge.toml"), servers: [fixtureServer("echo", "echoServer.ts", ["--tools", "3", "--name", temp.marker])] };
+    const config: Config = {
+      ...file,
+      source: path.join(temp.path, "abridge.toml"),
+      servers: [fixtureServer("echo", "echoServer.ts", ["--tools", "3", "--name", temp.marker])],
+    };
     bridge = await Bridge.open({ config, cacheFile: path.join(temp.path, "summaries.jsonl"), env: {}, changeDebounceMs: 200 });
     await bridge.start();
 

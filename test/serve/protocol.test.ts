@@ -27,7 +27,13 @@ import { BIN, serveOverHttp, type HttpServeProcess } from "../helpers/serveHarne
 import { MessageLog } from "../helpers/messageLog.js";
 import { useTempDir } from "../helpers/tempDir.js";
 
-type Message = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
+type Message = Record<string, unknown> & {
+  id?: unknown;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+};
 
 /** `abridge serve` over stdio, driven line by line. */
 class RawServe {
@@ -104,7 +110,8 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
     marker = `protocol-${randomUUID()}`;
     config = await writeConfig(
       temp.path,
-      fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker], "prefix = false") + fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
+      fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker], "prefix = false") +
+        fixtureServerToml("slow", "slowServer.ts", ["--marker", marker]),
     );
   });
 
@@ -169,7 +176,12 @@ describe("abridge serve over stdio, raw JSON-RPC", () => {
     const doneIndex = raw.messages.indexOf(done);
     expect(raw.messages.findIndex((m) => m.params?.progressToken === "p-30" && m.params.progress === 4)).toBeLessThan(doneIndex);
 
-    raw.send({ jsonrpc: "2.0", id: 31, method: "tools/call", params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p-31" } } });
+    raw.send({
+      jsonrpc: "2.0",
+      id: 31,
+      method: "tools/call",
+      params: { name: "slow_sleep", arguments: { ms: 60_000, steps: 600 }, _meta: { progressToken: "p-31" } },
+    });
     // The first progress proves the upstream is running the call; then cancel it.
     await raw.until(() => raw!.messages.find((m) => m.params?.progressToken === "p-31"), "progress of the long call");
     raw.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 31, reason: "user pressed stop" } });

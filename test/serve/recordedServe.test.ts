@@ -24,7 +24,11 @@ describe("abridge serve with a recorded server", () => {
     // A live server beside it: a recorded server changes nothing for the others.
     config = await writeConfig(
       temp.path,
-      [`cache_dir = "cache"`, `[servers.gh]\nrecorded = "github.json"\n`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker])].join("\n"),
+      [
+        `cache_dir = "cache"`,
+        `[servers.gh]\nrecorded = "github.json"\n`,
+        fixtureServerToml("echo", "echoServer.ts", ["--tools", "0", "--name", temp.marker]),
+      ].join("\n"),
     );
   });
   afterEach(async () => {
@@ -86,7 +90,10 @@ describe("abridge serve with a recorded server", () => {
   }, 60_000);
 
   it("`servers` shows it as recorded and ready, with the file's serverInfo", async () => {
-    await writeFile(path.join(temp.path, "small.json"), JSON.stringify({ serverInfo: { name: "small", version: "2.0.0" }, tools: [{ name: "ping", inputSchema: { type: "object" } }] }));
+    await writeFile(
+      path.join(temp.path, "small.json"),
+      JSON.stringify({ serverInfo: { name: "small", version: "2.0.0" }, tools: [{ name: "ping", inputSchema: { type: "object" } }] }),
+    );
     const small = await writeConfig(temp.path, `[servers.small]\nrecorded = "small.json"\n`);
     const r = await runAbridge(["servers", "--json", "--config", small], { cwd: temp.path });
     expect(r.code, r.stderr).toBe(0);
@@ -205,7 +212,10 @@ describe("abridge serve: recorded files that are no regular file, and many recor
   }, 180_000);
 
   it("lists all tools of 20 recorded servers in the first tools/list, sent right after initialize", async () => {
-    const files = readdirSync(CORPUS).filter((f) => f.endsWith(".json")).sort().slice(0, 20);
+    const files = readdirSync(CORPUS)
+      .filter((f) => f.endsWith(".json"))
+      .sort()
+      .slice(0, 20);
     let total = 0;
     const entries: string[] = [];
     for (const [i, file] of files.entries()) {
@@ -220,7 +230,11 @@ describe("abridge serve: recorded files that are no regular file, and many recor
     const listed = await serve.request(2, "tools/list");
     const names = (listed.result!.tools as { name: string }[]).map((t) => t.name).filter((n) => n !== "get_schema");
     expect(names).toHaveLength(total);
-    for (let i = 0; i < files.length; i++) expect(names.some((n) => n.startsWith(`s${i}_`)), `s${i}`).toBe(true);
+    for (let i = 0; i < files.length; i++)
+      expect(
+        names.some((n) => n.startsWith(`s${i}_`)),
+        `s${i}`,
+      ).toBe(true);
     serve.child.stdin!.end();
     expect(await serve.exited).toEqual([0, null]);
   }, 180_000);

@@ -10,11 +10,15 @@ type Text = { type: string; text: string };
 /** A POST through node:http, which (unlike fetch) lets a test set the Host header like a rebinding page would. */
 function rawPost(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } }, (res) => {
-      let text = "";
-      res.on("data", (b: Buffer) => (text += b.toString("utf8")));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = http.request(
+      url,
+      { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } },
+      (res) => {
+        let text = "";
+        res.on("data", (b: Buffer) => (text += b.toString("utf8")));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on("error", reject);
     req.end(JSON.stringify(body));
   });
@@ -40,7 +44,10 @@ describe("abridge serve --http", () => {
   let config: string;
   let serve: HttpServeProcess | undefined;
   beforeEach(async () => {
-    config = await writeConfig(temp.path, [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"));
+    config = await writeConfig(
+      temp.path,
+      [`cache_dir = "cache"`, fixtureServerToml("echo", "echoServer.ts", ["--tools", "2", "--name", temp.marker])].join("\n"),
+    );
   });
   afterEach(async () => {
     await serve?.stop();

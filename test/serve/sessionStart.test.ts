@@ -22,7 +22,12 @@ import { useTempDir } from "../helpers/tempDir.js";
 type Message = Record<string, unknown> & { id?: unknown; method?: string; result?: Record<string, unknown> };
 
 const VERSION = "2025-06-18";
-const INITIALIZE = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
 /** Fixtures under tsx start slowly on a loaded machine; a gated one waits for the test too. */
 const SLOW_START = "connect_timeout_ms = 120000";
 /**
@@ -181,7 +186,9 @@ describe("nothing is sent to a client before its session has begun", () => {
     expect(resources.some((name) => name.startsWith("early"))).toBe(true);
 
     // A real change of the tools: announced once.
-    expect((await serve.request(8, "tools/call", { name: "lc_add_tool", arguments: { name: "fresh" } })).result).toMatchObject({ content: [{ text: "added fresh" }] });
+    expect((await serve.request(8, "tools/call", { name: "lc_add_tool", arguments: { name: "fresh" } })).result).toMatchObject({
+      content: [{ text: "added fresh" }],
+    });
     await serve.until(() => (serve!.notifications().includes("notifications/tools/list_changed") ? true : undefined), "tools/list_changed");
     await serve.request(9, "ping");
     expect(serve.notifications()).toEqual(["notifications/prompts/list_changed", "notifications/tools/list_changed"]);

@@ -22,7 +22,11 @@ async function harness(maxLineBytes: number) {
   let out = "";
   stdout.on("data", (b: Buffer) => (out += b.toString("utf8")));
   await transport.start();
-  const answers = (): Record<string, unknown>[] => out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const answers = (): Record<string, unknown>[] =>
+    out
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   const settle = () => new Promise((resolve) => setImmediate(resolve));
   return { stdin, transport, received, errors, answers, settle, closes: () => closes };
 }
@@ -96,7 +100,11 @@ describe("StdioServerTransport", () => {
     flowing = true;
     for (const release of held.splice(0)) release();
     await new Promise((resolve) => setImmediate(resolve));
-    const lines = chunks.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id?: number; params?: { data: number } });
+    const lines = chunks
+      .join("")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { id?: number; params?: { data: number } });
     expect(lines.filter((l) => l.id !== undefined).map((l) => l.id)).toEqual(Array.from({ length: 10 }, (_, i) => i * 10_000));
     const data = lines.filter((l) => l.params !== undefined).map((l) => l.params!.data);
     expect(data).toEqual([...data].sort((a, b) => a - b));

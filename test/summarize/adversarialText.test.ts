@@ -74,11 +74,7 @@ describe("summarizing adversarial upstream text", () => {
     expect(plainTextBlocks("See [the docs](https://x.test/a_(b)) and ![img](i.png) for more.")).toEqual([
       { text: "See the docs and for more.", kind: "paragraph" },
     ]);
-    expect(splitSentences("Reads a file, e.g. Config files... Then stops!! Done")).toEqual([
-      "Reads a file, e.g. Config files...",
-      "Then stops!!",
-      "Done",
-    ]);
+    expect(splitSentences("Reads a file, e.g. Config files... Then stops!! Done")).toEqual(["Reads a file, e.g. Config files...", "Then stops!!", "Done"]);
     const summary = summarizer.summarizeTool({
       name: "list_things",
       description: "Lists the things of a project, including:",

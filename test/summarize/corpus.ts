@@ -18,12 +18,13 @@ export function loadCorpusTools(): CorpusTool[] {
   const dir = path.join(CORPUS_DIR, "servers");
   if (!existsSync(dir)) {
     throw new Error(
-      `The tool corpus is missing: expected ${dir} (bench/corpus/servers in the repository). ` +
-        "These tests read the recorded tools/list answers there.",
+      `The tool corpus is missing: expected ${dir} (bench/corpus/servers in the repository). These tests read the recorded tools/list answers there.`,
     );
   }
   const out: CorpusTool[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()) {
     const data = JSON.parse(readFileSync(path.join(dir, file), "utf8")) as { server: string; tools: RawTool[] };
     if (!UNIT_TEST_SERVERS.has(data.server)) continue;
     for (const tool of data.tools) out.push({ server: data.server, tool });

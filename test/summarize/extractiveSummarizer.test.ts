@@ -54,12 +54,8 @@ describe("extractSummary", () => {
   it("drops instruction tag blocks, keeps their text when nothing else is left", () => {
     const text = "<usecase>\nUse when the user asks.\n</usecase>\n<instructions>Always call it twice.</instructions>\nFetches the forecast for a city.";
     expect(extractSummary(text, budget)).toBe("Fetches the forecast for a city.");
-    expect(extractSummary("<important>Never guess.</important> Lists DNS records of a zone.", budget)).toBe(
-      "Lists DNS records of a zone.",
-    );
-    expect(extractSummary("<usecase>Fetches the forecast for a city.</usecase>", budget)).toBe(
-      "Fetches the forecast for a city.",
-    );
+    expect(extractSummary("<important>Never guess.</important> Lists DNS records of a zone.", budget)).toBe("Lists DNS records of a zone.");
+    expect(extractSummary("<usecase>Fetches the forecast for a city.</usecase>", budget)).toBe("Fetches the forecast for a city.");
     expect(extractSummary("Type into a <select> element.", budget)).toBe("Type into a select element.");
   });
 
@@ -71,8 +67,7 @@ describe("extractSummary", () => {
   });
 
   it("does not split at e.g., i.e., etc. before lower case, versions, file names or URLs", () => {
-    const text =
-      "Reads settings from config.json (e.g. the app version 1.2.3, i.e. semver) at https://example.com/a.b, tags etc. and more. Second sentence.";
+    const text = "Reads settings from config.json (e.g. the app version 1.2.3, i.e. semver) at https://example.com/a.b, tags etc. and more. Second sentence.";
     expect(extractSummary(text, { wordBudget: 40 })).toBe(
       "Reads settings from config.json (e.g. the app version 1.2.3, i.e. semver) at https://example.com/a.b, tags etc. and more.",
     );
@@ -97,9 +92,7 @@ describe("extractSummary", () => {
 
   it("turns a 'Server | action' prefix and list intros into a sentence", () => {
     expect(extractSummary("Notion | Retrieve a user\nError Responses:\n400: 400", budget)).toBe("Retrieve a user.");
-    expect(extractSummary("Retrieve metadata about a file including:\n- size\n- owner", budget)).toBe(
-      "Retrieve metadata about a file.",
-    );
+    expect(extractSummary("Retrieve metadata about a file including:\n- size\n- owner", budget)).toBe("Retrieve metadata about a file.");
   });
 });
 
@@ -266,8 +259,16 @@ describe("ExtractiveSummarizer over the whole corpus", () => {
       ["desktop-commander", "start_search", "Start a streaming search that can return results progressively."],
       ["firecrawl", "firecrawl_scrape", "Scrape content from a single URL with advanced options."],
       ["desktop-commander", "read_file", "Read contents from files and URLs. Read PDF files and extract content as markdown and images."],
-      ["filesystem", "create_directory", "Create a new directory or ensure a directory exists. Perfect for setting up directory structures for projects or ensuring required paths exist."],
-      ["filesystem", "read_text_file", "Read the complete contents of a file from the file system as text. Operates on the file as text regardless of extension."],
+      [
+        "filesystem",
+        "create_directory",
+        "Create a new directory or ensure a directory exists. Perfect for setting up directory structures for projects or ensuring required paths exist.",
+      ],
+      [
+        "filesystem",
+        "read_text_file",
+        "Read the complete contents of a file from the file system as text. Operates on the file as text regardless of extension.",
+      ],
       ["sentry", "update_issue", "Update a Sentry issue's status or assignment. Resolve, reopen, assign, or ignore an issue."],
       ["context7", "resolve-library-id", "Resolves a package/product name to a Context7-compatible library ID and returns matching libraries."],
       ["stripe", "create_customer", "Create a customer in Stripe."],

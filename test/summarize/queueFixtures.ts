@@ -52,4 +52,3 @@ export function captureLogger(): { logger: Logger; lines: Array<Record<string, u
   });
   return { logger, lines };
 }
-

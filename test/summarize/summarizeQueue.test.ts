@@ -361,9 +361,7 @@ describe("SummarizeQueue with the OpenAI summarizer", () => {
     const tool = github[0]?.tool;
     if (!tool) throw new Error("no tool");
     expect(() => queue.enqueue({ key: `github:${tool.name}:xyz`, server: "github", tool })).toThrowError(AbridgeError);
-    expect(() => queue.enqueue({ key: `gitlab:${tool.name}:0123456789abcdef`, server: "github", tool })).toThrowError(
-      /expected key/,
-    );
+    expect(() => queue.enqueue({ key: `gitlab:${tool.name}:0123456789abcdef`, server: "github", tool })).toThrowError(/expected key/);
   });
 });
 

@@ -24,14 +24,25 @@ function refused(admission: Admission): Exclude<Admission, { ok: true }>["proble
 
 describe("admitTool: the one rule for a tool entering abridge", () => {
   it("refuses a value that is not an object", () => {
-    for (const [value, kind] of [[[], "array"], ["tool", "string"], [3, "number"], [null, "object"]] as const) {
+    for (const [value, kind] of [
+      [[], "array"],
+      ["tool", "string"],
+      [3, "number"],
+      [null, "object"],
+    ] as const) {
       expect(refused(admitTool(value))).toEqual({ reason: "notObject", code: "INPUT_INVALID", field: "", message: `expected an object, got ${kind}` });
     }
   });
 
   it("refuses a tool nested past the depth bound before normalizing it, naming the tool", () => {
     const problem = refused(admitTool({ name: "deep", description: null, inputSchema: deepSchema(MAX_SCHEMA_DEPTH) }));
-    expect(problem).toEqual({ reason: "tooDeep", code: "INPUT_INVALID", field: "", message: `its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`, name: "deep" });
+    expect(problem).toEqual({
+      reason: "tooDeep",
+      code: "INPUT_INVALID",
+      field: "",
+      message: `its definition nests deeper than ${MAX_SCHEMA_DEPTH} levels`,
+      name: "deep",
+    });
   });
 
   it("refuses a tool without a string name, after nulls are dropped", () => {
@@ -99,7 +110,18 @@ describe("the entry points apply admitTool and word its refusals as they did", (
   const deep = { name: "deep", inputSchema: deepSchema(MAX_SCHEMA_DEPTH) };
 
   it("a recorded list names every bad tool by index, adding its own rules (a non-empty, unique name)", () => {
-    const text = JSON.stringify({ tools: [[], null, { name: "" }, { name: 5, inputSchema: {} }, { name: "a", inputSchema: null }, deep, { name: "b", inputSchema: {} }, { name: "b", inputSchema: {} }] });
+    const text = JSON.stringify({
+      tools: [
+        [],
+        null,
+        { name: "" },
+        { name: 5, inputSchema: {} },
+        { name: "a", inputSchema: null },
+        deep,
+        { name: "b", inputSchema: {} },
+        { name: "b", inputSchema: {} },
+      ],
+    });
     let message = "";
     try {
       parseRecordedList(text, "r.json");

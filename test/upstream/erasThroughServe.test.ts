@@ -76,7 +76,10 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     for (const server of ["stateless", "legacy", "dual"]) {
       expect(textOf(await client.callTool({ name: `${server}_add`, arguments: { a: 20, b: 22 } }))).toBe("42");
     }
-    expect(JSON.parse(textOf(await client.callTool({ name: "dual_whoami", arguments: {} })))).toMatchObject({ era: "stateless", protocolVersion: "2026-07-28" });
+    expect(JSON.parse(textOf(await client.callTool({ name: "dual_whoami", arguments: {} })))).toMatchObject({
+      era: "stateless",
+      protocolVersion: "2026-07-28",
+    });
     // A stateless upstream's input_required: asked of this client as the requests it knows.
     expect(textOf(await client.callTool({ name: "stateless_ask", arguments: {} }))).toBe("hello Ada");
     expect(textOf(await client.callTool({ name: "stateless_sample", arguments: { prompt: "?" } }))).toBe("the model said: forty-two");
@@ -106,7 +109,9 @@ describe("a 1.x SDK client over abridge serve (stdio)", () => {
     // A tool error the model can read, not a protocol error: the call itself was fine.
     const refused = await client.callTool({ name: "stateless_ask", arguments: {} });
     expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toMatch(/stateless: tools\/call needs elicitation\/create from the user's client, which could not answer.*\[UPSTREAM_INPUT_REQUIRED\]$/);
+    expect(textOf(refused)).toMatch(
+      /stateless: tools\/call needs elicitation\/create from the user's client, which could not answer.*\[UPSTREAM_INPUT_REQUIRED\]$/,
+    );
     // Nor roots: refused as the client does not support it.
     const noRoots = await client.callTool({ name: "stateless_roots", arguments: {} });
     expect(noRoots.isError).toBe(true);
@@ -128,7 +133,9 @@ describe("the Bridge", () => {
   it("protocol = 2026-07-28 on a handshake-only server: UPSTREAM_PROTOCOL naming the server and the revision; the others serve", async () => {
     const bridge = await openBridge({ legacy: "2026-07-28", stateless: "2026-07-28", dual: "legacy" });
     expect(bridge.status("legacy")).toMatchObject({ state: "failed", error: { code: "UPSTREAM_PROTOCOL" } });
-    expect(bridge.status("legacy")?.error?.message).toMatch(/^legacy: protocol = "2026-07-28" but the server does not speak MCP 2026-07-28 \(server\/discover failed with -32601/);
+    expect(bridge.status("legacy")?.error?.message).toMatch(
+      /^legacy: protocol = "2026-07-28" but the server does not speak MCP 2026-07-28 \(server\/discover failed with -32601/,
+    );
     const failed = await bridge.callTool("legacy_echo", { text: "x" }).then(
       () => undefined,
       (err: unknown) => err,
@@ -141,7 +148,10 @@ describe("the Bridge", () => {
 
   it("protocol = legacy on a stateless-only server: UPSTREAM_PROTOCOL saying it refused initialize", async () => {
     const bridge = await openBridge({ stateless: "legacy" });
-    expect(bridge.status("stateless")).toMatchObject({ state: "failed", error: { code: "UPSTREAM_PROTOCOL", message: expect.stringContaining('stateless: protocol = "legacy" but the server refused initialize') } });
+    expect(bridge.status("stateless")).toMatchObject({
+      state: "failed",
+      error: { code: "UPSTREAM_PROTOCOL", message: expect.stringContaining('stateless: protocol = "legacy" but the server refused initialize') },
+    });
   });
 
   it("passes a call's relay to a stateless server's input_required", async () => {
@@ -156,6 +166,8 @@ describe("the Bridge", () => {
   });
 
   it("a protocol that is no revision is a config error naming the field", () => {
-    expect(() => parseConfigText('[servers.x]\ncommand = "x"\nprotocol = "2099-01-01"\n', { file: "/tmp/abridge.toml", env: {} })).toThrow(/servers\.x\.protocol/);
+    expect(() => parseConfigText('[servers.x]\ncommand = "x"\nprotocol = "2099-01-01"\n', { file: "/tmp/abridge.toml", env: {} })).toThrow(
+      /servers\.x\.protocol/,
+    );
   });
 });

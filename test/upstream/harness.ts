@@ -36,7 +36,11 @@ export function makePool(options: Partial<UpstreamPoolOptions> & Pick<UpstreamPo
 }
 
 /** Resolves when `predicate(pool)` holds, checked now and on every status change (a hang guard, not a timing check). */
-export async function waitForStatus(pool: UpstreamPool, predicate: () => boolean, what = "the pool's servers to reach the state the test waits for"): Promise<void> {
+export async function waitForStatus(
+  pool: UpstreamPool,
+  predicate: () => boolean,
+  what = "the pool's servers to reach the state the test waits for",
+): Promise<void> {
   const statuses = new Watch();
   const changed = (): void => statuses.changed();
   pool.on("statusChanged", changed);

@@ -29,7 +29,11 @@ describe("normalizeTool: null means absent", () => {
     expect(tools[2]?.annotations).toEqual({});
     expect(tools[2]?.inputSchema).toEqual({
       type: "object",
-      properties: { path: { type: "string", description: "Where to write" }, mode: { type: "string", enum: ["append", "replace"], default: null }, tags: { type: "array" } },
+      properties: {
+        path: { type: "string", description: "Where to write" },
+        mode: { type: "string", enum: ["append", "replace"], default: null },
+        tags: { type: "array" },
+      },
       required: ["path"],
     });
     expect(tools[2]?.outputSchema).toEqual({ type: "object", properties: { ok: { type: "boolean" } } });
@@ -54,7 +58,12 @@ describe("normalizeTool: null means absent", () => {
   });
 
   it("returns a tool without nulls as it is, not a copy", () => {
-    const tool: RawTool = { name: "t", description: "d", inputSchema: { type: "object", properties: { a: { type: "string" } } }, annotations: { readOnlyHint: true } };
+    const tool: RawTool = {
+      name: "t",
+      description: "d",
+      inputSchema: { type: "object", properties: { a: { type: "string" } } },
+      annotations: { readOnlyHint: true },
+    };
     expect(normalizeTool(tool)).toBe(tool);
   });
 
@@ -68,7 +77,10 @@ describe("normalizeTool: null means absent", () => {
     };
     expect(hasher.hash(admitted(withNulls))).toBe(hasher.hash(admitted(without)));
     // The data null still counts: dropping `default: null` is another schema.
-    const noDefault: RawTool = { ...without, inputSchema: { type: "object", properties: { word: { type: "string" }, lang: { type: "string" } }, required: ["word"] } };
+    const noDefault: RawTool = {
+      ...without,
+      inputSchema: { type: "object", properties: { word: { type: "string" }, lang: { type: "string" } }, required: ["word"] },
+    };
     expect(hasher.hash(admitted(noDefault))).not.toBe(hasher.hash(admitted(without)));
   });
 });

@@ -34,11 +34,16 @@ describe("UpstreamPool calls", () => {
     const pool = makePool({ servers: [fixtureServer("slow", "slowServer.ts")], logger });
     await pool.start();
     const controller = new AbortController();
-    const call = pool.callTool("slow", "sleep", { ms: 30_000, steps: 300 }, {
-      signal: controller.signal,
-      // Abort once the server is demonstrably working on it.
-      onProgress: () => controller.abort(new Error("user pressed stop")),
-    });
+    const call = pool.callTool(
+      "slow",
+      "sleep",
+      { ms: 30_000, steps: 300 },
+      {
+        signal: controller.signal,
+        // Abort once the server is demonstrably working on it.
+        onProgress: () => controller.abort(new Error("user pressed stop")),
+      },
+    );
     await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
     // notifications/cancelled made the server stop (it says so on stderr).
     await until(() => lines.some((l) => l.includes("upstream stderr") && /cancelled \d+/.test(l)), "the server to see the cancellation");

@@ -49,7 +49,11 @@ describe("the pool's three kinds of upstream", () => {
       ["rpc", "jsonrpc", "ready"],
       ["wiki", "recorded", "ready"],
     ]);
-    const byServer = (server: string): string[] => pool.tools().filter((t) => t.server === server).map((t) => t.tool.name);
+    const byServer = (server: string): string[] =>
+      pool
+        .tools()
+        .filter((t) => t.server === server)
+        .map((t) => t.tool.name);
     expect(byServer("live")).toEqual(["add", "echo", "tool_001"]);
     expect(byServer("rpc")).toEqual([...EXPOSED_TOOLS].sort());
     expect(byServer("wiki")).toEqual(["read_page"]);

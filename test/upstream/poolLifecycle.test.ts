@@ -37,7 +37,12 @@ describe("UpstreamPool restart and list_changed", () => {
     const { logger, lines, until } = memoryLogger();
     const pool = makePool({ servers: [fixtureServer("dyn", "listChangedServer.ts"), fixtureServer("echo", "echoServer.ts")], logger });
     await pool.start();
-    expect(pool.tools().filter((t) => t.server === "dyn").map((t) => t.name)).toEqual(["dyn_add_tool"]);
+    expect(
+      pool
+        .tools()
+        .filter((t) => t.server === "dyn")
+        .map((t) => t.name),
+    ).toEqual(["dyn_add_tool"]);
     const changed: string[] = [];
     const event = new Promise<void>((resolve) => pool.once("toolsChanged", () => resolve()));
     pool.on("toolsChanged", (server) => changed.push(server));
@@ -45,7 +50,12 @@ describe("UpstreamPool restart and list_changed", () => {
     await pool.callTool("dyn", "add_tool", { name: "fresh.tool", burst: 5 });
     await event;
     expect(changed).toEqual(["dyn"]);
-    expect(pool.tools().filter((t) => t.server === "dyn").map((t) => t.name)).toEqual(["dyn_add_tool", "dyn_fresh_tool"]);
+    expect(
+      pool
+        .tools()
+        .filter((t) => t.server === "dyn")
+        .map((t) => t.name),
+    ).toEqual(["dyn_add_tool", "dyn_fresh_tool"]);
     expect(pool.resolve("dyn_fresh_tool")).toEqual({ server: "dyn", tool: "fresh.tool" });
     expect(pool.status("dyn")?.toolCount).toBe(2);
     expect((await pool.callTool("dyn", "fresh.tool", {})).content).toEqual([{ type: "text", text: "called fresh.tool" }]);

@@ -41,14 +41,23 @@ describe("a server that fails at start", () => {
     await until(() => gatedLines().filter((l) => l.includes("upstream start failed again")).length >= 2, "two failed retries");
     expect(pool.status("gated")).toMatchObject({ state: "failed", restarts: 0, error: { code: "UPSTREAM_START_FAILED" } });
     expect(gatedLines().filter((l) => l.startsWith("abridge warn"))).toHaveLength(1);
-    expect(gatedLines().filter((l) => l.includes("upstream start failed again")).every((l) => l.startsWith("abridge debug"))).toBe(true);
+    expect(
+      gatedLines()
+        .filter((l) => l.includes("upstream start failed again"))
+        .every((l) => l.startsWith("abridge debug")),
+    ).toBe(true);
 
     const changed = new Promise<string>((resolve) => pool.once("toolsChanged", resolve));
     await writeFile(gate, "open");
     expect(await changed).toBe("gated");
     expect(pool.status("gated")).toMatchObject({ state: "ready", toolCount: 3 });
     expect(pool.status("gated")?.error).toBeUndefined();
-    expect(pool.tools().filter((t) => t.server === "gated").map((t) => t.name)).toEqual(["gated_add", "gated_echo", "gated_tool_001"]);
+    expect(
+      pool
+        .tools()
+        .filter((t) => t.server === "gated")
+        .map((t) => t.name),
+    ).toEqual(["gated_add", "gated_echo", "gated_tool_001"]);
     expect(pool.resolve("gated_echo")).toEqual({ server: "gated", tool: "echo" });
     expect((await pool.callTool("gated", "echo", { text: "up" })).content).toEqual([{ type: "text", text: "up" }]);
     expect(lines.some((l) => l.includes("upstream started after failing at first"))).toBe(true);
@@ -128,7 +137,12 @@ describe("reconfigure", () => {
       { ...echo, deny: ["tool_*"], prefix: false, connect_timeout_ms: 5_000 },
     ]);
     // Before reconfigure has awaited anything, filters and names already apply.
-    expect(pool.tools().filter((t) => t.server === "echo").map((t) => t.name)).toEqual(["add", "echo"]);
+    expect(
+      pool
+        .tools()
+        .filter((t) => t.server === "echo")
+        .map((t) => t.name),
+    ).toEqual(["add", "echo"]);
     expect(events).toEqual(["slow,echo"]);
     const result = await pending;
     expect(result).toEqual({ added: [], removed: [], changed: [], updated: ["slow", "echo"] });
@@ -145,7 +159,12 @@ describe("reconfigure", () => {
 
     // Lifting the filter brings the tools back from the last listing, still without a reconnect.
     await pool.reconfigure([slow, echo]);
-    expect(pool.tools().filter((t) => t.server === "echo").map((t) => t.name)).toEqual(["echo_add", "echo_echo", "echo_tool_001", "echo_tool_002"]);
+    expect(
+      pool
+        .tools()
+        .filter((t) => t.server === "echo")
+        .map((t) => t.name),
+    ).toEqual(["echo_add", "echo_echo", "echo_tool_001", "echo_tool_002"]);
     expect((await pool.callTool("echo", "tool_001", { value: "v" })).isError).toBeUndefined();
     expect(trackPids(pool)).toEqual(pidsBefore);
   });

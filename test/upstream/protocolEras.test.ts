@@ -94,9 +94,15 @@ describe("the server/discover probe", () => {
   });
 
   it("protocol = 2026-07-28 and a stdio server that quits on the probe: the exit is reported", async () => {
-    const pool = makePool({ servers: [fixtureServer("legacy", "legacyServer.ts", ["--exit-before-initialize"], { protocol: "2026-07-28" })], retryFailedStart: false });
+    const pool = makePool({
+      servers: [fixtureServer("legacy", "legacyServer.ts", ["--exit-before-initialize"], { protocol: "2026-07-28" })],
+      retryFailedStart: false,
+    });
     await pool.start();
-    expect(pool.status("legacy")).toMatchObject({ state: "failed", error: { code: "UPSTREAM_START_FAILED", message: expect.stringContaining("exited with code 2") } });
+    expect(pool.status("legacy")).toMatchObject({
+      state: "failed",
+      error: { code: "UPSTREAM_START_FAILED", message: expect.stringContaining("exited with code 2") },
+    });
   });
 
   it("protocol = legacy sends no server/discover", async () => {

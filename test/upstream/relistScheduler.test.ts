@@ -17,7 +17,6 @@ function controlledRelist(): { relist: () => Promise<void>; runs: () => number; 
   };
 }
 
-
 /** A re-list that counts how many run at once; each run ends when the test releases it. */
 function overlapProbe(): { relist: () => Promise<void>; runs: () => number; mostAtOnce: () => number; finishAll: () => void } {
   let count = 0;

@@ -31,7 +31,10 @@ describe("a v2 SDK server over stdio", () => {
   it("a stateless-only v2 server and protocol = legacy: UPSTREAM_PROTOCOL", async () => {
     const pool = makePool({ servers: [fixtureServer("v2", "sdkV2Server.ts", ["--stateless-only"], { protocol: "legacy" })], retryFailedStart: false });
     await pool.start();
-    expect(pool.status("v2")).toMatchObject({ state: "failed", error: { code: "UPSTREAM_PROTOCOL", message: expect.stringContaining('v2: protocol = "legacy" but the server refused initialize') } });
+    expect(pool.status("v2")).toMatchObject({
+      state: "failed",
+      error: { code: "UPSTREAM_PROTOCOL", message: expect.stringContaining('v2: protocol = "legacy" but the server refused initialize') },
+    });
   });
 
   it("a stateless-only v2 server and protocol = auto: stateless", async () => {

@@ -85,7 +85,10 @@ describe.each(["stdio", "http"] as const)("input_required of a stateless upstrea
       () => undefined,
       (err: unknown) => err,
     );
-    expect(error).toMatchObject({ code: "UPSTREAM_INPUT_REQUIRED", message: expect.stringContaining("s: tools/call needs input from the user's client (elicitation/create)") });
+    expect(error).toMatchObject({
+      code: "UPSTREAM_INPUT_REQUIRED",
+      message: expect.stringContaining("s: tools/call needs input from the user's client (elicitation/create)"),
+    });
     // The server is fine: the next call goes through.
     expect(textOf(await p.callTool("s", "echo", { text: "still here" }))).toBe("still here");
   });
@@ -95,7 +98,9 @@ describe.each(["stdio", "http"] as const)("input_required of a stateless upstrea
     const relay = clientRelay({});
     await expect(p.callTool("s", "sample", {}, { relay })).rejects.toMatchObject({
       code: "UPSTREAM_INPUT_REQUIRED",
-      message: expect.stringContaining("needs sampling/createMessage from the user's client, which could not answer: Client does not support sampling/createMessage"),
+      message: expect.stringContaining(
+        "needs sampling/createMessage from the user's client, which could not answer: Client does not support sampling/createMessage",
+      ),
     });
   });
 });

@@ -20,7 +20,11 @@ describe("mapping a failed forwarded request", () => {
     expect(theirs).toMatchObject({ code: "UPSTREAM_ERROR", retryable: false, details: { rpcCode: -32001 } });
     expect(theirs.message).not.toContain("tok-123456789");
     expect(theirs.cause).toBe(sent);
-    expect(callError(sent, request({ timedOut: true }))).toMatchObject({ code: "UPSTREAM_TIMEOUT", retryable: true, message: "s: tools/call timed out after 500 ms" });
+    expect(callError(sent, request({ timedOut: true }))).toMatchObject({
+      code: "UPSTREAM_TIMEOUT",
+      retryable: true,
+      message: "s: tools/call timed out after 500 ms",
+    });
   });
 
   it("-32000 is the server going away only when the connection is gone", () => {
@@ -55,6 +59,10 @@ describe("start and availability errors", () => {
     expect(notReadyError("s", "closed", undefined)).toMatchObject({ retryable: false });
     expect(notReadyError("s", "restarting", undefined)).toMatchObject({ retryable: true, message: "s is restarting; try again shortly" });
     const failed = notReadyError("s", "failed", { code: ErrorCode.UPSTREAM_START_FAILED, message: "boom" });
-    expect(failed).toMatchObject({ retryable: true, message: "s failed to start: boom", details: { server: "s", state: "failed", error: { message: "boom" } } });
+    expect(failed).toMatchObject({
+      retryable: true,
+      message: "s failed to start: boom",
+      details: { server: "s", state: "failed", error: { message: "boom" } },
+    });
   });
 });

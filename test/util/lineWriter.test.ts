@@ -184,7 +184,8 @@ describe("each transport writes through one LineWriter: one drain listener howev
     cleanups.push(() => transport.close({ stdinMs: 0, sigtermMs: 2_000 }));
     const stdin = transport.stdin!;
     const text = "z".repeat(1024);
-    for (let id = 0; id < 2_000; id++) await transport.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } } as JSONRPCMessage);
+    for (let id = 0; id < 2_000; id++)
+      await transport.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } } as JSONRPCMessage);
     // 2 MB does not fit in a pipe: most of it waits in the writer.
     expect(transport.queuedBytes).toBeGreaterThan(512 * 1024);
     expect(stdin.listenerCount("drain")).toBe(1);
@@ -271,7 +272,10 @@ describe("each transport writes through one LineWriter: one drain listener howev
     const arrived = (): number => text.split("\n").length - 1;
     serverSide!.resume();
     await waitFor(() => arrived() === 200, { what: "200 requests to arrive", detail: () => `${arrived()} came` });
-    const ids = text.split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { id: number }).id);
+    const ids = text
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { id: number }).id);
     expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
     connection.close();
     await Promise.all(calls);

@@ -119,7 +119,8 @@ export class BusClient {
     const url = parseNatsUrl(options.nats);
     if ("problem" in url) throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS URL: ${url.problem}`);
     const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new AbridgeError(ErrorCode.INPUT_INVALID, `timeoutMs: expected a positive number, got ${timeoutMs}`);
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new AbridgeError(ErrorCode.INPUT_INVALID, `timeoutMs: expected a positive number, got ${timeoutMs}`);
     const security: NatsSecurity = {
       ...(options.credsFile !== undefined ? { credsFile: options.credsFile } : {}),
       ...(options.nkeyFile !== undefined ? { nkeyFile: options.nkeyFile } : {}),
@@ -226,7 +227,8 @@ export class BusClient {
   /** The answer's JSON, once its trust header says it is a worker's output. */
   private answerBody(msg: Msg): unknown {
     const trust = msg.headers?.get(CONTENT_TRUST_HEADER) ?? "";
-    if (trust !== CONTENT_TRUST.output) throw malformedAnswer(`expected the header ${CONTENT_TRUST_HEADER}: ${CONTENT_TRUST.output}, got ${trust === "" ? "none" : JSON.stringify(trust)}`);
+    if (trust !== CONTENT_TRUST.output)
+      throw malformedAnswer(`expected the header ${CONTENT_TRUST_HEADER}: ${CONTENT_TRUST.output}, got ${trust === "" ? "none" : JSON.stringify(trust)}`);
     const body = readJson(msg.data);
     if (!body.ok) throw malformedAnswer(body.problem);
     return body.value;
@@ -255,22 +257,36 @@ function malformedAnswer(problem: string): BusCallError {
 /** What a failed NATS request means for the caller. */
 function requestError(err: unknown, subject: string, agent: string, timeoutMs: number): Error {
   if (err instanceof AbridgeError) return err;
-  const denied = err instanceof PermissionViolationError ? err : err instanceof RequestError && err.cause instanceof PermissionViolationError ? err.cause : undefined;
+  const denied =
+    err instanceof PermissionViolationError ? err : err instanceof RequestError && err.cause instanceof PermissionViolationError ? err.cause : undefined;
   if (denied !== undefined) {
-    const what = denied.operation === "publish" ? `send on ${denied.subject}` : `receive answers on ${denied.subject} (set an inbox prefix the permissions allow)`;
-    return new BusCallError("refused", `the NATS server's permissions do not let this client ${what}: ${denied.message}`, { retryable: false, origin: "client", cause: err });
+    const what =
+      denied.operation === "publish" ? `send on ${denied.subject}` : `receive answers on ${denied.subject} (set an inbox prefix the permissions allow)`;
+    return new BusCallError("refused", `the NATS server's permissions do not let this client ${what}: ${denied.message}`, {
+      retryable: false,
+      origin: "client",
+      cause: err,
+    });
   }
   const timedOut = err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError);
   // Also what a call to an agent without workers gets while other agents' workers are on the bus:
   // they receive it and drop it, so the server has no no-responders status to send.
   if (timedOut) {
-    return new BusCallError("timeout", `no answer from a worker of agent ${agent} on ${subject} within ${timeoutMs} ms`, { retryable: true, origin: "client", cause: err });
+    return new BusCallError("timeout", `no answer from a worker of agent ${agent} on ${subject} within ${timeoutMs} ms`, {
+      retryable: true,
+      origin: "client",
+      cause: err,
+    });
   }
   // The server's answer when nothing subscribes to the subject: no worker of the agent (of any
   // agent, on a shared subject) is on the bus. The client reports it as a RequestError caused by
   // a NoRespondersError.
   if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) {
-    return new BusCallError("unavailable", `no worker of agent ${agent} is on the bus: nothing listens on ${subject}`, { retryable: true, origin: "client", cause: err });
+    return new BusCallError("unavailable", `no worker of agent ${agent} is on the bus: nothing listens on ${subject}`, {
+      retryable: true,
+      origin: "client",
+      cause: err,
+    });
   }
   return new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `request on ${subject} failed: ${messageOf(err)}`, { cause: err, retryable: true });
 }

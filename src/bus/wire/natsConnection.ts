@@ -106,18 +106,26 @@ export function natsConnectOptions(url: NatsUrl, security: NatsSecurity = {}): C
   if (security.credsFile !== undefined) {
     const creds = readCredentialFile(security.credsFile, "creds file");
     if (!/-----BEGIN NATS USER JWT-----/.test(creds.text) || !/-----BEGIN USER NKEY SEED-----/.test(creds.text)) {
-      throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS creds file ${security.credsFile}: expected a user JWT and an nkey seed between BEGIN/END lines (as nsc writes them)`);
+      throw new AbridgeError(
+        ErrorCode.INPUT_INVALID,
+        `NATS creds file ${security.credsFile}: expected a user JWT and an nkey seed between BEGIN/END lines (as nsc writes them)`,
+      );
     }
     options.authenticator = credsAuthenticator(creds.bytes);
   }
   if (security.nkeyFile !== undefined) {
     const seed = readCredentialFile(security.nkeyFile, "nkey seed file");
     const text = seed.text.trim();
-    if (!/^SU[A-Z2-7]+$/.test(text)) throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS nkey seed file ${security.nkeyFile}: expected a user seed (one line starting with SU)`);
+    if (!/^SU[A-Z2-7]+$/.test(text))
+      throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS nkey seed file ${security.nkeyFile}: expected a user seed (one line starting with SU)`);
     options.authenticator = nkeyAuthenticator(new TextEncoder().encode(text));
   }
   const tls = security.tls ?? {};
-  for (const [what, file] of [["TLS CA file", tls.caFile], ["TLS certificate file", tls.certFile], ["TLS key file", tls.keyFile]] as const) {
+  for (const [what, file] of [
+    ["TLS CA file", tls.caFile],
+    ["TLS certificate file", tls.certFile],
+    ["TLS key file", tls.keyFile],
+  ] as const) {
     if (file !== undefined) readCredentialFile(file, what);
   }
   if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
@@ -132,7 +140,10 @@ export function natsConnectOptions(url: NatsUrl, security: NatsSecurity = {}): C
   }
   if (security.inboxPrefix !== undefined) {
     if (!INBOX_PREFIX.test(security.inboxPrefix)) {
-      throw new AbridgeError(ErrorCode.INPUT_INVALID, `NATS inbox prefix: expected subject tokens of letters, digits, _ and - joined by dots, got ${JSON.stringify(security.inboxPrefix)}`);
+      throw new AbridgeError(
+        ErrorCode.INPUT_INVALID,
+        `NATS inbox prefix: expected subject tokens of letters, digits, _ and - joined by dots, got ${JSON.stringify(security.inboxPrefix)}`,
+      );
     }
     options.inboxPrefix = security.inboxPrefix;
   }
@@ -190,8 +201,19 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
     });
   } catch (err) {
     if (err instanceof AuthorizationError) {
-      const how = security.authenticator !== undefined ? "the nkey or creds given" : security.token !== undefined ? "the token given" : security.user !== undefined ? "the user and password given" : "no credentials";
-      throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the NATS server at ${url.server} refused the connection with ${how} (${err.message}): check the credentials`, { cause: err, retryable: false });
+      const how =
+        security.authenticator !== undefined
+          ? "the nkey or creds given"
+          : security.token !== undefined
+            ? "the token given"
+            : security.user !== undefined
+              ? "the user and password given"
+              : "no credentials";
+      throw new AbridgeError(
+        ErrorCode.BUS_UNAVAILABLE,
+        `the NATS server at ${url.server} refused the connection with ${how} (${err.message}): check the credentials`,
+        { cause: err, retryable: false },
+      );
     }
     const reason = err instanceof Error ? `${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ""}` : String(err);
     throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `cannot connect to the NATS server at ${url.server}: ${reason}`, { cause: err, retryable: true });

@@ -194,13 +194,19 @@ export class BusWorker {
     await this.nc.flush();
     const own = refused.filter((r) => r.subject === invokeSubject(this.agent) || r.subject === refreshSubject(this.agent));
     if (own.length > 0) {
-      throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the NATS server does not let this worker subscribe to ${own.map((r) => r.subject).join(" and ")}: allow the agent's subjects in its permissions (${own[0]!.error.message})`);
+      throw new AbridgeError(
+        ErrorCode.BUS_UNAVAILABLE,
+        `the NATS server does not let this worker subscribe to ${own.map((r) => r.subject).join(" and ")}: allow the agent's subjects in its permissions (${own[0]!.error.message})`,
+      );
     }
     if (refused.length > 0) {
-      this.logger.info("the NATS server does not let this worker subscribe to some subjects (the shared ones, or the agent's run subject); serving the others", {
-        refused: refused.map((r) => r.subject).join(", "),
-        serving: `${invokeSubject(this.agent)}, ${refreshSubject(this.agent)}`,
-      });
+      this.logger.info(
+        "the NATS server does not let this worker subscribe to some subjects (the shared ones, or the agent's run subject); serving the others",
+        {
+          refused: refused.map((r) => r.subject).join(", "),
+          serving: `${invokeSubject(this.agent)}, ${refreshSubject(this.agent)}`,
+        },
+      );
     }
     this.stopListening = this.bridge.onListChanged(() => {
       if (this.announced && this.bridge.listDigest(this.options.mode) !== this.lastDigest) this.publishTools("list_changed");
@@ -265,7 +271,11 @@ export class BusWorker {
     const idField = isObject(value) ? busIdSchema.safeParse(value.id) : undefined;
     if (valid && agent !== this.agent) {
       if (!ownSubject) return undefined;
-      this.refuse(msg, { id: idField?.success ? idField.data : null, mine: true }, `the message names agent ${JSON.stringify(agent)} on ${msg.subject}, the subject of agent ${this.agent}`);
+      this.refuse(
+        msg,
+        { id: idField?.success ? idField.data : null, mine: true },
+        `the message names agent ${JSON.stringify(agent)} on ${msg.subject}, the subject of agent ${this.agent}`,
+      );
       return undefined;
     }
     const known = { id: idField?.success ? idField.data : null, mine: valid || ownSubject };
@@ -292,7 +302,8 @@ export class BusWorker {
     const answer: InvokeResult | RefreshError = { id: known.id, agent: this.agent, worker: this.id, ok: false, error };
     const reply = replyOf(msg);
     if (reply !== undefined) this.send(reply, answer, "error answer");
-    else if (known.mine && (msg.subject === BUS_SUBJECTS.invoke || msg.subject === invokeSubject(this.agent))) this.send(resultSubject(this.agent), answer, "error answer");
+    else if (known.mine && (msg.subject === BUS_SUBJECTS.invoke || msg.subject === invokeSubject(this.agent)))
+      this.send(resultSubject(this.agent), answer, "error answer");
     else this.malformed.warn({ subject: msg.subject, problem });
   }
 
@@ -358,7 +369,10 @@ export class BusWorker {
       } else if (now >= item.deadline) {
         this.calls.done(key);
         const waited = Math.round(now - item.arrived);
-        this.answer(item, { ok: false, error: busError("busy", `the call waited ${waited} ms in worker ${this.id}'s queue, its whole timeout, and was not run: try again`, true) });
+        this.answer(item, {
+          ok: false,
+          error: busError("busy", `the call waited ${waited} ms in worker ${this.id}'s queue, its whole timeout, and was not run: try again`, true),
+        });
       } else {
         this.startCall(key, item);
       }
@@ -369,13 +383,26 @@ export class BusWorker {
     const { request } = job;
     const answer: InvokeResult | RunResultMessage =
       "code" in request
-        ? await answerRun({ bridge: this.bridge, agent: this.agent, worker: this.id, stopping: this.stopping.signal, maxRunBytes: (this.nc.info?.max_payload ?? 1_048_576) / 2 }, request, job.deadline - performance.now())
+        ? await answerRun(
+            {
+              bridge: this.bridge,
+              agent: this.agent,
+              worker: this.id,
+              stopping: this.stopping.signal,
+              maxRunBytes: (this.nc.info?.max_payload ?? 1_048_576) / 2,
+            },
+            request,
+            job.deadline - performance.now(),
+          )
         : await this.call(request, job.deadline - job.arrived, job.deadline - performance.now());
     const subject = replyOf(job.msg) ?? resultSubject(this.agent);
     if (!this.send(subject, answer, "result")) {
       // Too large for the NATS server, or the connection is closed: say so if it can be said.
       const what = "code" in request ? "the program's answer" : `the result of ${request.tool}`;
-      const error = busError("too_large", `${what} does not fit in a NATS message (max_payload ${this.nc.info?.max_payload ?? "unknown"} bytes); lower the server's max_output_bytes`);
+      const error = busError(
+        "too_large",
+        `${what} does not fit in a NATS message (max_payload ${this.nc.info?.max_payload ?? "unknown"} bytes); lower the server's max_output_bytes`,
+      );
       this.answer(job, { ok: false, error });
     }
   }
@@ -414,7 +441,11 @@ export class BusWorker {
       let error: BusError;
       if (timedOut) {
         const waited = Math.round(timeoutMs - leftMs);
-        error = busError("timeout", `${request.tool} did not finish within the worker's timeout of ${Math.round(timeoutMs)} ms${waited >= 1 ? ` (${waited} ms of it waiting in the queue)` : ""}`, true);
+        error = busError(
+          "timeout",
+          `${request.tool} did not finish within the worker's timeout of ${Math.round(timeoutMs)} ms${waited >= 1 ? ` (${waited} ms of it waiting in the queue)` : ""}`,
+          true,
+        );
       } else if (this.stopping.signal.aborted) error = busError("shutting_down", `the worker stopped before ${request.tool} finished`, true);
       else error = busErrorOf(err);
       return { ...common, ok: false, error };
@@ -549,9 +580,13 @@ export class BusWorker {
       await Promise.allSettled(this.subscriptions.map((s) => within(s.drain(), SHUTDOWN_IO_MS)));
       for (const subscription of this.subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
       if (!(await within(this.idle(), graceMs))) {
-        this.logger.warn("calls still running after the shutdown grace; answering them with shutting_down", { calls: this.calls.running, waiting: this.calls.waiting });
+        this.logger.warn("calls still running after the shutdown grace; answering them with shutting_down", {
+          calls: this.calls.running,
+          waiting: this.calls.waiting,
+        });
         this.stopping.abort();
-        for (const job of this.calls.takeWaiting()) this.answer(job, { ok: false, error: busError("shutting_down", "the worker stopped before the call started; try another", true) });
+        for (const job of this.calls.takeWaiting())
+          this.answer(job, { ok: false, error: busError("shutting_down", "the worker stopped before the call started; try another", true) });
         await this.idle();
       }
       if (!this.nc.isClosed()) await within(this.nc.flush(), SHUTDOWN_IO_MS);
@@ -584,7 +619,13 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
     timer = setTimeout(() => resolve(false), ms);
   });
   try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -49,7 +49,9 @@ export async function answerRun(context: RunContext, request: RunRequest, leftMs
     const { result, answer } = await context.bridge.runCode(request.code, { limits, signal: context.stopping, client: "bus" });
     const run = wireRun(result, context.maxRunBytes);
     if (result.ok) return { ...common, ok: true, run, answer };
-    const error = context.stopping.aborted ? busError("shutting_down", "the worker stopped before the program finished", true) : runFailure(result.error ?? { code: ErrorCode.INTERNAL, message: "the run failed" });
+    const error = context.stopping.aborted
+      ? busError("shutting_down", "the worker stopped before the program finished", true)
+      : runFailure(result.error ?? { code: ErrorCode.INTERNAL, message: "the run failed" });
     return { ...common, ok: false, error, run, answer };
   } catch (err) {
     // Only what the caller got wrong is thrown by runCode (a limit the schema let through).

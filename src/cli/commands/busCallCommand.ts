@@ -38,7 +38,11 @@ export const busCallCommand: CommandSpec = {
     nats: { type: "string", value: "URL", description: "The NATS server, nats://HOST:PORT (required)" },
     agent: { type: "string", value: "NAME", description: "The agent whose workers take the call (required)" },
     "timeout-ms": { type: "string", value: "MS", description: `How long to wait for an answer (default ${DEFAULT_REQUEST_TIMEOUT_MS})` },
-    "inbox-prefix": { type: "string", value: "PREFIX", description: "Subject prefix of the reply inbox (default _INBOX), e.g. _INBOX.alpha for a user allowed only that" },
+    "inbox-prefix": {
+      type: "string",
+      value: "PREFIX",
+      description: "Subject prefix of the reply inbox (default _INBOX), e.g. _INBOX.alpha for a user allowed only that",
+    },
     ...NATS_SECURITY_OPTIONS,
   },
   async run(ctx) {

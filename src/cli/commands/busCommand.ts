@@ -14,7 +14,6 @@ import { connectNats, parseNatsUrl } from "../../bus/wire/natsConnection.js";
 /** How long calls in flight may finish after SIGTERM (as `serve` and the daemon give). */
 const DEFAULT_BUS_GRACE_MS = 10_000;
 
-
 /** `--NAME N` as an integer of 0 or more, or undefined when not given. */
 function nonNegativeIntOption(values: Readonly<Record<string, unknown>>, name: string): number | undefined {
   const text = values[name];
@@ -120,7 +119,8 @@ export const busCommand: CommandSpec = {
         ctx.io.signal.addEventListener("abort", () => resolve(undefined), { once: true });
         void connection.closed().then((err) => resolve(err ?? new Error("closed by the server")));
       });
-      if (lost !== undefined) throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the connection to the NATS server at ${url.server} ended: ${lost.message}`, { cause: lost });
+      if (lost !== undefined)
+        throw new AbridgeError(ErrorCode.BUS_UNAVAILABLE, `the connection to the NATS server at ${url.server} ended: ${lost.message}`, { cause: lost });
       return ExitCode.OK;
     } finally {
       // Serve side first (answers flushed), then the config watch, the connection and the upstreams.

@@ -19,7 +19,11 @@ import { usageError } from "../usageError.js";
 
 /** `--cache-url`: a Redis summary cache, instead of the one the config names. */
 const CACHE_URL_OPTION: Record<string, OptionSpec> = {
-  "cache-url": { type: "string", value: "URL", description: "Redis summary cache redis://[:password@]host[:port][/db] (overrides config cache_url and --cache-dir)" },
+  "cache-url": {
+    type: "string",
+    value: "URL",
+    description: "Redis summary cache redis://[:password@]host[:port][/db] (overrides config cache_url and --cache-dir)",
+  },
 };
 
 const LOCATION_OPTIONS: Record<string, OptionSpec> = { ...CACHE_URL_OPTION, ...CACHE_DIR_OPTION };
@@ -85,7 +89,8 @@ export const cacheVerifyCommand: CommandSpec = {
         writeLine(ctx.io.stdout, bad.field !== undefined ? `  field ${bad.field}: ${bad.reason}` : `  line ${bad.line}: ${bad.reason}`);
       }
       if (report.invalid.length > MAX_LISTED) writeLine(ctx.io.stdout, `  ... and ${report.invalid.length - MAX_LISTED} more`);
-      if (report.invalid.length > 0) writeLine(ctx.io.stdout, `\`abridge cache compact\` rewrites the ${typeof cache === "string" ? "file" : "cache"} without them.`);
+      if (report.invalid.length > 0)
+        writeLine(ctx.io.stdout, `\`abridge cache compact\` rewrites the ${typeof cache === "string" ? "file" : "cache"} without them.`);
     }
     return report.invalid.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
   },
@@ -99,7 +104,10 @@ export const cacheCompactCommand: CommandSpec = {
   async run(ctx) {
     const cache = await cacheLocation(ctx);
     const report = await compactSummaryCache(cache, { signal: ctx.io.signal });
-    writeLine(ctx.io.stdout, `${describeLocation(cache)}: ${formatCount(report.before)} ${typeof cache === "string" ? "lines" : "entries"} -> ${formatCount(report.after)}`);
+    writeLine(
+      ctx.io.stdout,
+      `${describeLocation(cache)}: ${formatCount(report.before)} ${typeof cache === "string" ? "lines" : "entries"} -> ${formatCount(report.after)}`,
+    );
     return ExitCode.OK;
   },
 };
@@ -152,8 +160,12 @@ export const cacheImportCommand: CommandSpec = {
     const source = path.resolve(ctx.io.cwd, file);
     const cache = await cacheLocation(ctx);
     const report = await importSummaryCache(cache, source, { signal: ctx.io.signal });
-    writeLine(ctx.io.stdout, `${source} -> ${report.to}: ${formatCount(report.imported)} imported, ${formatCount(report.kept)} kept (the cache had them or newer), ${formatCount(report.invalid.length)} invalid lines`);
-    for (const bad of report.invalid.slice(0, MAX_LISTED)) writeLine(ctx.io.stderr, `abridge: ${source}:${bad.line}: ${bad.reason} [${ErrorCode.CACHE_CORRUPT_LINE}]`);
+    writeLine(
+      ctx.io.stdout,
+      `${source} -> ${report.to}: ${formatCount(report.imported)} imported, ${formatCount(report.kept)} kept (the cache had them or newer), ${formatCount(report.invalid.length)} invalid lines`,
+    );
+    for (const bad of report.invalid.slice(0, MAX_LISTED))
+      writeLine(ctx.io.stderr, `abridge: ${source}:${bad.line}: ${bad.reason} [${ErrorCode.CACHE_CORRUPT_LINE}]`);
     if (report.invalid.length > MAX_LISTED) writeLine(ctx.io.stderr, `abridge: ... and ${report.invalid.length - MAX_LISTED} more invalid lines`);
     return report.invalid.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
   },

@@ -10,7 +10,7 @@ import { isAbridgeError, ErrorCode } from "../../model/errors.js";
 import { delay } from "../../model/timers.js";
 import type { DaemonStats } from "../../daemon/wire/protocol.js";
 import { writeLine } from "../cliIo.js";
-import { ExitCode, type CommandContext, type CommandSpec, } from "../command.js";
+import { ExitCode, type CommandContext, type CommandSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 
@@ -214,7 +214,10 @@ async function stopHungDaemon(ctx: CommandContext, lock: LockInfo, lockFile: str
   const cmdline = await processCommandLine(pid);
   if (cmdline === undefined || !isDaemonCommandLine(cmdline)) {
     await releaseLock(lockFile, lock.token);
-    writeLine(ctx.io.stdout, `abridge daemon: not running (the lock's pid ${pid} is ${cmdline === undefined ? "not readable" : "another program"}; stale lock removed)`);
+    writeLine(
+      ctx.io.stdout,
+      `abridge daemon: not running (the lock's pid ${pid} is ${cmdline === undefined ? "not readable" : "another program"}; stale lock removed)`,
+    );
     return ExitCode.OK;
   }
   const group = await processGroupOf(pid);
@@ -250,7 +253,10 @@ export const daemonStatusCommand: CommandSpec = {
     const seen = await readLock(lockFilePath(stateDir));
     const verdict = await judgeLock(seen);
     if (seen.state === "ok" && verdict === "hung") {
-      writeLine(ctx.io.stderr, `abridge daemon: pid ${seen.lock.pid} is alive but its heartbeat stopped and it does not answer (hung); \`abridge daemon stop\` ends it`);
+      writeLine(
+        ctx.io.stderr,
+        `abridge daemon: pid ${seen.lock.pid} is alive but its heartbeat stopped and it does not answer (hung); \`abridge daemon stop\` ends it`,
+      );
       return ExitCode.FAILURE;
     }
     if (seen.state !== "ok" || verdict !== "live") {

@@ -10,13 +10,13 @@ import { selectServers } from "../openBridge.js";
  */
 export const recordCommand: CommandSpec = {
   path: ["record"],
-  summary: "Connect to one server and print its tools/list answer (all pages) as JSON, for `recorded = \"...\"` and `render`",
+  summary: 'Connect to one server and print its tools/list answer (all pages) as JSON, for `recorded = "..."` and `render`',
   args: "<server>",
   positionals: { min: 1, max: 1 },
   details:
-    "Writes {\"server\", \"package\"?, \"serverInfo\"?, \"tools\": [...]} with the tools exactly as the server sent them (allow/deny not applied). Exit 1 when the server does not start.",
+    'Writes {"server", "package"?, "serverInfo"?, "tools": [...]} with the tools exactly as the server sent them (allow/deny not applied). Exit 1 when the server does not start.',
   options: {
-    package: { type: "string", value: "SPEC", description: "Package the server was installed from (name@version), written into the file as \"package\"" },
+    package: { type: "string", value: "SPEC", description: 'Package the server was installed from (name@version), written into the file as "package"' },
   },
   async run(ctx) {
     const [server] = ctx.positionals as [string];

@@ -41,7 +41,7 @@ export const renderCommand: CommandSpec = {
   details: "Input: a recorded answer like bench/corpus/servers/*.json, a tools/list result, or a bare tools array (--input - or no --input reads stdin).",
   options: {
     input: { type: "string", short: "i", value: "FILE", description: "Recorded tools/list answer (default: stdin)" },
-    server: { type: "string", value: "NAME", description: "Server name (default: the file's \"server\" field or its base name)" },
+    server: { type: "string", value: "NAME", description: 'Server name (default: the file\'s "server" field or its base name)' },
     mode: { type: "string", value: "MODE", description: `${modeChoices()} (default: the config's mode, compact)` },
     json: { type: "boolean", description: "Print exactly the tools/list result a client receives" },
     tokens: { type: "boolean", description: "Print o200k_base token counts before and after (stderr with --json)" },

@@ -35,7 +35,8 @@ async function readTokenFile(ctx: CommandContext, file: string): Promise<string>
   try {
     const info = await stat(where);
     if (!info.isFile()) throw usageError(`--token-file: ${where} is not a regular file`);
-    if (info.size > MAX_TOKEN_FILE_BYTES) throw usageError(`--token-file: ${where} is ${info.size} bytes; a token file holds one line (at most ${MAX_TOKEN_FILE_BYTES} bytes)`);
+    if (info.size > MAX_TOKEN_FILE_BYTES)
+      throw usageError(`--token-file: ${where} is ${info.size} bytes; a token file holds one line (at most ${MAX_TOKEN_FILE_BYTES} bytes)`);
     if ((info.mode & 0o077) !== 0) ctx.logger.warn("the token file is readable by other users; chmod 600 it", { file: where });
     text = await readFile(where, "utf8");
   } catch (err) {
@@ -60,7 +61,11 @@ export const serveCommand: CommandSpec = {
     mode: { type: "string", value: "MODE", description: `${modeChoices()} (default: the config's mode)` },
     http: { type: "string", value: "HOST:PORT", description: "Serve streamable HTTP at http://HOST:PORT/mcp (loopback only; port 0 picks one)" },
     "token-file": { type: "string", value: "FILE", description: "Read the bearer token HTTP clients must send from FILE (default $ABRIDGE_TOKEN)" },
-    token: { type: "string", value: "TOKEN", description: "Refused: a token in the arguments is visible to every local user in ps; use $ABRIDGE_TOKEN or --token-file" },
+    token: {
+      type: "string",
+      value: "TOKEN",
+      description: "Refused: a token in the arguments is visible to every local user in ps; use $ABRIDGE_TOKEN or --token-file",
+    },
     "page-size": { type: "string", value: "N", description: "Tools per tools/list page (default 500)" },
     "no-watch": { type: "boolean", description: "Do not watch the config file for changes" },
     "read-only": { type: "boolean", description: "Expose and allow only tools annotated readOnlyHint, for every server" },
@@ -72,7 +77,9 @@ export const serveCommand: CommandSpec = {
     const listen = typeof ctx.values.http === "string" ? parseListen(ctx.values.http) : undefined;
     const pageSize = positiveIntOption(ctx.values, "page-size");
     if (ctx.values.token !== undefined) {
-      throw usageError("--token is refused: a token on the command line is visible to every local user (ps, /proc/PID/cmdline); set $ABRIDGE_TOKEN or put it in a file and pass --token-file FILE");
+      throw usageError(
+        "--token is refused: a token on the command line is visible to every local user (ps, /proc/PID/cmdline); set $ABRIDGE_TOKEN or put it in a file and pass --token-file FILE",
+      );
     }
     const tokenFile = ctx.values["token-file"] as string | undefined;
     const token = tokenFile !== undefined ? await readTokenFile(ctx, tokenFile) : ctx.io.env.ABRIDGE_TOKEN;
@@ -133,7 +140,14 @@ export const serveCommand: CommandSpec = {
         // SIGTERM is "stop", not "drop": calls in flight get the daemon's grace to be answered.
         await http.close(SHUTDOWN_GRACE_MS);
       } else {
-        await serveStdio(bridge, { stdin: ctx.io.stdin, stdout: ctx.io.stdout, mode, logger: ctx.logger, signal: ctx.io.signal, ...(pageSize !== undefined ? { pageSize } : {}) });
+        await serveStdio(bridge, {
+          stdin: ctx.io.stdin,
+          stdout: ctx.io.stdout,
+          mode,
+          logger: ctx.logger,
+          signal: ctx.io.signal,
+          ...(pageSize !== undefined ? { pageSize } : {}),
+        });
         // Answers still in stdout's buffer when serving stopped: the client is gone or not reading.
         if (ctx.io.stdout.writableLength > 0) ctx.io.abandonOutput?.();
       }

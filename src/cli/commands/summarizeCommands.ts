@@ -139,11 +139,15 @@ function printWarmTable(ctx: CommandContext, bridge: Bridge, tally: WarmTally): 
   ]);
   writeLine(
     ctx.io.stdout,
-    formatTable(
-      ["server", "tools", "hits", "generated", "fallback", "tokens full -> compact", "share", "note"],
-      body,
-      ["left", "right", "right", "right", "right", "right", "right"],
-    ),
+    formatTable(["server", "tools", "hits", "generated", "fallback", "tokens full -> compact", "share", "note"], body, [
+      "left",
+      "right",
+      "right",
+      "right",
+      "right",
+      "right",
+      "right",
+    ]),
   );
   writeLine(
     ctx.io.stdout,

@@ -81,9 +81,7 @@ function infer(value: unknown, depth: number): ObservedShape {
     return { array: items };
   }
   const names = Object.keys(value);
-  const keys: ObservedKey[] = names
-    .slice(0, OBSERVED_BOUNDS.keys)
-    .map((name) => ({ name, shape: infer((value as Record<string, unknown>)[name], depth + 1) }));
+  const keys: ObservedKey[] = names.slice(0, OBSERVED_BOUNDS.keys).map((name) => ({ name, shape: infer((value as Record<string, unknown>)[name], depth + 1) }));
   return { object: names.length > OBSERVED_BOUNDS.keys ? { keys, more: true } : { keys } };
 }
 
@@ -99,7 +97,8 @@ function merge(a: ObservedShape, b: ObservedShape): ObservedShape {
   if (a.number === true || b.number === true) out.number = true;
   if (a.boolean === true || b.boolean === true) out.boolean = true;
   if (a.null === true || b.null === true) out.null = true;
-  if (a.array !== undefined || b.array !== undefined) out.array = a.array === undefined ? (b.array as ObservedShape) : b.array === undefined ? a.array : merge(a.array, b.array);
+  if (a.array !== undefined || b.array !== undefined)
+    out.array = a.array === undefined ? (b.array as ObservedShape) : b.array === undefined ? a.array : merge(a.array, b.array);
   if (a.object !== undefined || b.object !== undefined) {
     out.object = a.object === undefined ? (b.object as ObservedObject) : b.object === undefined ? a.object : mergeObjects(a.object, b.object);
   }

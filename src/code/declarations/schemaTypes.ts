@@ -182,8 +182,7 @@ export class TypeScope {
     // `unknown` (wider, so still true).
     const banned = new Set<string>();
     const state = new Map<number, "open" | "done">();
-    const direct = (entry: NamedEntry): number[] =>
-      [...(entry.body ?? "").matchAll(MARKER)].filter((m) => m[1] === "d").map((m) => Number(m[2]));
+    const direct = (entry: NamedEntry): number[] => [...(entry.body ?? "").matchAll(MARKER)].filter((m) => m[1] === "d").map((m) => Number(m[2]));
     const visit = (id: number): void => {
       state.set(id, "open");
       for (const next of direct(this.entries[id] as NamedEntry)) {
@@ -257,7 +256,9 @@ export class TypeScope {
         return prefix === undefined ? name : `${prefix}.${name}`;
       });
     return {
-      types: this.entries.filter((e) => reached.has(e.id) && !inlined.has(e.id)).map((e) => ({ name: names.get(e.id) as string, body: substitute(bodies[e.id] as string, undefined) })),
+      types: this.entries
+        .filter((e) => reached.has(e.id) && !inlined.has(e.id))
+        .map((e) => ({ name: names.get(e.id) as string, body: substitute(bodies[e.id] as string, undefined) })),
       resolve: (text, prefix) => substitute(text, prefix),
     };
   }

@@ -76,6 +76,7 @@ export function boundedJson(value: unknown, maxBytes: number): BoundedJson {
 
 /** What JSON.stringify writes for a value: its `toJSON()` when it has one. */
 function jsonForm(value: unknown): unknown {
-  if (typeof value === "object" && value !== null && typeof (value as { toJSON?: unknown }).toJSON === "function") return (value as { toJSON(): unknown }).toJSON();
+  if (typeof value === "object" && value !== null && typeof (value as { toJSON?: unknown }).toJSON === "function")
+    return (value as { toJSON(): unknown }).toJSON();
   return value;
 }

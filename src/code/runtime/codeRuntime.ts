@@ -113,7 +113,15 @@ export async function runProgram(code: string, host: CodeHost, limits: CodeLimit
   const spec = JSON.stringify({
     servers: codeNames(host.servers).map((s) => ({ identifier: s.identifier, tools: s.tools.map((t) => ({ method: t.method, exposed: t.exposed })) })),
   });
-  const failed = (error: CodeRunError): CodeRunResult => ({ runId, ok: false, console: [], consoleDropped: 0, error, calls: [], durationMs: performance.now() - started });
+  const failed = (error: CodeRunError): CodeRunResult => ({
+    runId,
+    ok: false,
+    console: [],
+    consoleDropped: 0,
+    error,
+    calls: [],
+    durationMs: performance.now() - started,
+  });
 
   const size = Buffer.byteLength(code);
   if (size > MAX_PROGRAM_BYTES) {
@@ -298,7 +306,11 @@ class ProgramRun {
       : new AbridgeError(ErrorCode.CODE_TIMEOUT, `the program ran past its timeout_ms (${this.limits.timeout_ms} ms)`);
   }
 
-  private onMessage(message: { type: "calls"; seq: number; calls: CallRequest[] } | { type: "done"; seq: number; outcome: WorkerOutcome; console: ConsoleLine[]; consoleDropped: number }): void {
+  private onMessage(
+    message:
+      | { type: "calls"; seq: number; calls: CallRequest[] }
+      | { type: "done"; seq: number; outcome: WorkerOutcome; console: ConsoleLine[]; consoleDropped: number },
+  ): void {
     if (message.seq !== this.seq || this.ended) return;
     if (message.type === "calls") {
       for (const call of message.calls) this.onCall(call);
@@ -333,7 +345,12 @@ class ProgramRun {
       return;
     }
     if (this.callCount >= this.limits.max_calls) {
-      this.settle({ id: request.id, ok: false, code: ErrorCode.CODE_LIMIT, message: `the run made its max_calls (${this.limits.max_calls}) calls: the call of ${request.tool} was not made` });
+      this.settle({
+        id: request.id,
+        ok: false,
+        code: ErrorCode.CODE_LIMIT,
+        message: `the run made its max_calls (${this.limits.max_calls}) calls: the call of ${request.tool} was not made`,
+      });
       return;
     }
     this.callCount++;
@@ -380,7 +397,7 @@ class ProgramRun {
       }
     } catch (err) {
       record.ms = performance.now() - begun;
-      const code = typeof (err as { code?: unknown })?.code === "string" ? ((err as { code: string }).code) : ErrorCode.INTERNAL;
+      const code = typeof (err as { code?: unknown })?.code === "string" ? (err as { code: string }).code : ErrorCode.INTERNAL;
       record.code = code;
       this.settle({ id: request.id, ok: false, code, message: messageOf(err) });
     }
@@ -427,7 +444,10 @@ class ProgramRun {
       case "stack":
         return { error: { code: ErrorCode.CODE_MEMORY, message: "the program ran out of stack (recursion or nesting too deep)" } };
       case "interrupted": {
-        const error = this.stopReason === "cancelled" ? this.stopError() : new AbridgeError(ErrorCode.CODE_TIMEOUT, `the program ran past its timeout_ms (${limits.timeout_ms} ms)`);
+        const error =
+          this.stopReason === "cancelled"
+            ? this.stopError()
+            : new AbridgeError(ErrorCode.CODE_TIMEOUT, `the program ran past its timeout_ms (${limits.timeout_ms} ms)`);
         return { error: { code: error.code, message: error.message } };
       }
       case "stuck":

@@ -375,7 +375,15 @@ class Run {
       const position = stackPosition(transform, this.message.code, this.readString(descriptor, "stack"));
       const code = this.readString(descriptor, "code");
       const tool = this.readString(descriptor, "tool");
-      return { kind, error: true, name, message, ...(position !== undefined ? { position } : {}), ...(code !== "" ? { code } : {}), ...(tool !== "" ? { tool } : {}) };
+      return {
+        kind,
+        error: true,
+        name,
+        message,
+        ...(position !== undefined ? { position } : {}),
+        ...(code !== "" ? { code } : {}),
+        ...(tool !== "" ? { tool } : {}),
+      };
     }
     return { kind: "none" };
   }

@@ -80,7 +80,12 @@ function userPosition(code: string, line: number, column: number): ProgramPositi
 export function mapToProgram(transform: Transform, code: string, line: number, column: number): ProgramPosition | undefined {
   let mappings: string;
   try {
-    const options = { transforms: ["typescript" as const], disableESTransforms: true, sourceMapOptions: { compiledFilename: "program.js" }, filePath: PROGRAM_FILE };
+    const options = {
+      transforms: ["typescript" as const],
+      disableESTransforms: true,
+      sourceMapOptions: { compiledFilename: "program.js" },
+      filePath: PROGRAM_FILE,
+    };
     mappings = transform(HEAD + code + TAIL, options).sourceMap?.mappings ?? "";
   } catch {
     return undefined;

@@ -1,6 +1,14 @@
 import type { Socket } from "node:net";
 import { openProvenSocket, type DaemonIdentity } from "../wire/daemonProof.js";
-import { errorAnswerSchema, MAX_LINE_BYTES, parseAnswer, readAnswerEnvelope, type ClientRequest, type DaemonOp, type DaemonResponse } from "../wire/protocol.js";
+import {
+  errorAnswerSchema,
+  MAX_LINE_BYTES,
+  parseAnswer,
+  readAnswerEnvelope,
+  type ClientRequest,
+  type DaemonOp,
+  type DaemonResponse,
+} from "../wire/protocol.js";
 import { LineSplitter } from "../../util/lineSplitter.js";
 import { LineWriter } from "../../util/lineWriter.js";
 import { AbridgeError, ErrorCode, messageOf, toAbridgeError } from "../../model/errors.js";

@@ -1,5 +1,13 @@
 import type { Mode } from "../../config/schema.js";
-import { daemonError, type DaemonCallOptions, type DaemonClientOptions, type DaemonRequestOptions, type DaemonRunOptions, type HostTool, type RequestFields } from "./daemonClientOptions.js";
+import {
+  daemonError,
+  type DaemonCallOptions,
+  type DaemonClientOptions,
+  type DaemonRequestOptions,
+  type DaemonRunOptions,
+  type HostTool,
+  type RequestFields,
+} from "./daemonClientOptions.js";
 import { judgeLock, lockFilePath, readLock, type LockInfo } from "../wire/lockfile.js";
 import { isPidAlive } from "../wire/processInfo.js";
 import type { ClientRequest, DaemonDiscovery, DaemonOkAnswer, DaemonOp, DaemonResponse, DaemonStats, DaemonTool, DaemonToolSchema } from "../wire/protocol.js";
@@ -151,7 +159,11 @@ export class DaemonClient {
    * connection (cancelled by id) with a daemon of this version, else on a connection of its own
    * (closed to cancel). Retried once on a restarted daemon only when it cannot have run.
    */
-  private async sendRunning<Op extends "call_tool" | "run_code">(body: RequestFields & { op: Op }, clientTimeoutMs: number, signal: AbortSignal | undefined): Promise<DaemonOkAnswer<Op>> {
+  private async sendRunning<Op extends "call_tool" | "run_code">(
+    body: RequestFields & { op: Op },
+    clientTimeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<DaemonOkAnswer<Op>> {
     for (let attempt = 0; ; attempt++) {
       // A daemon known to have died since the last call (its pid is gone) is not called through
       // an idle connection whose reset may not have been read yet: a call is not retried once

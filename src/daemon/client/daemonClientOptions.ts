@@ -73,4 +73,3 @@ export function daemonError(error: WireError): AbridgeError {
     ...(knownCode(error.code) !== error.code ? { details: { daemonCode: error.code } } : {}),
   });
 }
-

@@ -13,7 +13,18 @@ import { VERSION } from "../../model/version.js";
 import { configIdentity, type ConfigIdentity } from "../wire/configIdentity.js";
 import { RateLimitedLog } from "../../log/rateLimitedLog.js";
 import { acquireLock, lockFilePath, newToken, refreshLock, releaseLock, type LockInfo } from "../wire/lockfile.js";
-import { bindListener, closeServer, hasUnixSockets, publishSocket, removeSocket, socketPathProblem, SOCKET_FILE_NAME, type ListenTarget, type SocketFile, type WaitingRoom } from "./daemonListener.js";
+import {
+  bindListener,
+  closeServer,
+  hasUnixSockets,
+  publishSocket,
+  removeSocket,
+  socketPathProblem,
+  SOCKET_FILE_NAME,
+  type ListenTarget,
+  type SocketFile,
+  type WaitingRoom,
+} from "./daemonListener.js";
 import { DaemonSession, type HandlerResult, type SessionHost } from "./daemonSession.js";
 import { daemonTools, declarationRequest } from "./daemonTools.js";
 import { currentPid } from "../wire/processInfo.js";
@@ -319,7 +330,10 @@ export class Daemon implements SessionHost {
         // Like a first tools/list over MCP: servers still starting get `startup_grace_ms`, then
         // the list is what is ready; those still starting are named in `starting`.
         await this.bridge.waitReady(this.config.startup_grace_ms, signal);
-        const starting = this.bridge.servers().filter((s) => s.state === "connecting").map((s) => s.name);
+        const starting = this.bridge
+          .servers()
+          .filter((s) => s.state === "connecting")
+          .map((s) => s.name);
         return { body: { tools: daemonTools(this.bridge, request.mode ?? this.config.mode), ...(starting.length > 0 ? { starting } : {}) } };
       }
       case "get_schema":

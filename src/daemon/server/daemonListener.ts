@@ -95,7 +95,9 @@ function bindingName(path: string): string {
 /** Why a unix socket cannot be at `path` (its path or the name it is bound at is too long), if so. */
 export function socketPathProblem(path: string): string | undefined {
   const bytes = Math.max(Buffer.byteLength(path), Buffer.byteLength(bindingName(path)));
-  return bytes > MAX_SOCKET_PATH_BYTES ? `the socket path ${path} is ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows (with its sibling name)` : undefined;
+  return bytes > MAX_SOCKET_PATH_BYTES
+    ? `the socket path ${path} is ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows (with its sibling name)`
+    : undefined;
 }
 
 /** Whether this platform gives node unix sockets (Windows gives named pipes instead). */

@@ -375,7 +375,10 @@ export class DaemonSession {
     };
     if (this.host.logRefusal) this.host.logRefusal(fields);
     else this.logger.warn("request refused: wrong or missing token", fields);
-    const error = new AbridgeError(ErrorCode.DAEMON_UNAUTHORIZED, `wrong or missing token (read it from the lockfile)${reason !== undefined ? `: ${reason}` : ""}`);
+    const error = new AbridgeError(
+      ErrorCode.DAEMON_UNAUTHORIZED,
+      `wrong or missing token (read it from the lockfile)${reason !== undefined ? `: ${reason}` : ""}`,
+    );
     const line = answerLine({ ...(id !== undefined ? { id } : {}), ok: false, error: error.toJSON() });
     this.tail = this.tail.then(() => {
       if (!this.socket.destroyed && this.socket.writable) this.writer.end(line);

@@ -49,4 +49,3 @@ export function declarationRequest(request: { query?: string | undefined; names?
   if (request.names !== undefined) return { names: request.names };
   return { query: request.query as string, ...(request.limit !== undefined ? { limit: request.limit } : {}) };
 }
-

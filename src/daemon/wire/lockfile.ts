@@ -40,10 +40,7 @@ export const lockInfoSchema = z.object({
 export type LockInfo = z.infer<typeof lockInfoSchema>;
 
 /** What reading the lockfile found. */
-export type LockRead =
-  | { state: "missing" }
-  | { state: "ok"; lock: LockInfo; raw: string }
-  | { state: "corrupt"; raw: string; reason: string };
+export type LockRead = { state: "missing" } | { state: "ok"; lock: LockInfo; raw: string } | { state: "corrupt"; raw: string; reason: string };
 
 /** Path of the lockfile of `stateDir`. */
 export function lockFilePath(stateDir: string): string {
@@ -86,7 +83,10 @@ async function checkStateDir(file: string, uid: number): Promise<void> {
   if (info.uid !== uid && info.uid !== 0) throw untrusted(file, `its directory ${dir} belongs to uid ${info.uid}, not to this user (uid ${uid})`);
   const sticky = (info.mode & 0o1000) !== 0; // S_ISVTX
   if ((info.mode & 0o022) !== 0 && !sticky) {
-    throw untrusted(file, `its directory ${dir} is writable by ${(info.mode & 0o002) !== 0 ? "others" : "its group"} (mode 0${(info.mode & 0o777).toString(8)})`);
+    throw untrusted(
+      file,
+      `its directory ${dir} is writable by ${(info.mode & 0o002) !== 0 ? "others" : "its group"} (mode 0${(info.mode & 0o777).toString(8)})`,
+    );
   }
 }
 
@@ -117,7 +117,8 @@ export async function readLock(file: string, options: ReadLockOptions = {}): Pro
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw untrusted(file, `it is not a regular file (${fileKind(info)})`);
-    if (info.size > MAX_LOCK_BYTES) throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `lockfile ${file} is ${info.size} bytes, not a lockfile; remove it if no daemon is running`);
+    if (info.size > MAX_LOCK_BYTES)
+      throw new AbridgeError(ErrorCode.DAEMON_LOCKED, `lockfile ${file} is ${info.size} bytes, not a lockfile; remove it if no daemon is running`);
     if (uid !== undefined && info.uid !== uid) throw untrusted(file, `it belongs to uid ${info.uid}, not to this user (uid ${uid})`);
     // Write bits are what matter for trust (whoever can write it chooses where calls go); the
     // daemon writes 0600, so its token is not readable by others either.

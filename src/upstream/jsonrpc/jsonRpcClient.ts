@@ -86,7 +86,10 @@ export class JsonRpcClient {
     // pipelined calls, and a listener each would pile up on it.
     const clock = new AbortController();
     const timer = setTimeout(
-      () => clock.abort(new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${method}: no answer from ${this.options.label} within ${timeoutMs} ms`, { retryable: true })),
+      () =>
+        clock.abort(
+          new AbridgeError(ErrorCode.UPSTREAM_TIMEOUT, `${method}: no answer from ${this.options.label} within ${timeoutMs} ms`, { retryable: true }),
+        ),
       timeoutMs,
     );
     timer.unref();

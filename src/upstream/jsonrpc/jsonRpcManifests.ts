@@ -69,14 +69,17 @@ export function renderManifestProblem(problem: ManifestProblem): string {
   return problem.field === "" ? `${problem.file}: ${problem.message}` : `${problem.file}: ${problem.field}: ${problem.message}`;
 }
 
-const manifestSchema = z.looseObject({
-  id: z.string({ error: "expected a non-empty string" }).min(1, { error: "expected a non-empty string" }),
-  tools: z.array(z.unknown(), { error: "expected an array of tools" }),
-  implementation: z.looseObject(
-    { methods: z.record(z.string(), z.unknown(), { error: "expected an object mapping tool names to JSON-RPC methods" }) },
-    { error: "expected an object with `methods`" },
-  ),
-}, { error: "expected a manifest object {id, tools, implementation}" });
+const manifestSchema = z.looseObject(
+  {
+    id: z.string({ error: "expected a non-empty string" }).min(1, { error: "expected a non-empty string" }),
+    tools: z.array(z.unknown(), { error: "expected an array of tools" }),
+    implementation: z.looseObject(
+      { methods: z.record(z.string(), z.unknown(), { error: "expected an object mapping tool names to JSON-RPC methods" }) },
+      { error: "expected an object with `methods`" },
+    ),
+  },
+  { error: "expected a manifest object {id, tools, implementation}" },
+);
 
 const toolSchema = z.looseObject({
   name: z.string({ error: "expected a non-empty string" }).min(1, { error: "expected a non-empty string" }),
@@ -224,7 +227,10 @@ export async function findManifestFiles(dir: string, field: string): Promise<str
     info = await stat(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read the manifests folder ${dir}${code ? ` (${code})` : ""}`, { cause: err, details: { field, dir } });
+    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read the manifests folder ${dir}${code ? ` (${code})` : ""}`, {
+      cause: err,
+      details: { field, dir },
+    });
   }
   if (!info.isDirectory()) throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: ${dir} is not a folder`, { details: { field, dir } });
   const files: string[] = [];
@@ -303,7 +309,10 @@ export async function loadManifests(dir: string, field: string, previous: Readon
     root = await realpath(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read the manifests folder ${dir}${code ? ` (${code})` : ""}`, { cause: err, details: { field, dir } });
+    throw new AbridgeError(ErrorCode.CONFIG_INVALID, `${field}: cannot read the manifests folder ${dir}${code ? ` (${code})` : ""}`, {
+      cause: err,
+      details: { field, dir },
+    });
   }
   const parsed = new Map<string, ParsedManifest>();
   const problems: ManifestProblem[] = [];
@@ -311,7 +320,10 @@ export async function loadManifests(dir: string, field: string, previous: Readon
     try {
       parsed.set(file, await readManifestFile(file, root));
     } catch (err) {
-      const own = err instanceof AbridgeError && Array.isArray(err.details?.problems) ? (err.details.problems as ManifestProblem[]) : [{ file, field: "", message: String(err) }];
+      const own =
+        err instanceof AbridgeError && Array.isArray(err.details?.problems)
+          ? (err.details.problems as ManifestProblem[])
+          : [{ file, field: "", message: String(err) }];
       const kept = previous.get(file);
       if (kept !== undefined) {
         parsed.set(file, kept);
@@ -329,7 +341,11 @@ export async function loadManifests(dir: string, field: string, previous: Readon
     for (const entry of manifest.tools) {
       const first = owner.get(entry.tool.name);
       if (first !== undefined) {
-        problems.push({ file, field: `tools[${entry.index}].name`, message: `"${entry.tool.name}" is already declared by ${first}; this declaration is skipped` });
+        problems.push({
+          file,
+          field: `tools[${entry.index}].name`,
+          message: `"${entry.tool.name}" is already declared by ${first}; this declaration is skipped`,
+        });
         continue;
       }
       owner.set(entry.tool.name, file);
@@ -338,4 +354,3 @@ export async function loadManifests(dir: string, field: string, previous: Readon
   }
   return { tools, hidden, problems, parsed, files: files.length };
 }
-

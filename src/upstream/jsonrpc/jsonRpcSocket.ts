@@ -108,11 +108,19 @@ export class JsonRpcSocket {
         reject(err);
       };
       const onError = (err: NodeJS.ErrnoException): void =>
-        finish(new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `cannot connect to ${options.label}: ${err.code ?? err.message}`, { cause: err, retryable: true }));
+        finish(
+          new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `cannot connect to ${options.label}: ${err.code ?? err.message}`, { cause: err, retryable: true }),
+        );
       const onConnect = (): void => finish(undefined);
-      const onAbort = (): void => finish(new AbridgeError(ErrorCode.CANCELLED, `connecting to ${options.label} was cancelled`, { cause: options.signal?.reason }));
+      const onAbort = (): void =>
+        finish(new AbridgeError(ErrorCode.CANCELLED, `connecting to ${options.label} was cancelled`, { cause: options.signal?.reason }));
       const timer = setTimeout(
-        () => finish(new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `cannot connect to ${options.label}: no connection within ${options.timeoutMs} ms`, { retryable: true })),
+        () =>
+          finish(
+            new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `cannot connect to ${options.label}: no connection within ${options.timeoutMs} ms`, {
+              retryable: true,
+            }),
+          ),
         options.timeoutMs,
       );
       timer.unref();
@@ -158,10 +166,12 @@ export class JsonRpcSocket {
         onAbort();
         return;
       }
-      const settle = <T>(fn: (value: T) => void) => (value: T): void => {
-        signal?.removeEventListener("abort", onAbort);
-        fn(value);
-      };
+      const settle =
+        <T>(fn: (value: T) => void) =>
+        (value: T): void => {
+          signal?.removeEventListener("abort", onAbort);
+          fn(value);
+        };
       this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject) });
       signal?.addEventListener("abort", onAbort, { once: true });
       this.socket.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
@@ -215,9 +225,17 @@ export class JsonRpcSocket {
     if (Object.hasOwn(message, "error")) {
       const error = message.error;
       if (isObject(error) && Number.isInteger(error.code) && typeof error.message === "string") {
-        pending.resolve({ ok: false, error: { code: error.code as number, message: error.message, ...(Object.hasOwn(error, "data") ? { data: error.data } : {}) } });
+        pending.resolve({
+          ok: false,
+          error: { code: error.code as number, message: error.message, ...(Object.hasOwn(error, "data") ? { data: error.data } : {}) },
+        });
       } else {
-        pending.reject(new AbridgeError(ErrorCode.UPSTREAM_ERROR, `${pending.method}: the backend sent a malformed error object (expected {code: integer, message: string})`));
+        pending.reject(
+          new AbridgeError(
+            ErrorCode.UPSTREAM_ERROR,
+            `${pending.method}: the backend sent a malformed error object (expected {code: integer, message: string})`,
+          ),
+        );
       }
       return;
     }
@@ -242,7 +260,11 @@ export class JsonRpcSocket {
     const limit = this.reader.maxLineBytes;
     const id = responseIdOfDroppedLine(line);
     const pending = typeof id === "number" ? this.pending.get(id) : undefined;
-    this.options.logger.warn("backend sent a line over the limit; connection closed", { bytes: line.bytes, limit, ...(pending ? { method: pending.method } : {}) });
+    this.options.logger.warn("backend sent a line over the limit; connection closed", {
+      bytes: line.bytes,
+      limit,
+      ...(pending ? { method: pending.method } : {}),
+    });
     if (pending === undefined) this.garbageLines += 1;
     else {
       this.pending.delete(id as number);

@@ -182,7 +182,8 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
       const key = `hidden\0${h.file}\0${h.tool}\0${h.reason}`;
       now.add(key);
       // Kept from MCP on purpose is news only at info; a tool with nothing to call is likely a slip.
-      if (!this.logged.has(key)) this.logger[h.kind === "mcpExpose" ? "info" : "warn"]("manifest tool not exposed", { tool: h.tool, file: h.file, reason: h.reason });
+      if (!this.logged.has(key))
+        this.logger[h.kind === "mcpExpose" ? "info" : "warn"]("manifest tool not exposed", { tool: h.tool, file: h.file, reason: h.reason });
     }
     for (const p of problems) {
       const line = renderManifestProblem(p);
@@ -314,7 +315,8 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
     if (!this.isExposed(tool)) throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.name}: tool "${tool}" is not allowed by allow/deny`);
     if (this.closed || this.state === "disabled" || this.folderError !== undefined) throw notReadyError(this.name, this.state, this.error);
     const method = this.methods.get(tool);
-    if (method === undefined || !this.toolList.some((t) => t.name === tool)) throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.name}: no tool "${tool}"`);
+    if (method === undefined || !this.toolList.some((t) => t.name === tool))
+      throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.name}: no tool "${tool}"`);
     try {
       const outcome = await this.client.call(method, args ?? {}, {
         timeoutMs: options.timeoutMs ?? this.config.timeout_ms,
@@ -323,7 +325,11 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
       return toolResultOf(outcome);
     } catch (err) {
       if (!isAbridgeError(err)) throw err;
-      throw new AbridgeError(err.code, `${this.name}: ${err.message}`, { cause: err, retryable: err.retryable, ...(err.details ? { details: err.details } : {}) });
+      throw new AbridgeError(err.code, `${this.name}: ${err.message}`, {
+        cause: err,
+        retryable: err.retryable,
+        ...(err.details ? { details: err.details } : {}),
+      });
     }
   }
 

@@ -88,7 +88,9 @@ function requestOf(init: RequestInit | undefined): { id: string | number; method
   if (typeof init?.body !== "string") return undefined;
   try {
     const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
-    return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? { id: message.id, method: message.method } : undefined;
+    return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number")
+      ? { id: message.id, method: message.method }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -99,7 +101,12 @@ function requestOf(init: RequestInit | undefined): { id: string | number; method
  * on, or, once it goes over `limit`, let go of and replaced by an error answer to `id`. Passing
  * bytes on as they came would leave nothing to replace: the reader would already hold them.
  */
-function boundedBody(limit: number, declared: number, id: string | number | undefined, onDropped: (dropped: DroppedMessage) => void): TransformStream<Uint8Array, Uint8Array> {
+function boundedBody(
+  limit: number,
+  declared: number,
+  id: string | number | undefined,
+  onDropped: (dropped: DroppedMessage) => void,
+): TransformStream<Uint8Array, Uint8Array> {
   let held: Uint8Array[] = [];
   let seen = 0;
   let dropped = false;

@@ -168,7 +168,12 @@ export class CallForwarder {
     read: (result: T) => { items: unknown[]; nextCursor: string | undefined },
   ): Promise<unknown[]> {
     return this.admitted(options.signal, (client) =>
-      collectPages(async (cursor) => read(await this.forward(client, method, cursor === undefined ? {} : { cursor }, schema, options)), this.logger, method, options.signal),
+      collectPages(
+        async (cursor) => read(await this.forward(client, method, cursor === undefined ? {} : { cursor }, schema, options)),
+        this.logger,
+        method,
+        options.signal,
+      ),
     );
   }
 
@@ -242,8 +247,7 @@ export class CallForwarder {
       idleTimer = setTimeout(timeOut, timeoutMs);
       idleTimer.unref();
     };
-    const totalTimer =
-      options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined ? setTimeout(timeOut, options.maxTotalTimeoutMs) : undefined;
+    const totalTimer = options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined ? setTimeout(timeOut, options.maxTotalTimeoutMs) : undefined;
     totalTimer?.unref();
     if (progressToken !== undefined) {
       this.progressHandlers.set(progressToken, (update) => {
@@ -263,7 +267,10 @@ export class CallForwarder {
       for (let round = 0; resultTypeOf(result) === "input_required"; round++) {
         if (round >= MAX_INPUT_ROUNDS) throw tooManyRounds(this.config().name, method);
         const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: perCall.signal });
-        result = await client.request({ method, params: withEnvelope(client, { ...sent, ...answers }) }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
+        result = await client.request({ method, params: withEnvelope(client, { ...sent, ...answers }) }, schema, {
+          signal: perCall.signal,
+          timeout: MAX_TIMER_MS,
+        });
       }
       const kind = resultTypeOf(result);
       if (kind !== "complete") throw unknownResultType(this.config().name, method, kind);

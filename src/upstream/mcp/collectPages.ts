@@ -43,4 +43,3 @@ export async function collectPages(
     cursor = next;
   }
 }
-

@@ -60,20 +60,29 @@ export async function answerInput(result: JsonObject, context: InputContext): Pr
     entries.map(async ([key, request]) => {
       const kind = isObject(request) && typeof request.method === "string" ? request.method : undefined;
       if (kind === undefined || !INPUT_METHODS.has(kind)) {
-        throw new AbridgeError(ErrorCode.UPSTREAM_INPUT_REQUIRED, `${server}: ${method} asked for input of an unknown kind (${kind ?? "no method"}, key "${key}")`, {
-          details: { server, method, key },
-        });
+        throw new AbridgeError(
+          ErrorCode.UPSTREAM_INPUT_REQUIRED,
+          `${server}: ${method} asked for input of an unknown kind (${kind ?? "no method"}, key "${key}")`,
+          {
+            details: { server, method, key },
+          },
+        );
       }
       const params = isObject(request) && isObject(request.params) ? request.params : {};
       try {
         return [key, await relay!.request(kind, params, signal)] as const;
       } catch (err) {
-        if (signal.aborted) throw new AbridgeError(ErrorCode.CANCELLED, `${server}: ${method} was cancelled while its client was asked for ${kind}`, { cause: err });
+        if (signal.aborted)
+          throw new AbridgeError(ErrorCode.CANCELLED, `${server}: ${method} was cancelled while its client was asked for ${kind}`, { cause: err });
         if (isAbridgeError(err)) throw err;
-        throw new AbridgeError(ErrorCode.UPSTREAM_INPUT_REQUIRED, `${server}: ${method} needs ${kind} from the user's client, which could not answer: ${messageOf(err)}`, {
-          cause: err,
-          details: { server, method, request: kind },
-        });
+        throw new AbridgeError(
+          ErrorCode.UPSTREAM_INPUT_REQUIRED,
+          `${server}: ${method} needs ${kind} from the user's client, which could not answer: ${messageOf(err)}`,
+          {
+            cause: err,
+            details: { server, method, request: kind },
+          },
+        );
       }
     }),
   );

@@ -18,11 +18,10 @@ import { scanHeaderDeclarations } from "./paramHeaders.js";
 export async function listTools(client: Client, logger: Logger, timeoutMs: number, signal?: AbortSignal): Promise<AdmittedTool[]> {
   const items = await collectPages(
     async (cursor) => {
-      const result = await client.request(
-        { method: "tools/list", params: withEnvelope(client, cursor === undefined ? {} : { cursor }) },
-        listToolsResult,
-        { timeout: timeoutMs, ...(signal ? { signal } : {}) },
-      );
+      const result = await client.request({ method: "tools/list", params: withEnvelope(client, cursor === undefined ? {} : { cursor }) }, listToolsResult, {
+        timeout: timeoutMs,
+        ...(signal ? { signal } : {}),
+      });
       // A stateless server says how long its list may be kept: the connection's re-list hint.
       if (client instanceof UpstreamClient) client.lastListTtlMs = typeof result.ttlMs === "number" ? result.ttlMs : undefined;
       return { items: result.tools, nextCursor: result.nextCursor };
@@ -37,7 +36,8 @@ export async function listTools(client: Client, logger: Logger, timeoutMs: numbe
   // every later walk: quarantined first, with a reason; its siblings are served.
   const admissions = items.map(admitTool);
   for (const admission of admissions) {
-    if (!admission.ok && admission.problem.reason === "tooDeep") logger.warn("tool quarantined", { tool: admission.problem.name, reason: admission.problem.message });
+    if (!admission.ok && admission.problem.reason === "tooDeep")
+      logger.warn("tool quarantined", { tool: admission.problem.name, reason: admission.problem.message });
   }
   for (const admission of admissions) {
     if (!admission.ok) {

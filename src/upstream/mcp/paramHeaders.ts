@@ -19,7 +19,26 @@ export interface HeaderDeclaration {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** Keywords whose subschemas are not reached by a chain of `properties`: a declaration under them is invalid. */
-const ELSEWHERE = ["items", "prefixItems", "additionalProperties", "patternProperties", "oneOf", "anyOf", "allOf", "not", "if", "then", "else", "$defs", "definitions", "dependentSchemas", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"];
+const ELSEWHERE = [
+  "items",
+  "prefixItems",
+  "additionalProperties",
+  "patternProperties",
+  "oneOf",
+  "anyOf",
+  "allOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "$defs",
+  "definitions",
+  "dependentSchemas",
+  "contains",
+  "propertyNames",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+];
 /** Of those, the ones that hold a map of name to subschema. */
 const SCHEMA_MAPS: ReadonlySet<string> = new Set(["patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
@@ -37,9 +56,11 @@ export function scanHeaderDeclarations(inputSchema: unknown): { declarations: He
     if ("x-mcp-header" in node) {
       const name = node["x-mcp-header"];
       if (!reachable || path.length === 0) return `${where}: x-mcp-header is allowed only on a property reached through properties`;
-      if (typeof name !== "string" || !TOKEN.test(name)) return `${where}: x-mcp-header ${JSON.stringify(name)} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only)`;
+      if (typeof name !== "string" || !TOKEN.test(name))
+        return `${where}: x-mcp-header ${JSON.stringify(name)} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only)`;
       const type = node.type;
-      if (type !== "string" && type !== "integer" && type !== "boolean") return `${where}: x-mcp-header is allowed only on a string, integer or boolean property, not ${JSON.stringify(type ?? "untyped")}`;
+      if (type !== "string" && type !== "integer" && type !== "boolean")
+        return `${where}: x-mcp-header is allowed only on a string, integer or boolean property, not ${JSON.stringify(type ?? "untyped")}`;
       const earlier = seen.get(name.toLowerCase());
       if (earlier !== undefined) return `${where}: x-mcp-header "${name}" is declared twice (also as "${earlier}")`;
       seen.set(name.toLowerCase(), name);

@@ -114,7 +114,8 @@ export function classifyProbe(server: string, outcome: { result: unknown } | { e
       const supported = isObject(err.data) && Array.isArray(err.data.supported) ? err.data.supported.filter((v): v is string => typeof v === "string") : [];
       const stateless = supported.filter((v) => v >= STATELESS_REVISION);
       if (stateless.length > 0 && !stateless.includes(STATELESS_REVISION)) throw unsupportedRevisions(server, stateless);
-      if (stateless.includes(STATELESS_REVISION)) return { era: "retry", reason: `server/discover refused with -32022 though the server lists ${STATELESS_REVISION}: ${err.message}` };
+      if (stateless.includes(STATELESS_REVISION))
+        return { era: "retry", reason: `server/discover refused with -32022 though the server lists ${STATELESS_REVISION}: ${err.message}` };
     }
     return { era: "legacy", reason: `server/discover failed with ${err.code}: ${err.message}`, closed: false };
   }

@@ -90,8 +90,9 @@ export function createTransport(config: ServerConfig, context: TransportContext)
   // Every message from the server is bounded as on stdio (the SDK reads HTTP answers and events
   // whole), and the answer to a call by what can be passed on of it.
   const live = context.liveConfig ?? (() => config);
-  const bounded = boundedFetch((method) => httpMessageLimit(live(), method), (dropped) =>
-    context.logger.warn("dropped an oversized message from the server", { bytes: dropped.bytes, limit: dropped.limit, request: dropped.id }),
+  const bounded = boundedFetch(
+    (method) => httpMessageLimit(live(), method),
+    (dropped) => context.logger.warn("dropped an oversized message from the server", { bytes: dropped.bytes, limit: dropped.limit, request: dropped.id }),
   );
   if (config.transport === "sse") {
     // The GET event stream does not use requestInit, so headers go through a custom fetch too.

@@ -28,10 +28,13 @@ export class TtlRelist {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.stopped || ttlMs === undefined || !Number.isFinite(ttlMs) || ttlMs <= 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.relist();
-    }, Math.min(MAX_TIMER_MS, Math.max(this.minMs, ttlMs)));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.relist();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(this.minMs, ttlMs)),
+    );
     this.timer.unref();
   }
 

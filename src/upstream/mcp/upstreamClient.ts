@@ -89,7 +89,10 @@ export function createUpstreamClient(clientInfo: ClientInfo, routes: UpstreamCli
   }
   client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
   client.setRequestHandler(ElicitRequestSchema, (request, extra) => relay.request(request.method, request.params as JsonObject, extra.signal) as never);
-  client.setRequestHandler(ListRootsRequestSchema, (request, extra) => relay.request(request.method, (request.params ?? {}) as JsonObject, extra.signal) as never);
+  client.setRequestHandler(
+    ListRootsRequestSchema,
+    (request, extra) => relay.request(request.method, (request.params ?? {}) as JsonObject, extra.signal) as never,
+  );
   return client;
 }
 

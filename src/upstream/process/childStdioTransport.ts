@@ -18,7 +18,6 @@ const REKILL_AFTER_MS = 2_000;
 
 export { isPidAlive };
 
-
 /** Resolves once `pid` is gone, re-sending SIGKILL now and then in case the first was missed. */
 export async function waitForPidExit(pid: number): Promise<void> {
   let waitedMs = 0;
@@ -262,9 +261,13 @@ export class ChildStdioTransport implements Transport {
     }
     if (writer.write(line)) return Promise.resolve();
     return Promise.reject(
-      new AbridgeError(ErrorCode.UPSTREAM_BUSY, `${writer.queuedBytes} bytes of messages wait for the server to read its stdin (the limit is ${writer.limit}); try again shortly`, {
-        retryable: true,
-      }),
+      new AbridgeError(
+        ErrorCode.UPSTREAM_BUSY,
+        `${writer.queuedBytes} bytes of messages wait for the server to read its stdin (the limit is ${writer.limit}); try again shortly`,
+        {
+          retryable: true,
+        },
+      ),
     );
   }
 
@@ -306,7 +309,11 @@ export class ChildStdioTransport implements Transport {
   private onDropped(line: DroppedLine): void {
     const limit = this.reader.maxLineBytes;
     const id = responseIdOfDroppedLine(line);
-    this.onerror?.(new Error(`dropped a message of ${line.bytes} bytes from the server: over the ${limit}-byte limit${id === undefined ? "" : ` (the answer to request ${JSON.stringify(id)})`}`));
+    this.onerror?.(
+      new Error(
+        `dropped a message of ${line.bytes} bytes from the server: over the ${limit}-byte limit${id === undefined ? "" : ` (the answer to request ${JSON.stringify(id)})`}`,
+      ),
+    );
     if (id === undefined) return;
     this.onmessage?.({ jsonrpc: "2.0", id, error: { code: RpcCode.InternalError, message: `result over ${limit} bytes (${line.bytes} bytes); dropped` } });
   }

@@ -139,7 +139,10 @@ export function sandboxCommand(config: ServerConfig, baseEnv: Record<string, str
       `${config.name}: sandbox = "bwrap" but bwrap was not found on PATH; install bubblewrap (Debian: apt-get install bubblewrap) or set sandbox = "none"`,
     );
   }
-  for (const [field, dirs] of [["sandbox_write", config.sandbox_write], ["sandbox_read", config.sandbox_read]] as const) {
+  for (const [field, dirs] of [
+    ["sandbox_write", config.sandbox_write],
+    ["sandbox_read", config.sandbox_read],
+  ] as const) {
     for (const dir of dirs) {
       // bwrap's own message ("Can't find source path") reaches only the stderr tail; say it plainly.
       if (!existsSync(dir)) {

@@ -65,7 +65,9 @@ export class StderrTail {
         this.cut += 1;
         line = `${line} ... [line cut: over ${MAX_STDERR_LINE_BYTES} bytes; the rest is skipped]`;
         if (this.cut === 1) {
-          this.logger.warn("upstream stderr line over the limit: cut (later cuts are counted in status, not warned about)", { limitBytes: MAX_STDERR_LINE_BYTES });
+          this.logger.warn("upstream stderr line over the limit: cut (later cuts are counted in status, not warned about)", {
+            limitBytes: MAX_STDERR_LINE_BYTES,
+          });
         }
       }
       this.kept.push(line);

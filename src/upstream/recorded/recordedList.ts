@@ -37,7 +37,10 @@ export function parseRecordedList(text: string, source: string): RecordedList {
     tools = value.tools ?? (isObject(value.result) ? value.result.tools : undefined);
   }
   if (!Array.isArray(tools)) {
-    throw new AbridgeError(ErrorCode.INPUT_INVALID, `${source}: expected a tools array (a bare array, {"tools": [...]} or {"result": {"tools": [...]}}), got ${Array.isArray(value) ? "array" : typeof value}`);
+    throw new AbridgeError(
+      ErrorCode.INPUT_INVALID,
+      `${source}: expected a tools array (a bare array, {"tools": [...]} or {"result": {"tools": [...]}}), got ${Array.isArray(value) ? "array" : typeof value}`,
+    );
   }
   const problems: string[] = [];
   const seen = new Set<string>();
@@ -49,7 +52,8 @@ export function parseRecordedList(text: string, source: string): RecordedList {
     if (!admission.ok) {
       const { reason, field, message, normalized } = admission.problem;
       // A recorded name is also non-empty, and the name is reported before the inputSchema.
-      if (reason === "noName" || normalized?.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(normalized?.name) ?? "nothing"}`);
+      if (reason === "noName" || normalized?.name === "")
+        problems.push(`tools[${i}].name: expected a non-empty string, got ${JSON.stringify(normalized?.name) ?? "nothing"}`);
       else problems.push(`tools[${i}]${field === "" ? "" : `.${field}`}: ${message}`);
     } else if (admission.tool.name === "") problems.push(`tools[${i}].name: expected a non-empty string, got ""`);
     else if (seen.has(admission.tool.name)) problems.push(`tools[${i}].name: "${admission.tool.name}" appears twice`);

@@ -140,7 +140,8 @@ export class RecordedUpstream extends UpstreamBase implements Upstream {
 
   /** The recorded tools as the file holds them (allow/deny not applied), as `abridge record` would write them. */
   async recordTools(_options: object = {}): Promise<JsonObject[]> {
-    if (this.state !== "ready") throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${this.name} is ${this.state}${this.error ? `: ${this.error.message}` : ""}`);
+    if (this.state !== "ready")
+      throw new AbridgeError(ErrorCode.UPSTREAM_UNAVAILABLE, `${this.name} is ${this.state}${this.error ? `: ${this.error.message}` : ""}`);
     return [...this.listedTools];
   }
 
@@ -178,6 +179,13 @@ export async function readRecordedFile(config: ServerConfig): Promise<ReturnType
     return parseRecordedList(text, file);
   } catch (err) {
     const message = messageOf(err);
-    throw new AbridgeError(ErrorCode.CONFIG_INVALID, message.split("\n").map((line) => `${field}: ${line}`).join("\n"), { cause: err, details: { file, field } });
+    throw new AbridgeError(
+      ErrorCode.CONFIG_INVALID,
+      message
+        .split("\n")
+        .map((line) => `${field}: ${line}`)
+        .join("\n"),
+      { cause: err, details: { file, field } },
+    );
   }
 }

@@ -21,7 +21,11 @@ describe("CallQueue", () => {
   it("runs one requester's calls up to seven eighths of the slots, queues up to the bound, refuses the rest", () => {
     const queue = new CallQueue<string>({ maxConcurrent: 16, maxQueued: 3 });
     expect(queue.perRequester).toBe(14);
-    const a = offerAll(queue, "a", Array.from({ length: 20 }, (_, i) => `a${i}`));
+    const a = offerAll(
+      queue,
+      "a",
+      Array.from({ length: 20 }, (_, i) => `a${i}`),
+    );
     expect(a.started).toHaveLength(14);
     expect(a.refused).toEqual(["a17", "a18", "a19"]);
     expect([queue.running, queue.waiting]).toEqual([14, 3]);

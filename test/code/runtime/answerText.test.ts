@@ -24,13 +24,22 @@ describe("the answer text", () => {
   });
 
   it("shows the error with its code in place of a value", () => {
-    const text = codeAnswerText(result({ ok: false, error: { code: "CODE_ERROR", message: "TypeError: x is not a function (line 2, column 3)" }, consoleDropped: 2 }));
+    const text = codeAnswerText(
+      result({ ok: false, error: { code: "CODE_ERROR", message: "TypeError: x is not a function (line 2, column 3)" }, consoleDropped: 2 }),
+    );
     expect(text).toBe("error: TypeError: x is not a function (line 2, column 3) [CODE_ERROR]\n(0 calls, 12 ms, 2 console lines dropped)");
     expect(codeAnswerText(result({}))).toBe("(0 calls, 12 ms)");
   });
 
   it("is the body and the footer: the footer alone when there is no output", () => {
-    const full = result({ console: [{ level: "log", text: "x".repeat(500) }], returnJson: '"done"', calls: [{ tool: "t", ok: true, ms: 1 }, { tool: "t", ok: false, code: "TOOL_REFUSED", ms: 1 }] });
+    const full = result({
+      console: [{ level: "log", text: "x".repeat(500) }],
+      returnJson: '"done"',
+      calls: [
+        { tool: "t", ok: true, ms: 1 },
+        { tool: "t", ok: false, code: "TOOL_REFUSED", ms: 1 },
+      ],
+    });
     expect(codeAnswerText(full)).toBe(`${codeAnswerBody(full)}\n${codeAnswerFooter(full)}`);
     expect(codeAnswerFooter(full)).toBe("(2 calls, 12 ms)");
     expect(codeAnswerBody(result({}))).toBe("");

@@ -4,7 +4,7 @@ import { boundedJson } from "../../../src/code/runtime/boundedJson.js";
 describe("bounded JSON", () => {
   it("writes what JSON.stringify writes", () => {
     const values: unknown[] = [
-      { a: 1, b: [true, null, "x\n\"y\"", 1.5e300], c: { d: undefined, e: () => 1, f: Symbol("s") }, g: [undefined, () => 1] },
+      { a: 1, b: [true, null, 'x\n"y"', 1.5e300], c: { d: undefined, e: () => 1, f: Symbol("s") }, g: [undefined, () => 1] },
       "ünïcödé ✓",
       [NaN, Infinity, -0],
       { toJSON: () => ({ replaced: true }) },
@@ -22,7 +22,12 @@ describe("bounded JSON", () => {
     const big = "x".repeat(100_000_000);
     const result = boundedJson({ data: big }, 16 * 1024 * 1024);
     expect(result).toMatchObject({ ok: false, reason: "too-large" });
-    expect(boundedJson(Array.from({ length: 1000 }, () => "y".repeat(100)), 10_000)).toMatchObject({ ok: false, reason: "too-large" });
+    expect(
+      boundedJson(
+        Array.from({ length: 1000 }, () => "y".repeat(100)),
+        10_000,
+      ),
+    ).toMatchObject({ ok: false, reason: "too-large" });
     // Bytes are UTF-8: 4 characters of 3 bytes each plus quotes are 14 bytes.
     expect(boundedJson("€€€€", 13)).toMatchObject({ ok: false, reason: "too-large" });
     expect(boundedJson("€€€€", 14)).toMatchObject({ ok: true, bytes: 14 });

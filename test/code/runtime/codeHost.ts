@@ -20,7 +20,10 @@ export type ToolHandler = (args: Record<string, unknown>, call: HostCall) => unk
  */
 export function codeHost(servers: Record<string, string[]>, handlers: Record<string, ToolHandler>): CodeHost & { calls: HostCall[] } {
   const calls: HostCall[] = [];
-  const list: CodeServerName[] = Object.entries(servers).map(([name, tools]) => ({ name, tools: tools.map((tool) => ({ name: tool, exposed: `${name}_${tool}` })) }));
+  const list: CodeServerName[] = Object.entries(servers).map(([name, tools]) => ({
+    name,
+    tools: tools.map((tool) => ({ name: tool, exposed: `${name}_${tool}` })),
+  }));
   return {
     servers: list,
     calls,

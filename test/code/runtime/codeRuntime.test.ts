@@ -13,12 +13,15 @@ afterAll(() => pool.close());
 
 describe("runProgram", () => {
   it("runs TypeScript as an async body: console lines in order, tool values as JSON copies, the return value's JSON", async () => {
-    const host = codeHost({ "my-files": ["list-dir"] }, {
-      "my-files_list-dir": (args) => [
-        { id: 1, name: `${String(args.dir)}/a` },
-        { id: 2, name: `${String(args.dir)}/b` },
-      ],
-    });
+    const host = codeHost(
+      { "my-files": ["list-dir"] },
+      {
+        "my-files_list-dir": (args) => [
+          { id: 1, name: `${String(args.dir)}/a` },
+          { id: 2, name: `${String(args.dir)}/b` },
+        ],
+      },
+    );
     const code = [
       "interface Row { id: number; name: string }",
       'console.log("start", 1, { a: [1, 2] }, undefined, null);',
@@ -57,18 +60,27 @@ describe("runProgram", () => {
   });
 
   it("throws a tool error inside the program with code, message and tool, so try/catch works", async () => {
-    const host = codeHost({ gh: ["create_issue"] }, {
-      gh_create_issue: () => {
-        throw Object.assign(new Error("title is required"), { code: "INVALID_ARGUMENTS" });
+    const host = codeHost(
+      { gh: ["create_issue"] },
+      {
+        gh_create_issue: () => {
+          throw Object.assign(new Error("title is required"), { code: "INVALID_ARGUMENTS" });
+        },
       },
-    });
+    );
     const caught = await runProgram(
       "try { await gh.create_issue({}); } catch (e) { return { name: e.name, code: e.code, message: e.message, tool: e.tool, isError: e instanceof Error }; }",
       host,
       {},
       { pool },
     );
-    expect(JSON.parse(caught.returnJson!)).toEqual({ name: "ToolError", code: "INVALID_ARGUMENTS", message: "title is required", tool: "gh_create_issue", isError: true });
+    expect(JSON.parse(caught.returnJson!)).toEqual({
+      name: "ToolError",
+      code: "INVALID_ARGUMENTS",
+      message: "title is required",
+      tool: "gh_create_issue",
+      isError: true,
+    });
     expect(caught.calls).toEqual([{ tool: "gh_create_issue", ok: false, code: "INVALID_ARGUMENTS", ms: expect.any(Number) }]);
 
     const uncaught = await runProgram('const x: number = 1;\n  await gh.create_issue({ title: "" });', host, {}, { pool });
@@ -90,16 +102,24 @@ describe("runProgram", () => {
   it("holds calls past max_concurrent_calls in the runtime until others finish", async () => {
     let active = 0;
     let most = 0;
-    const host = codeHost({ s: ["work"] }, {
-      s_work: async (args) => {
-        active++;
-        most = Math.max(most, active);
-        await new Promise((resolve) => setImmediate(resolve));
-        active--;
-        return args.i;
+    const host = codeHost(
+      { s: ["work"] },
+      {
+        s_work: async (args) => {
+          active++;
+          most = Math.max(most, active);
+          await new Promise((resolve) => setImmediate(resolve));
+          active--;
+          return args.i;
+        },
       },
-    });
-    const result = await runProgram("const out = await Promise.all(Array.from({ length: 20 }, (_, i) => s.work({ i }))); return out;", host, { max_concurrent_calls: 3 }, { pool });
+    );
+    const result = await runProgram(
+      "const out = await Promise.all(Array.from({ length: 20 }, (_, i) => s.work({ i }))); return out;",
+      host,
+      { max_concurrent_calls: 3 },
+      { pool },
+    );
     expect(result.returnJson).toBe(JSON.stringify(Array.from({ length: 20 }, (_, i) => i)));
     expect(most).toBe(3);
     expect(host.calls).toHaveLength(20);
@@ -133,12 +153,15 @@ describe("runProgram", () => {
 
   it("ends a run when its signal aborts, and aborts its calls", async () => {
     const called = deferred();
-    const host = codeHost({ s: ["wait"] }, {
-      s_wait: (_args, call) => {
-        called.resolve();
-        return aborted(call.signal);
+    const host = codeHost(
+      { s: ["wait"] },
+      {
+        s_wait: (_args, call) => {
+          called.resolve();
+          return aborted(call.signal);
+        },
       },
-    });
+    );
     const controller = new AbortController();
     const running = runProgram("await s.wait({});", host, {}, { pool, signal: controller.signal });
     await called.promise;
@@ -159,13 +182,21 @@ describe("runProgram", () => {
   it("keeps runs apart: each runs in a fresh context, concurrent ones too", async () => {
     const firstWaiting = deferred();
     const release = deferred<string>();
-    const host = codeHost({ s: ["hold"] }, {
-      s_hold: () => {
-        firstWaiting.resolve();
-        return release.promise;
+    const host = codeHost(
+      { s: ["hold"] },
+      {
+        s_hold: () => {
+          firstWaiting.resolve();
+          return release.promise;
+        },
       },
-    });
-    const first = runProgram("globalThis.shared = 'first'; Object.prototype.marked = 1; await s.hold({}); return [globalThis.shared, ({}).marked];", host, {}, { pool });
+    );
+    const first = runProgram(
+      "globalThis.shared = 'first'; Object.prototype.marked = 1; await s.hold({}); return [globalThis.shared, ({}).marked];",
+      host,
+      {},
+      { pool },
+    );
     await firstWaiting.promise;
     const second = await runProgram("return [typeof globalThis.shared, typeof ({}).marked];", host, {}, { pool });
     expect(JSON.parse(second.returnJson!)).toEqual(["undefined", "undefined"]);
@@ -177,13 +208,16 @@ describe("runProgram", () => {
 
   it("ends an endless loop at its timeout while other runs and the event loop go on", async () => {
     const started = deferred();
-    const host = codeHost({ s: ["started", "echo"] }, {
-      s_started: () => {
-        started.resolve();
-        return true;
+    const host = codeHost(
+      { s: ["started", "echo"] },
+      {
+        s_started: () => {
+          started.resolve();
+          return true;
+        },
+        s_echo: (args) => args,
       },
-      s_echo: (args) => args,
-    });
+    );
     const controller = new AbortController();
     let loopDone = false;
     const looping = runProgram("await s.started({});\nwhile (true) {}", host, { timeout_ms: 120_000 }, { pool, signal: controller.signal }).then((r) => {
@@ -216,7 +250,12 @@ describe("runProgram", () => {
       const result = await runProgram(bomb, host, { memory_mb: 16 }, { pool });
       expect(result.error).toMatchObject({ code: "CODE_MEMORY", message: "the program used more than its memory_mb (16 MiB)" });
     }
-    const caught = await runProgram("const keep = []; try { while (true) keep.push(new Float64Array(100000)); } catch (e) { return [keep.length > 0, e.message]; }", host, { memory_mb: 16 }, { pool });
+    const caught = await runProgram(
+      "const keep = []; try { while (true) keep.push(new Float64Array(100000)); } catch (e) { return [keep.length > 0, e.message]; }",
+      host,
+      { memory_mb: 16 },
+      { pool },
+    );
     expect(JSON.parse(caught.returnJson!)).toEqual([true, "out of memory"]);
     expect((await runProgram("return [1, 2, 3].length;", host, { memory_mb: 16 }, { pool })).returnJson).toBe("3");
   });
@@ -224,15 +263,27 @@ describe("runProgram", () => {
   it("ends deep recursion with CODE_MEMORY", async () => {
     const host = codeHost({}, {});
     const nested = `return ${"[".repeat(20000)}${"]".repeat(20000)};`;
-    for (const code of ["function f(n: number): number { return f(n + 1) + 1; }\nreturn f(0);", 'return JSON.parse("[".repeat(100000));', 'return eval("(".repeat(100000));', nested]) {
+    for (const code of [
+      "function f(n: number): number { return f(n + 1) + 1; }\nreturn f(0);",
+      'return JSON.parse("[".repeat(100000));',
+      'return eval("(".repeat(100000));',
+      nested,
+    ]) {
       const result = await runProgram(code, host, {}, { pool });
       expect(result.error).toMatchObject({ code: "CODE_MEMORY", message: "the program ran out of stack (recursion or nesting too deep)" });
     }
-    expect((await runProgram("function f(n: number): number { return n === 0 ? 0 : f(n - 1) + 1; }\nreturn f(500);", host, {}, { pool })).returnJson).toBe("500");
+    expect((await runProgram("function f(n: number): number { return n === 0 ? 0 : f(n - 1) + 1; }\nreturn f(500);", host, {}, { pool })).returnJson).toBe(
+      "500",
+    );
   });
 
   it("keeps console output within its bound and counts the lines dropped", async () => {
-    const result = await runProgram("const line = 'x'.repeat(1000); for (let i = 0; i < 2000; i++) console.log(line); return 'end';", codeHost({}, {}), { memory_mb: 4 }, { pool });
+    const result = await runProgram(
+      "const line = 'x'.repeat(1000); for (let i = 0; i < 2000; i++) console.log(line); return 'end';",
+      codeHost({}, {}),
+      { memory_mb: 4 },
+      { pool },
+    );
     expect(result.returnJson).toBe('"end"');
     expect(result.console.length).toBeGreaterThan(0);
     expect(result.console.length + result.consoleDropped).toBe(2000);
@@ -243,7 +294,12 @@ describe("runProgram", () => {
     const host = codeHost({ s: ["take"] }, { s_take: () => "taken" });
     const big = await runProgram(`return "${"x".repeat(64 * 1024)}";`, host, {}, { pool });
     expect(big.error).toMatchObject({ code: "CODE_LIMIT", message: expect.stringContaining("over the 65536 a program may have") });
-    const args = await runProgram("try { await s.take({ blob: 'y'.repeat(2 * 1024 * 1024) }); } catch (e) { return e.code; }", host, { memory_mb: 4 }, { pool });
+    const args = await runProgram(
+      "try { await s.take({ blob: 'y'.repeat(2 * 1024 * 1024) }); } catch (e) { return e.code; }",
+      host,
+      { memory_mb: 4 },
+      { pool },
+    );
     expect(args.returnJson).toBe('"CODE_LIMIT"');
     expect(host.calls).toHaveLength(0);
     await expect(runProgram("return 1", host, { timeout_ms: 0 })).rejects.toMatchObject({ code: "INPUT_INVALID" });
@@ -254,12 +310,15 @@ describe("runProgram", () => {
   it("ends runs with INTERNAL when their pool closes under them", async () => {
     const own = new CodeWorkerPool({ maxThreads: 1 });
     const waiting = deferred();
-    const host = codeHost({ s: ["wait"] }, {
-      s_wait: (_args, call) => {
-        waiting.resolve();
-        return aborted(call.signal);
+    const host = codeHost(
+      { s: ["wait"] },
+      {
+        s_wait: (_args, call) => {
+          waiting.resolve();
+          return aborted(call.signal);
+        },
       },
-    });
+    );
     const running = runProgram("await s.wait({});", host, {}, { pool: own });
     await waiting.promise;
     await own.close();
@@ -272,8 +331,8 @@ describe("runProgram", () => {
     const runtime = pathToFileURL(new URL("../../../src/code/runtime/codeRuntime.ts", import.meta.url).pathname).href;
     const script = [
       `const { runProgram } = await import(${JSON.stringify(runtime)});`,
-      'const host = { servers: [], callTool: async () => 1 };',
-      'const result = await runProgram("console.log(\'from the program\'); console.error(\'to stderr\'); return 40 + 2;", host);',
+      "const host = { servers: [], callTool: async () => 1 };",
+      "const result = await runProgram(\"console.log('from the program'); console.error('to stderr'); return 40 + 2;\", host);",
       "process.stdout.write(`${result.returnJson} ${result.console.length}\\n`);",
     ].join("\n");
     const child = spawn(process.execPath, ["--import", tsx, "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });

@@ -27,7 +27,13 @@ describe("program globals", () => {
 
   it("gives each server a global and each tool a method, keeping the exposed name calls go to", () => {
     const names = codeNames([
-      { name: "my-server", tools: [{ name: "list-items", exposed: "my-server_list-items" }, { name: "delete", exposed: "my-server_delete" }] },
+      {
+        name: "my-server",
+        tools: [
+          { name: "list-items", exposed: "my-server_list-items" },
+          { name: "delete", exposed: "my-server_delete" },
+        ],
+      },
       { name: "my_server", tools: [] },
       { name: "console", tools: [] },
     ]);
@@ -43,6 +49,11 @@ describe("program globals", () => {
     expect(names[0]).toMatchObject({ identifier: "files", tools: [{ method: "readFile", exposed: "fs_read" }] });
     expect(() => codeNames([{ name: "fs", identifier: "not-an-identifier", tools: [] }])).toThrow(/not an identifier/);
     expect(() => codeNames([{ name: "fs", identifier: "tools", tools: [] }])).toThrow(/not an identifier/);
-    expect(() => codeNames([{ name: "a", identifier: "x", tools: [] }, { name: "b", identifier: "x", tools: [] }])).toThrow(/given twice/);
+    expect(() =>
+      codeNames([
+        { name: "a", identifier: "x", tools: [] },
+        { name: "b", identifier: "x", tools: [] },
+      ]),
+    ).toThrow(/given twice/);
   });
 });

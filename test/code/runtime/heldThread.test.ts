@@ -36,11 +36,14 @@ function loopHost() {
   const started = deferred();
   const gate = deferred();
   let counted = 0;
-  const host = codeHost({ s: ["started", "gate", "count"] }, {
-    s_started: () => started.resolve(),
-    s_gate: () => gate.promise,
-    s_count: () => ++counted,
-  });
+  const host = codeHost(
+    { s: ["started", "gate", "count"] },
+    {
+      s_started: () => started.resolve(),
+      s_gate: () => gate.promise,
+      s_count: () => ++counted,
+    },
+  );
   return { host, started: started.promise, open: () => gate.resolve(), counted: () => counted };
 }
 

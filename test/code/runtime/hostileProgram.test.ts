@@ -9,25 +9,82 @@ afterAll(() => pool.close());
 
 /** Every global the engine's context has before the runtime adds its own. */
 const ENGINE_GLOBALS = [
-  "AggregateError", "Array", "ArrayBuffer", "BigInt", "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "Date", "Error",
-  "EvalError", "FinalizationRegistry", "Float16Array", "Float32Array", "Float64Array", "Function", "Infinity", "Int16Array",
-  "Int32Array", "Int8Array", "InternalError", "Iterator", "JSON", "Map", "Math", "NaN", "Number", "Object", "Promise", "Proxy",
-  "RangeError", "ReferenceError", "Reflect", "RegExp", "Set", "SharedArrayBuffer", "String", "Symbol", "SyntaxError", "TypeError",
-  "URIError", "Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray", "WeakMap", "WeakRef", "WeakSet",
-  "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis", "isFinite", "isNaN",
-  "parseFloat", "parseInt", "undefined", "unescape",
+  "AggregateError",
+  "Array",
+  "ArrayBuffer",
+  "BigInt",
+  "BigInt64Array",
+  "BigUint64Array",
+  "Boolean",
+  "DataView",
+  "Date",
+  "Error",
+  "EvalError",
+  "FinalizationRegistry",
+  "Float16Array",
+  "Float32Array",
+  "Float64Array",
+  "Function",
+  "Infinity",
+  "Int16Array",
+  "Int32Array",
+  "Int8Array",
+  "InternalError",
+  "Iterator",
+  "JSON",
+  "Map",
+  "Math",
+  "NaN",
+  "Number",
+  "Object",
+  "Promise",
+  "Proxy",
+  "RangeError",
+  "ReferenceError",
+  "Reflect",
+  "RegExp",
+  "Set",
+  "SharedArrayBuffer",
+  "String",
+  "Symbol",
+  "SyntaxError",
+  "TypeError",
+  "URIError",
+  "Uint16Array",
+  "Uint32Array",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "WeakMap",
+  "WeakRef",
+  "WeakSet",
+  "decodeURI",
+  "decodeURIComponent",
+  "encodeURI",
+  "encodeURIComponent",
+  "escape",
+  "eval",
+  "globalThis",
+  "isFinite",
+  "isNaN",
+  "parseFloat",
+  "parseInt",
+  "undefined",
+  "unescape",
 ];
 
-const host = codeHost({ gh: ["create_issue", "delete_repo"], s: ["echo", "fast", "hang", "big"] }, {
-  gh_create_issue: (args) => ({ created: args }),
-  gh_delete_repo: () => {
-    throw new AbridgeError("TOOL_REFUSED", 'gh_delete_repo is refused by servers.gh.deny["delete_*"]');
+const host = codeHost(
+  { gh: ["create_issue", "delete_repo"], s: ["echo", "fast", "hang", "big"] },
+  {
+    gh_create_issue: (args) => ({ created: args }),
+    gh_delete_repo: () => {
+      throw new AbridgeError("TOOL_REFUSED", 'gh_delete_repo is refused by servers.gh.deny["delete_*"]');
+    },
+    s_echo: (args) => args,
+    s_fast: () => "ok",
+    s_hang: (_args, call) => aborted(call.signal),
+    s_big: () => "x".repeat(100_000_000),
   },
-  s_echo: (args) => args,
-  s_fast: () => "ok",
-  s_hang: (_args, call) => aborted(call.signal),
-  s_big: () => "x".repeat(100_000_000),
-});
+);
 
 async function value(code: string): Promise<unknown> {
   const result = await runProgram(code, host, {}, { pool });
@@ -38,7 +95,11 @@ async function value(code: string): Promise<unknown> {
 describe("hostile programs", () => {
   it("reach no host object through constructor chains, eval or async-function constructors", async () => {
     expect(await value('return (() => {}).constructor("return typeof process")();')).toBe("undefined");
-    expect(await value('return await (async () => {}).constructor("return [typeof require, typeof process, typeof module]")();')).toEqual(["undefined", "undefined", "undefined"]);
+    expect(await value('return await (async () => {}).constructor("return [typeof require, typeof process, typeof module]")();')).toEqual([
+      "undefined",
+      "undefined",
+      "undefined",
+    ]);
     expect(await value('return (function* () {}).constructor("return typeof globalThis.process")().next().value;')).toBe("undefined");
     expect(await value('return eval("typeof process + typeof require + typeof fetch + typeof setTimeout + typeof WebAssembly + typeof Buffer");')).toBe(
       "undefinedundefinedundefinedundefinedundefinedundefined",
@@ -70,14 +131,16 @@ describe("hostile programs", () => {
     const result = await runProgram(
       [
         "Object.prototype.polluted = 'inside';",
-        "const evil = JSON.parse('{\"__proto__\": {\"polluted\": \"host\"}, \"constructor\": {\"prototype\": {\"polluted\": \"host\"}}}');",
+        'const evil = JSON.parse(\'{"__proto__": {"polluted": "host"}, "constructor": {"prototype": {"polluted": "host"}}}\');',
         "return { evil, get computed() { return 6 * 7; }, [Symbol('hidden')]: 1, sym: Symbol('s'), fn: () => 1, list: [Symbol('x'), () => 2] };",
       ].join("\n"),
       host,
       {},
       { pool },
     );
-    expect(result.returnJson).toBe('{"evil":{"__proto__":{"polluted":"host"},"constructor":{"prototype":{"polluted":"host"}}},"computed":42,"list":[null,null]}');
+    expect(result.returnJson).toBe(
+      '{"evil":{"__proto__":{"polluted":"host"},"constructor":{"prototype":{"polluted":"host"}}},"computed":42,"list":[null,null]}',
+    );
     const parsed = JSON.parse(result.returnJson!) as { evil: object };
     expect(Object.getPrototypeOf(parsed.evil)).toBe(Object.prototype);
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
@@ -101,7 +164,10 @@ describe("hostile programs", () => {
     const cyclic = await runProgram("const a: any[] = []; a.push(a); return a;", host, {}, { pool });
     expect(cyclic.error).toMatchObject({ code: "CODE_ERROR", message: "the return value is not JSON: TypeError: circular reference" });
     const big = await runProgram("const chunk = 'x'.repeat(20000); return Array.from({ length: 1000 }, () => chunk);", host, {}, { pool });
-    expect(big.error).toMatchObject({ code: "CODE_LIMIT", message: expect.stringMatching(/^the return value is 2000\d{4} bytes of JSON, over the 16777216 a value may have/) });
+    expect(big.error).toMatchObject({
+      code: "CODE_LIMIT",
+      message: expect.stringMatching(/^the return value is 2000\d{4} bytes of JSON, over the 16777216 a value may have/),
+    });
     const bigint = await runProgram("return { n: 10n };", host, {}, { pool });
     expect(bigint.error).toMatchObject({ code: "CODE_ERROR", message: expect.stringContaining("the return value is not JSON: TypeError") });
     const throwing = await runProgram("return { get bad() { throw new RangeError('no'); } };", host, {}, { pool });
@@ -158,7 +224,7 @@ describe("hostile programs", () => {
       'gh_delete_repo is refused by servers.gh.deny["delete_*"]',
     ]);
     expect(await value('try { await tools.call("no_such_tool"); } catch (e) { return e.code; }')).toBe("TOOL_NOT_FOUND");
-    expect(await value('try { await tools.call(42 as any); } catch (e) { return [e.name, e.message]; }')).toEqual([
+    expect(await value("try { await tools.call(42 as any); } catch (e) { return [e.name, e.message]; }")).toEqual([
       "TypeError",
       "tools.call: the tool's name must be a string, got number",
     ]);
@@ -172,7 +238,12 @@ describe("hostile programs", () => {
     const rssBefore = process.memoryUsage().rss;
     expect(await value('try { await s.big({}); return "accepted"; } catch (e) { return [e.code, e.tool]; }')).toEqual(["CODE_LIMIT", "s_big"]);
     const uncaught = await runProgram("const v = await s.big({});\nreturn v.length;", host, {}, { pool });
-    expect(uncaught.error).toMatchObject({ code: "CODE_ERROR", toolCode: "CODE_LIMIT", line: 1, message: expect.stringContaining("over 16777216 bytes of JSON") });
+    expect(uncaught.error).toMatchObject({
+      code: "CODE_ERROR",
+      toolCode: "CODE_LIMIT",
+      line: 1,
+      message: expect.stringContaining("over 16777216 bytes of JSON"),
+    });
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(1024 * 1024 * 1024);
   });
 

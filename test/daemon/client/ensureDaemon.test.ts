@@ -35,7 +35,16 @@ afterEach(async () => {
 async function survivorReport(dir: string): Promise<string> {
   const procs = pidsWithMarker(dir).map((pid) => `  ${pid}: ${commandLineOf(pid)}`);
   const log = await readFile(`${dir}/state/daemon.log`, "utf8").catch((err: Error) => `(no daemon.log: ${err.message})`);
-  return [`${dir}:`, ...procs, "  daemon.log (last 40 lines):", ...log.trimEnd().split("\n").slice(-40).map((l) => `    ${l}`)].join("\n");
+  return [
+    `${dir}:`,
+    ...procs,
+    "  daemon.log (last 40 lines):",
+    ...log
+      .trimEnd()
+      .split("\n")
+      .slice(-40)
+      .map((l) => `    ${l}`),
+  ].join("\n");
 }
 
 function commandLineOf(pid: number): string {
@@ -191,7 +200,9 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     clients.push(c);
     // --read-only: only the fixture's readOnlyHint tool is listed.
     expect((await c.listTools()).map((t) => t.name)).toEqual(["echo"]);
-    await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"), { what: "summaries in the --cache-dir" });
+    await waitFor(async () => (await readFile(`${cacheDir}/summaries.jsonl`, "utf8").catch(() => "")).includes("echo"), {
+      what: "summaries in the --cache-dir",
+    });
     // Stopped the way a user would, waiting for it: under load a bare SIGTERM in afterEach can
     // outlast its deadline while the daemon ends its upstream children.
     c.close();
@@ -233,13 +244,22 @@ describe("ensureDaemon", { timeout: 120_000 }, () => {
     const { mkdir } = await import("node:fs/promises");
     const { isLockStale } = await import("../../../src/daemon/wire/lockfile.js");
     await mkdir(setup.stateDir, { recursive: true });
-    const daemon = spawnDaemon({ stateDir: setup.stateDir, configPath: setup.configFile, cwd: setup.dir, env: setup.ensure.env ?? {}, extraArgs: ["--heartbeat-ms", "100"] });
+    const daemon = spawnDaemon({
+      stateDir: setup.stateDir,
+      configPath: setup.configFile,
+      cwd: setup.dir,
+      env: setup.ensure.env ?? {},
+      extraArgs: ["--heartbeat-ms", "100"],
+    });
     // Wait until this daemon holds the lock: an ensureDaemon call before that would spawn a second
     // daemon, and ours could lose the race and exit before it is frozen.
-    await waitFor(async () => {
-      const seen = await readLock(lockFilePath(setup.stateDir));
-      return seen.state === "ok" && seen.lock.pid === daemon.pid;
-    }, { what: "the spawned daemon to hold the lock", timeoutMs: 20_000 });
+    await waitFor(
+      async () => {
+        const seen = await readLock(lockFilePath(setup.stateDir));
+        return seen.state === "ok" && seen.lock.pid === daemon.pid;
+      },
+      { what: "the spawned daemon to hold the lock", timeoutMs: 20_000 },
+    );
     await ensureDaemon(setup.ensure);
     const c = new DaemonClient({ stateDir: setup.stateDir });
     clients.push(c);

@@ -25,7 +25,11 @@ describe("the daemon's hello", { timeout: 60_000 }, () => {
       expect(await client.request({ op: "stats", token: daemon.token, id: 1 })).toMatchObject({ id: 1, ok: true, stats: { address: daemon.address } });
       // One hello per connection: later it is a request like any other (with the token) and a bad
       // one; the connection stays usable.
-      expect(await client.request({ token: daemon.token, op: "hello", nonce: nonce(), id: 2 })).toMatchObject({ id: 2, ok: false, error: { code: "DAEMON_BAD_REQUEST" } });
+      expect(await client.request({ token: daemon.token, op: "hello", nonce: nonce(), id: 2 })).toMatchObject({
+        id: 2,
+        ok: false,
+        error: { code: "DAEMON_BAD_REQUEST" },
+      });
       expect(await client.request({ op: "stats", token: daemon.token, id: 3 })).toMatchObject({ id: 3, ok: true });
     }
   });
@@ -58,9 +62,17 @@ describe("the daemon's hello", { timeout: 60_000 }, () => {
     expect(await twice.request({ op: "hello", nonce: nonce(), id: 0 })).toMatchObject({ ok: true });
     expect(await twice.request({ op: "hello", nonce: nonce(), id: 1 })).toMatchObject({ id: 1, ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
     await twice.closed;
-    for (const bad of [{ op: "hello", nonce: "short", id: 0 }, { op: "hello", id: 0 }, { op: "hello", nonce: nonce(), extra: 1, id: 0 }]) {
+    for (const bad of [
+      { op: "hello", nonce: "short", id: 0 },
+      { op: "hello", id: 0 },
+      { op: "hello", nonce: nonce(), extra: 1, id: 0 },
+    ]) {
       const malformed = await RawClient.connect(daemon.address);
-      expect(await malformed.request(bad)).toMatchObject({ id: 0, ok: false, error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("malformed hello") } });
+      expect(await malformed.request(bad)).toMatchObject({
+        id: 0,
+        ok: false,
+        error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("malformed hello") },
+      });
       await malformed.closed;
     }
     expect(daemon.stats().daemon.refused).toBe(5);
@@ -72,12 +84,18 @@ describe("the daemon's hello", { timeout: 60_000 }, () => {
     const flooding = await RawClient.connect(daemon.address);
     expect(await flooding.request({ op: "hello", nonce: nonce(), id: 0 })).toMatchObject({ ok: true });
     flooding.send("x".repeat(200 * 1024));
-    expect(await flooding.next()).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("no token in the first 65536 bytes") } });
+    expect(await flooding.next()).toMatchObject({
+      ok: false,
+      error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("no token in the first 65536 bytes") },
+    });
     await flooding.closed;
 
     const idle = await RawClient.connect(daemon.address);
     expect(await idle.request({ op: "hello", nonce: nonce(), id: 0 })).toMatchObject({ ok: true });
-    expect(await idle.next()).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("no token before the deadline") } });
+    expect(await idle.next()).toMatchObject({
+      ok: false,
+      error: { code: "DAEMON_UNAUTHORIZED", message: expect.stringContaining("no token before the deadline") },
+    });
     await idle.closed;
   });
 

@@ -87,7 +87,13 @@ describe("where the daemon listens", { timeout: 60_000 }, () => {
     // A socket path given explicitly that is too long is an error, not a silent change.
     const explicit = path.join(long, "explicit.sock");
     await expect(
-      Daemon.start({ config: setup.config, stateDir: path.join(setup.dir, "state-explicit"), cacheFile: path.join(setup.dir, "c.jsonl"), env: {}, socketPath: explicit }),
+      Daemon.start({
+        config: setup.config,
+        stateDir: path.join(setup.dir, "state-explicit"),
+        cacheFile: path.join(setup.dir, "c.jsonl"),
+        env: {},
+        socketPath: explicit,
+      }),
     ).rejects.toMatchObject({ code: "DAEMON_UNAVAILABLE", message: expect.stringContaining(explicit) });
   });
 

@@ -72,7 +72,13 @@ describe("daemon protocol", () => {
     expect(body.timeoutsMs).toEqual({ echo: 30_000, slow: 30_000 });
 
     const refresh = await client.request({ op: "refresh", token });
-    expect(refresh).toMatchObject({ ok: true, discovery: [{ server: "echo", tools: 4 }, { server: "slow", tools: 1 }] });
+    expect(refresh).toMatchObject({
+      ok: true,
+      discovery: [
+        { server: "echo", tools: 4 },
+        { server: "slow", tools: 1 },
+      ],
+    });
   });
 
   it("answers pipelined requests in order even when a later one finishes first", async () => {
@@ -141,7 +147,14 @@ describe("daemon protocol", () => {
       return answer;
     };
     for (const token of [undefined, "", "x".repeat(43), `${daemon.token}x`, daemon.token.toUpperCase() === daemon.token ? "y" : daemon.token.toUpperCase()]) {
-      const answer = await refusedOn({ op: "call_tool", server: "echo", tool: "echo", args: { text: "no" }, id: "t", ...(token !== undefined ? { token } : {}) });
+      const answer = await refusedOn({
+        op: "call_tool",
+        server: "echo",
+        tool: "echo",
+        args: { text: "no" },
+        id: "t",
+        ...(token !== undefined ? { token } : {}),
+      });
       expect(answer).toMatchObject({ id: "t", ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
     }
     expect(await refusedOn({ op: "shutdown", token: "nope" })).toMatchObject({ ok: false, error: { code: "DAEMON_UNAUTHORIZED" } });
@@ -288,9 +301,7 @@ describe("daemon protocol", () => {
     const daemon = await startDaemon(setup);
     const { Daemon } = await import("../../../src/daemon/server/daemon.js");
     const results = await Promise.all(
-      Array.from({ length: 5 }, () =>
-        Daemon.start({ config: setup.config, stateDir: setup.stateDir, cacheFile: path.join(setup.dir, "c.jsonl"), env: {} }),
-      ),
+      Array.from({ length: 5 }, () => Daemon.start({ config: setup.config, stateDir: setup.stateDir, cacheFile: path.join(setup.dir, "c.jsonl"), env: {} })),
     );
     for (const result of results) expect(result).toEqual({ status: "running", holder: daemon.info });
   });

@@ -64,7 +64,10 @@ const invalidCalls: unknown[] = [
 ];
 
 /** Requests of the other ops: the schema's alone. */
-const otherOps: unknown[] = [{ op: "list_tools", token }, { op: "stats", token, id: 3 }];
+const otherOps: unknown[] = [
+  { op: "list_tools", token },
+  { op: "stats", token, id: 3 },
+];
 
 /**
  * The `call_tool` request: any other op is the schema's to judge. Outputs are not compared: the
@@ -142,7 +145,8 @@ describe("hand-written checks of the daemon protocol", () => {
         expect(err instanceof Error && err.message).toContain("call_tool");
       }
       const record = value as Record<string, unknown>;
-      const expected = record.ok === true ? okAnswerSchemas.call_tool.safeParse(value).success : typeof (record.error as Record<string, unknown>).message === "string";
+      const expected =
+        record.ok === true ? okAnswerSchemas.call_tool.safeParse(value).success : typeof (record.error as Record<string, unknown>).message === "string";
       expect(accepted, JSON.stringify(value)).toBe(expected);
       if (isWellFormedResultAnswer(value)) expect(parseAnswer("call_tool", value)).toBe(value);
     }

@@ -32,13 +32,23 @@ describe("JSON-RPC manifests", () => {
 
   it("keeps unknown tool keys, drops mcpExpose, and hides unexposed and unmapped tools with the reason", () => {
     const parsed = parseManifest(
-      manifest("m", [tool("kept", { title: "Kept", annotations: { readOnlyHint: true }, "x-vendor": 1, mcpExpose: true }), tool("off", { mcpExpose: false }), tool("unmapped")], {
-        kept: "do.kept",
-        off: "do.off",
-      }),
+      manifest(
+        "m",
+        [
+          tool("kept", { title: "Kept", annotations: { readOnlyHint: true }, "x-vendor": 1, mcpExpose: true }),
+          tool("off", { mcpExpose: false }),
+          tool("unmapped"),
+        ],
+        {
+          kept: "do.kept",
+          off: "do.off",
+        },
+      ),
       "/m.json",
     );
-    expect(parsed.tools.map((t) => t.tool)).toEqual([{ name: "kept", title: "Kept", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, "x-vendor": 1 }]);
+    expect(parsed.tools.map((t) => t.tool)).toEqual([
+      { name: "kept", title: "Kept", inputSchema: { type: "object" }, annotations: { readOnlyHint: true }, "x-vendor": 1 },
+    ]);
     expect(parsed.hidden).toEqual([
       { file: "/m.json", tool: "off", kind: "mcpExpose", reason: "mcpExpose is false" },
       { file: "/m.json", tool: "unmapped", kind: "unmapped", reason: 'implementation.methods has no method for "unmapped"' },
@@ -49,9 +59,17 @@ describe("JSON-RPC manifests", () => {
     ["invalid JSON", "{", "/m.json: expected JSON, got invalid JSON at line 1, column 2: expected a property name in double quotes"],
     ["an array", "[]", "/m.json: expected a manifest object {id, tools, implementation}, got an array"],
     ["no id", JSON.stringify({ tools: [], implementation: { methods: {} } }), "/m.json: id: expected a non-empty string, got nothing"],
-    ["tools not an array", JSON.stringify({ id: "m", tools: {}, implementation: { methods: {} } }), "/m.json: tools: expected an array of tools, got an object"],
+    [
+      "tools not an array",
+      JSON.stringify({ id: "m", tools: {}, implementation: { methods: {} } }),
+      "/m.json: tools: expected an array of tools, got an object",
+    ],
     ["no implementation", JSON.stringify({ id: "m", tools: [] }), "/m.json: implementation: expected an object with `methods`, got nothing"],
-    ["methods not an object", JSON.stringify({ id: "m", tools: [], implementation: { methods: [] } }), "/m.json: implementation.methods: expected an object mapping tool names to JSON-RPC methods, got an array"],
+    [
+      "methods not an object",
+      JSON.stringify({ id: "m", tools: [], implementation: { methods: [] } }),
+      "/m.json: implementation.methods: expected an object mapping tool names to JSON-RPC methods, got an array",
+    ],
   ])("a manifest with %s fails as a whole, naming the file and the field", (_label, text, message) => {
     let error: unknown;
     try {
@@ -65,12 +83,16 @@ describe("JSON-RPC manifests", () => {
 
   it("skips a bad tool and keeps the rest of its file", () => {
     const parsed = parseManifest(
-      manifest("m", [tool("ok"), "not a tool", { name: "", inputSchema: {} }, { name: "noschema" }, tool("ok"), tool("bad_method"), tool("desc", { description: 7 })], {
-        ok: "m.ok",
-        bad_method: 42,
-        desc: "m.desc",
-        ghost: "m.ghost",
-      }),
+      manifest(
+        "m",
+        [tool("ok"), "not a tool", { name: "", inputSchema: {} }, { name: "noschema" }, tool("ok"), tool("bad_method"), tool("desc", { description: 7 })],
+        {
+          ok: "m.ok",
+          bad_method: 42,
+          desc: "m.desc",
+          ghost: "m.ghost",
+        },
+      ),
       "/m.json",
     );
     expect(parsed.tools.map((t) => t.tool.name)).toEqual(["ok"]);
@@ -96,9 +118,13 @@ describe("JSON-RPC manifests", () => {
   });
 
   it("a folder that is not there, or not a folder, is a config error naming the field", async () => {
-    await expect(loadManifests(path.join(temp.path, "none"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: cannot read the manifests folder ${path.join(temp.path, "none")} (ENOENT)`);
+    await expect(loadManifests(path.join(temp.path, "none"), "servers.x.manifests")).rejects.toThrow(
+      `servers.x.manifests: cannot read the manifests folder ${path.join(temp.path, "none")} (ENOENT)`,
+    );
     await writeFile(path.join(temp.path, "file.json"), "{}");
-    await expect(loadManifests(path.join(temp.path, "file.json"), "servers.x.manifests")).rejects.toThrow(`servers.x.manifests: ${path.join(temp.path, "file.json")} is not a folder`);
+    await expect(loadManifests(path.join(temp.path, "file.json"), "servers.x.manifests")).rejects.toThrow(
+      `servers.x.manifests: ${path.join(temp.path, "file.json")} is not a folder`,
+    );
   });
   it("refuses a symbolic link that leads out of the folder, naming the link and quoting nothing of its target", async () => {
     const outside = path.join(temp.path, "outside");

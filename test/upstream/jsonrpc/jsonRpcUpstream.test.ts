@@ -257,7 +257,11 @@ describe("a JSON-RPC backend in the upstream pool", () => {
       path.join(manifests, "z-dup.json"),
       JSON.stringify({
         id: "dup",
-        tools: [{ name: "add", inputSchema: { type: "object" } }, { description: "no name", inputSchema: {} }, { name: "empty", inputSchema: {} }],
+        tools: [
+          { name: "add", inputSchema: { type: "object" } },
+          { description: "no name", inputSchema: {} },
+          { name: "empty", inputSchema: {} },
+        ],
         implementation: { methods: { add: "calc.add", empty: "" } },
       }),
     );
@@ -267,10 +271,16 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     expect(status.state).toBe("ready");
     expect(status.error?.code).toBe("CONFIG_INVALID");
     const lines = status.error!.message.split("\n");
-    expect(lines).toContain(`${path.join(manifests, "broken.json")}: expected JSON, got invalid JSON at line 1, column 3: expected a property name in double quotes`);
-    expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: tools[0].name: "add" is already declared by ${path.join(manifests, "calc/manifest.json")}; this declaration is skipped`);
+    expect(lines).toContain(
+      `${path.join(manifests, "broken.json")}: expected JSON, got invalid JSON at line 1, column 3: expected a property name in double quotes`,
+    );
+    expect(lines).toContain(
+      `${path.join(manifests, "z-dup.json")}: tools[0].name: "add" is already declared by ${path.join(manifests, "calc/manifest.json")}; this declaration is skipped`,
+    );
     expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: tools[1].name: expected a non-empty string, got nothing`);
-    expect(lines).toContain(`${path.join(manifests, "z-dup.json")}: implementation.methods.empty: expected the name of a JSON-RPC method, got an empty string; the tool is not exposed`);
+    expect(lines).toContain(
+      `${path.join(manifests, "z-dup.json")}: implementation.methods.empty: expected the name of a JSON-RPC method, got an empty string; the tool is not exposed`,
+    );
     expect(await p.callTool("svc", "add", { a: 1, b: 2 })).toEqual({ content: [{ type: "text", text: "3" }] });
   });
 
@@ -284,7 +294,9 @@ describe("a JSON-RPC backend in the upstream pool", () => {
     const held = p.callTool("svc", "gate_wait", { tag: "held" });
     const endless = p.callTool("svc", "endless", {});
     await expect(endless).rejects.toMatchObject({ code: "UPSTREAM_ERROR" });
-    await expect(endless).rejects.toThrow(/data\.endless: the answer went over the 16777216-byte limit of a line \(\d+ bytes read\); dropped, and the connection to unix:.* closed/);
+    await expect(endless).rejects.toThrow(
+      /data\.endless: the answer went over the 16777216-byte limit of a line \(\d+ bytes read\); dropped, and the connection to unix:.* closed/,
+    );
     await expect(held).rejects.toMatchObject({ code: "UPSTREAM_UNAVAILABLE", retryable: true });
     await expect(held).rejects.toThrow(/closed during gate\.wait \(the backend sent a line over the 16777216-byte limit\)/);
     // The backend sees its streaming connection end, not abridge give up reading it.

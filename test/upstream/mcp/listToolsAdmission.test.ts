@@ -22,7 +22,9 @@ async function connected(tools: unknown[]): Promise<{ client: Client; close: () 
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const client = new Client({ name: "test", version: "1.0.0" });
   await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
-  return { client, close: async () => {
+  return {
+    client,
+    close: async () => {
       await client.close();
       await server.close();
     },

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { encodeHeaderValue, paramHeaders, scanHeaderDeclarations } from "../../../src/upstream/mcp/paramHeaders.js";
 
-const schema = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ type: "object", properties, ...extra });
+const schema = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  type: "object",
+  properties,
+  ...extra,
+});
 
 describe("x-mcp-header declarations", () => {
   it("are found on string, integer and boolean properties at any depth of properties", () => {
@@ -27,13 +31,19 @@ describe("x-mcp-header declarations", () => {
       const scan = scanHeaderDeclarations(s);
       return "invalid" in scan ? scan.invalid : "valid";
     };
-    expect(invalid(schema({ n: { type: "number", "x-mcp-header": "N" } }))).toContain("n: x-mcp-header is allowed only on a string, integer or boolean property");
-    expect(invalid(schema({ a: { type: "string", "x-mcp-header": "Same" }, b: { type: "string", "x-mcp-header": "same" } }))).toContain('declared twice (also as "Same")');
+    expect(invalid(schema({ n: { type: "number", "x-mcp-header": "N" } }))).toContain(
+      "n: x-mcp-header is allowed only on a string, integer or boolean property",
+    );
+    expect(invalid(schema({ a: { type: "string", "x-mcp-header": "Same" }, b: { type: "string", "x-mcp-header": "same" } }))).toContain(
+      'declared twice (also as "Same")',
+    );
     expect(invalid(schema({ a: { type: "string", "x-mcp-header": "has space" } }))).toContain("is not a header name");
     expect(invalid(schema({ a: { type: "string", "x-mcp-header": "a:b" } }))).toContain("is not a header name");
     expect(invalid(schema({ a: { type: "string", "x-mcp-header": "grüße" } }))).toContain("is not a header name");
     expect(invalid(schema({ a: { type: "string", "x-mcp-header": "" } }))).toContain("is not a header name");
-    expect(invalid(schema({ list: { type: "array", items: { type: "string", "x-mcp-header": "Item" } } }))).toContain("list.<items>: x-mcp-header is allowed only on a property reached through properties");
+    expect(invalid(schema({ list: { type: "array", items: { type: "string", "x-mcp-header": "Item" } } }))).toContain(
+      "list.<items>: x-mcp-header is allowed only on a property reached through properties",
+    );
     expect(invalid(schema({}, { anyOf: [schema({ a: { type: "string", "x-mcp-header": "A" } })] }))).toContain("reached through properties");
     expect(invalid(schema({}, { $defs: { d: { type: "string", "x-mcp-header": "D" } } }))).toContain("reached through properties");
     expect(invalid({ type: "object", "x-mcp-header": "Root" })).toContain("the schema's root");

@@ -39,7 +39,10 @@ describe("classifyProbe: how a server answered server/discover", () => {
   });
 
   it("over HTTP a bare 4xx is a server of the older revisions; 401, 403 and 5xx fail the start", () => {
-    const http = (status: number): { error: unknown; closed: boolean } => ({ error: new StreamableHTTPError(status, "Error POSTing to endpoint"), closed: false });
+    const http = (status: number): { error: unknown; closed: boolean } => ({
+      error: new StreamableHTTPError(status, "Error POSTing to endpoint"),
+      closed: false,
+    });
     expect(classifyProbe("s", http(404), false)).toMatchObject({ era: "legacy", reason: "server/discover was refused with HTTP 404" });
     expect(classifyProbe("s", http(405), false)).toMatchObject({ era: "legacy" });
     for (const status of [401, 403, 502]) expect(() => classifyProbe("s", http(status), false)).toThrow("Error POSTing");
@@ -50,13 +53,21 @@ describe("classifyProbe: how a server answered server/discover", () => {
   });
 
   it("a server of stateless revisions that are not ours: UPSTREAM_PROTOCOL naming them", () => {
-    expect(() => classifyProbe("s", { result: discover(["2099-01-01"]) }, true)).toThrow(expect.objectContaining({ code: "UPSTREAM_PROTOCOL", message: expect.stringContaining("s: the server speaks MCP 2099-01-01") }));
-    expect(() => classifyProbe("s", rpc(UNSUPPORTED_PROTOCOL_VERSION, { supported: ["2099-01-01"] }), true)).toThrow(expect.objectContaining({ code: "UPSTREAM_PROTOCOL" }));
+    expect(() => classifyProbe("s", { result: discover(["2099-01-01"]) }, true)).toThrow(
+      expect.objectContaining({ code: "UPSTREAM_PROTOCOL", message: expect.stringContaining("s: the server speaks MCP 2099-01-01") }),
+    );
+    expect(() => classifyProbe("s", rpc(UNSUPPORTED_PROTOCOL_VERSION, { supported: ["2099-01-01"] }), true)).toThrow(
+      expect.objectContaining({ code: "UPSTREAM_PROTOCOL" }),
+    );
   });
 
   it("readDiscoverResult keeps only a well-formed result", () => {
     expect(readDiscoverResult({ supportedVersions: "2026-07-28", capabilities: {} })).toBeUndefined();
     expect(readDiscoverResult({ supportedVersions: ["2026-07-28"] })).toBeUndefined();
-    expect(readDiscoverResult({ supportedVersions: ["2026-07-28"], capabilities: {}, instructions: "hi" })).toEqual({ supportedVersions: ["2026-07-28"], capabilities: {}, instructions: "hi" });
+    expect(readDiscoverResult({ supportedVersions: ["2026-07-28"], capabilities: {}, instructions: "hi" })).toEqual({
+      supportedVersions: ["2026-07-28"],
+      capabilities: {},
+      instructions: "hi",
+    });
   });
 });
