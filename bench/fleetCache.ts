@@ -189,7 +189,7 @@ async function mkdirTemp(): Promise<string> {
   return dir;
 }
 
-/** The README section of a {@link FleetCacheResult}. */
+/** The markdown section of a {@link FleetCacheResult} (docs/fleet.md carries its figures). */
 export function fleetCacheMarkdown(result: FleetCacheResult): string {
   const row = (label: string, w: WarmFigures): string[] => [
     label,

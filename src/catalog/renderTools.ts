@@ -249,7 +249,7 @@ export function sortTools(tools: readonly CatalogTool[]): CatalogTool[] {
 }
 
 /**
- * What the model is shown in `mode` (see DESIGN.md "Serving modes"). Pure and deterministic:
+ * What the model is shown in `mode` (see docs/modes.md). Pure and deterministic:
  * the same catalog gives byte-identical output in every process, so a client's prompt cache
  * survives restarts.
  *

@@ -24,7 +24,7 @@ let cached: JsonSchemaNode | undefined;
 
 /**
  * The config file's schema as JSON Schema (input side, so defaults show as optional). Derived
- * from the zod schema rather than written by hand, so error messages and the README reference can
+ * from the zod schema rather than written by hand, so error messages and the configuration reference (docs/configuration.md) can
  * never drift from what is validated. Memoized: it is a pure function of a constant.
  */
 export function configJsonSchema(): JsonSchemaNode {

@@ -52,7 +52,7 @@ function defaultOf(node: JsonSchemaNode, key: string, inServer: boolean): string
 
 /**
  * The config reference as a markdown table (field, type, default, description), generated from the
- * zod schema's `.describe()` texts so the README cannot drift from what is validated.
+ * zod schema's `.describe()` texts so docs/configuration.md cannot drift from what is validated.
  */
 export function configReference(): string {
   const root = configJsonSchema();

@@ -5,7 +5,7 @@ import { RESULT_FORMATS, STRUCTURED_MODES, type ResultFormat } from "../result/r
 
 /**
  * The config file's schema. Field names mirror the file (snake_case) so an error path such as
- * `servers.github.timeout_ms` is exactly what the user typed. `.describe()` texts feed the README's
+ * `servers.github.timeout_ms` is exactly what the user typed. `.describe()` texts feed docs/configuration.md's
  * config reference.
  */
 

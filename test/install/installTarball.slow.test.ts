@@ -132,12 +132,14 @@ describe("the packed tarball, installed globally", () => {
 
   it("ships the runtime files and no sources or tests", async () => {
     const top = await readdir(installed);
-    expect(top).toEqual(expect.arrayContaining(["README.md", "dist", "examples", "node_modules", "package.json", "prompts"]));
+    expect(top).toEqual(expect.arrayContaining(["README.md", "dist", "docs", "examples", "node_modules", "package.json", "prompts"]));
     for (const unshipped of ["src", "test", "bench", "cache", "tsconfig.json", "vitest.config.ts"]) expect(top).not.toContain(unshipped);
     const shipped = JSON.parse(await readFile(path.join(installed, "package.json"), "utf8")) as { name: string; version: string };
     expect(shipped).toMatchObject({ name: manifest.name, version: manifest.version });
     expect(existsSync(path.join(installed, "prompts", "summarize-tool.md"))).toBe(true);
     expect(existsSync(path.join(installed, "examples", "abridge.toml"))).toBe(true);
+    // The README links the pages of docs/: they ship with it.
+    expect(existsSync(path.join(installed, "docs", "configuration.md"))).toBe(true);
     const dist = (await readdir(path.join(installed, "dist"), { recursive: true })).filter((f) => !f.endsWith(".map"));
     expect(dist).toContain(path.join("cli", "bin.js"));
     expect(dist).toContain("index.d.ts");

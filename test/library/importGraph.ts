@@ -138,7 +138,7 @@ export function layerViolations(edges: readonly ImportEdge[] = importEdges()): s
 
 /**
  * The layer table as markdown: each folder, its layer and what it imports; with `sizes`, also its
- * files and lines and how many import lines point to each folder (the README leaves them out, so
+ * files and lines and how many import lines point to each folder (docs/architecture.md leaves them out, so
  * it changes only when the structure does).
  */
 export function layerTable(edges: readonly ImportEdge[] = importEdges(), options: { sizes?: boolean } = {}): string {

@@ -4,7 +4,7 @@ import { codeLimitsSchema, describeIssues, runResultSchema, toolResultSchema } f
 import { messageOf } from "../../model/errors.js";
 
 /**
- * The message-bus protocol (README "Bus worker (NATS)"): JSON messages on NATS subjects, shared by
+ * The message-bus protocol (docs/fleet.md, "Bus worker (NATS)"): JSON messages on NATS subjects, shared by
  * the worker (`abridge bus`) and the host-side `BusClient`, so both parse with one definition.
  * This module imports no worker code, so the library's client can use it alone.
  */

@@ -121,7 +121,7 @@ interface DaemonCounters {
 /**
  * The long-running local front end for host applications that are not MCP clients. A second
  * front end over the same {@link Bridge} `serve` uses: it translates the line protocol of
- * DESIGN.md onto `list`, `callServerTool`, `getSchema`, `stats`, `refresh` and `readOutput`.
+ * docs/daemon-protocol.md onto `list`, `callServerTool`, `getSchema`, `stats`, `refresh` and `readOutput`.
  *
  * Start-up order makes "one daemon per state dir" cheap to enforce: bind the listener (so the
  * address is known), take the lockfile, and only then open the bridge and spawn upstreams; a

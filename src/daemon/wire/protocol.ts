@@ -1,5 +1,5 @@
 /**
- * The daemon's wire protocol (see DESIGN.md "Daemon protocol"): one JSON object per line in each
+ * The daemon's wire protocol (see docs/daemon-protocol.md): one JSON object per line in each
  * direction, answered in order. Shared by the daemon and its client, so this module imports no
  * daemon code and the library can use it without pulling the daemon in.
  *
