@@ -8,7 +8,6 @@ import type { Config } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/mcp/nestedAbridge.js";
-import { admitExposed } from "../upstream/admitTool.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
 import { VERSION } from "../model/version.js";
@@ -186,7 +185,7 @@ export class Bridge {
   private discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
     // Tools the permission policy hides never reach the catalog (nor search, get_schema, lists).
     // The upstreams admitted every tool where it entered (see admitTool): taken by identity here.
-    this.lastDiscovery = this.catalog.setTools(admitExposed(this.guard.visibleTools(this.pool.tools()), this.logger), options);
+    this.lastDiscovery = this.catalog.setTools(this.guard.visibleTools(this.pool.tools()), options);
     return this.lastDiscovery;
   }
 

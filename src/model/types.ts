@@ -36,9 +36,21 @@ export interface ListedTool {
 }
 
 /** A tool together with the server it came from. */
+/** The brand only admission writes (see upstream/admitTool.ts); not exported, so no module can spell it without a cast. */
+declare const admittedBrand: unique symbol;
+
+/**
+ * A tool that passed admission (upstream/admitTool.ts): an object nested no deeper than the schema
+ * depth bound, with every `null` member dropped (null means absent), a string `name` and an object
+ * `inputSchema`. Upstreams hand out only these, and the catalog, the hasher and the renderers take
+ * only these, so none of them checks depth or normalizes again, and a tool that skipped admission
+ * does not compile there.
+ */
+export type AdmittedTool = RawTool & { readonly [admittedBrand]: true };
+
 export interface DiscoveredTool {
   server: string;
-  tool: RawTool;
+  tool: AdmittedTool;
 }
 
 /** Connection state of one upstream server. */

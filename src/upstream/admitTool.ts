@@ -1,20 +1,11 @@
 import { ErrorCode } from "../model/errors.js";
 import { isObject } from "../model/json.js";
-import type { JsonObject, RawTool } from "../model/types.js";
+import type { AdmittedTool, JsonObject, RawTool } from "../model/types.js";
 import type { Logger } from "../log/logger.js";
 import { normalizeTool } from "./normalizeTool.js";
 import { schemaTooDeep } from "./schemaDepth.js";
 
-/** The brand only this module writes; not exported, so no other module can spell it without a cast. */
-declare const admittedBrand: unique symbol;
-
-/**
- * A tool that passed {@link admitTool}: an object nested no deeper than the schema depth bound,
- * with every `null` member dropped (null means absent), a string `name` and an object
- * `inputSchema`. The catalog, the hasher and the renderers take only this type, so none of them
- * checks depth or normalizes again, and a tool that skipped admission does not compile there.
- */
-export type AdmittedTool = RawTool & { readonly [admittedBrand]: true };
+export type { AdmittedTool } from "../model/types.js";
 
 /** Why a value is not an admissible tool, in the order {@link admitTool} checks. */
 export type AdmissionReason = "notObject" | "tooDeep" | "noName" | "noInputSchema";

@@ -1,6 +1,6 @@
 import type { ServerConfig } from "../config/schema.js";
 import type { ErrorCode } from "../model/errors.js";
-import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus } from "../model/types.js";
+import type { AdmittedTool, CallToolResult, ForwardOptions, JsonObject, ServerStatus } from "../model/types.js";
 
 /**
  * One configured server as the pool sees it, whatever runs behind it: a live MCP server
@@ -45,7 +45,7 @@ export interface Upstream {
   /** The current status (a fresh object). */
   status(): ServerStatus;
   /** The exposed tools (allow/deny applied), in the server's order. */
-  tools(): RawTool[];
+  tools(): AdmittedTool[];
   /** Pids of the child processes alive under this upstream (`[]` for kinds that start none). */
   pids(): number[];
 

@@ -2,7 +2,7 @@ import type { ServerConfig } from "../config/schema.js";
 import { AbridgeError, ErrorCode } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import type { RawTool, ServerState, ServerStatus } from "../model/types.js";
+import type { AdmittedTool, ServerState, ServerStatus } from "../model/types.js";
 
 /**
  * Decides whether the pool exposes `tool` of `server` (the server's config entry as the
@@ -47,9 +47,9 @@ export abstract class UpstreamBase {
   protected startedAt: string | undefined;
   protected serverInfo: { name: string; version: string } | undefined;
   /** What the server listed (malformed and duplicate tools dropped), before the exposure decision. */
-  protected listedTools: RawTool[] = [];
+  protected listedTools: AdmittedTool[] = [];
   /** {@link listedTools} that are exposed: what the pool serves. */
-  protected toolList: RawTool[] = [];
+  protected toolList: AdmittedTool[] = [];
 
   constructor(config: ServerConfig, options: UpstreamBaseOptions) {
     this.currentConfig = config;
@@ -130,7 +130,7 @@ export abstract class UpstreamBase {
    * The exposed tools. While a live server restarts, the last known list stays, so a model's
    * tool list does not flap; calls fail fast meanwhile.
    */
-  tools(): RawTool[] {
+  tools(): AdmittedTool[] {
     return [...this.toolList];
   }
 
@@ -140,7 +140,7 @@ export abstract class UpstreamBase {
   }
 
   /** The tools of `listed` that are exposed, in their order. */
-  protected exposed(listed: readonly RawTool[]): RawTool[] {
+  protected exposed(listed: readonly AdmittedTool[]): AdmittedTool[] {
     return listed.filter((tool) => {
       if (this.isExposed(tool.name)) return true;
       this.logger.debug("tool filtered out by allow/deny", { tool: tool.name });

@@ -2,7 +2,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../log/logger.js";
 import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
-import type { RawTool } from "../../model/types.js";
+import type { AdmittedTool } from "../../model/types.js";
 import { ChildStdioTransport } from "../process/childStdioTransport.js";
 import { listTools } from "./listTools.js";
 import { recursionRefused, RECURSION_EXIT_CODE } from "./nestedAbridge.js";
@@ -55,7 +55,7 @@ export interface AttemptOptions {
  *   Error naming the exit code (or signal) when a stdio child quit before it was ready;
  *   otherwise what the transport or the SDK threw.
  */
-export async function connectAndList(client: UpstreamClient, transport: Transport, options: AttemptOptions): Promise<RawTool[]> {
+export async function connectAndList(client: UpstreamClient, transport: Transport, options: AttemptOptions): Promise<AdmittedTool[]> {
   const { server, timeoutMs } = options;
   const timeout = new AbortController();
   const timer = setTimeout(() => {

@@ -25,7 +25,7 @@ import type { ProtocolEra } from "./protocolEra.js";
 import { StatelessState } from "./statelessState.js";
 import type { Upstream } from "../upstream.js";
 import { notReadyError, startError } from "../upstreamErrors.js";
-import type { CallToolResult, ForwardOptions, JsonObject, RawTool, ServerStatus, UpstreamNotification } from "../../model/types.js";
+import type { AdmittedTool, CallToolResult, ForwardOptions, JsonObject, ServerStatus, UpstreamNotification } from "../../model/types.js";
 import { isObject } from "../../model/json.js";
 import { delay } from "../../model/timers.js";
 
@@ -311,7 +311,7 @@ export class UpstreamConnection extends UpstreamBase implements Upstream {
    * Installs a new listing (all listed tools; the exposure is decided here and again by
    * {@link updateConfig}); true when the exposed list differs from the previous one.
    */
-  private replaceTools(listed: RawTool[]): boolean {
+  private replaceTools(listed: AdmittedTool[]): boolean {
     const before = JSON.stringify(this.toolList);
     const wasDiscovered = this.discovered;
     this.listedTools = listed;
