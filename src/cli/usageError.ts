@@ -1,4 +1,6 @@
-import { AbridgeError, ErrorCode } from "../model/errors.js";
+import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
+import { isObject } from "../model/json.js";
+import type { JsonObject } from "../model/types.js";
 
 /** A wrong command line: printed with the usage line of the command after it, exit code 2. */
 export function usageError(message: string): AbridgeError {
@@ -15,5 +17,21 @@ export function positiveIntOption(values: Readonly<Record<string, unknown>>, nam
   const value = Number(text);
   if (!Number.isInteger(value)) throw usageError(`--${name}: expected a positive integer, got "${text}"`);
   if (value <= 0) throw usageError(`--${name}: ${text} is out of range: expected a positive integer (1 or more)`);
+  return value;
+}
+
+/**
+ * A tool call's arguments given on the command line as JSON text: an object, or {} when absent.
+ * Invalid JSON and any other JSON value are usage errors that start with `label`.
+ */
+export function jsonObjectArgument(text: string | undefined, label: string): JsonObject {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw usageError(`${label}: expected a JSON object, got invalid JSON (${messageOf(err)})`);
+  }
+  if (!isObject(value)) throw usageError(`${label}: expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`);
   return value;
 }

@@ -1,26 +1,10 @@
 import { writeLine } from "../cliIo.js";
 import { ExitCode, type CommandSpec } from "../command.js";
-import { positiveIntOption, usageError } from "../usageError.js";
-import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
+import { jsonObjectArgument, positiveIntOption } from "../usageError.js";
+import { NATS_SECURITY_OPTIONS, natsAgentFrom, natsSecurityFrom } from "./natsOptions.js";
 import { BusCallError, BusClient } from "../../bus/client/busClient.js";
-import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
-import type { JsonObject } from "../../model/types.js";
-import { agentNameProblem, DEFAULT_REQUEST_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
-import { parseNatsUrl } from "../../bus/wire/natsConnection.js";
-
-function parseArguments(text: string | undefined): JsonObject {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw usageError(`arguments: expected a JSON object, got invalid JSON (${messageOf(err)})`);
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw usageError(`arguments: expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`);
-  }
-  return value as JsonObject;
-}
+import { AbridgeError, ErrorCode } from "../../model/errors.js";
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
 
 /** `abridge bus call`: one call to an agent's workers over the bus, as a host sends it. */
 export const busCallCommand: CommandSpec = {
@@ -46,17 +30,9 @@ export const busCallCommand: CommandSpec = {
     ...NATS_SECURITY_OPTIONS,
   },
   async run(ctx) {
-    const natsText = ctx.values.nats;
-    if (typeof natsText !== "string") throw usageError("--nats URL is required, e.g. --nats nats://127.0.0.1:4222");
-    const url = parseNatsUrl(natsText);
-    if ("problem" in url) throw usageError(`--nats: ${url.problem}`);
-    for (const secret of url.secrets) ctx.secrets.add(secret);
-    const agent = ctx.values.agent;
-    if (typeof agent !== "string") throw usageError("--agent NAME is required: the agent whose workers take the call");
-    const agentProblem = agentNameProblem(agent);
-    if (agentProblem !== undefined) throw usageError(`--agent: ${agentProblem}`);
+    const { natsText, agent } = natsAgentFrom(ctx.values, ctx.secrets, "the agent whose workers take the call");
     const [tool, argsText] = ctx.positionals as [string, string | undefined];
-    const args = parseArguments(argsText);
+    const args = jsonObjectArgument(argsText, "arguments");
     const timeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? DEFAULT_REQUEST_TIMEOUT_MS;
 
     const inboxPrefix = ctx.values["inbox-prefix"];

@@ -3,13 +3,13 @@ import { ExitCode, type CommandSpec } from "../command.js";
 import { CACHE_DIR_OPTION, cacheFileFor, STATE_DIR_OPTION, stateDirFor } from "../openBridge.js";
 import { positiveIntOption, usageError } from "../usageError.js";
 import { modeChoices, parseMode } from "./toolsCommand.js";
-import { NATS_SECURITY_OPTIONS, natsSecurityFrom } from "./natsOptions.js";
+import { NATS_SECURITY_OPTIONS, natsAgentFrom, natsSecurityFrom } from "./natsOptions.js";
 import { BusWorker } from "../../bus/worker/busWorker.js";
 import { Bridge } from "../../core/bridge.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import { ConfigWatcher } from "../../core/configWatcher.js";
-import { agentNameProblem, DEFAULT_WORKER_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
-import { connectNats, parseNatsUrl } from "../../bus/wire/natsConnection.js";
+import { DEFAULT_WORKER_TIMEOUT_MS } from "../../bus/wire/busProtocol.js";
+import { connectNats } from "../../bus/wire/natsConnection.js";
 
 /** How long calls in flight may finish after SIGTERM (as `serve` and the daemon give). */
 const DEFAULT_BUS_GRACE_MS = 10_000;
@@ -49,15 +49,7 @@ export const busCommand: CommandSpec = {
     ...STATE_DIR_OPTION,
   },
   async run(ctx) {
-    const natsText = ctx.values.nats;
-    if (typeof natsText !== "string") throw usageError("--nats URL is required, e.g. --nats nats://127.0.0.1:4222");
-    const url = parseNatsUrl(natsText);
-    if ("problem" in url) throw usageError(`--nats: ${url.problem}`);
-    for (const secret of url.secrets) ctx.secrets.add(secret);
-    const agent = ctx.values.agent;
-    if (typeof agent !== "string") throw usageError("--agent NAME is required: the agent whose calls this worker takes");
-    const agentProblem = agentNameProblem(agent);
-    if (agentProblem !== undefined) throw usageError(`--agent: ${agentProblem}`);
+    const { url, agent } = natsAgentFrom(ctx.values, ctx.secrets, "the agent whose calls this worker takes");
     const flagMode = ctx.values.mode === undefined ? undefined : parseMode(ctx.values.mode, "compact");
     const callTimeoutMs = positiveIntOption(ctx.values, "timeout-ms") ?? DEFAULT_WORKER_TIMEOUT_MS;
     const graceMs = positiveIntOption(ctx.values, "grace-ms") ?? DEFAULT_BUS_GRACE_MS;

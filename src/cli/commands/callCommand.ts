@@ -1,24 +1,8 @@
 import { failedStartError } from "../../core/failedStart.js";
-import type { JsonObject } from "../../model/types.js";
 import { ExitCode, type CommandSpec } from "../command.js";
 import { writeLine } from "../cliIo.js";
 import { CACHE_DIR_OPTION, selectServers, withBridge } from "../openBridge.js";
-import { positiveIntOption, usageError } from "../usageError.js";
-import { messageOf } from "../../model/errors.js";
-
-function parseArguments(text: string | undefined): JsonObject {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw usageError(`--args: expected a JSON object, got invalid JSON (${messageOf(err)})`);
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw usageError(`--args: expected a JSON object, got ${Array.isArray(value) ? "an array" : typeof value}`);
-  }
-  return value as JsonObject;
-}
+import { jsonObjectArgument, positiveIntOption } from "../usageError.js";
 
 /** `abridge call <server> <tool>`: one tool call, printed as JSON. */
 export const callCommand: CommandSpec = {
@@ -33,7 +17,7 @@ export const callCommand: CommandSpec = {
   },
   async run(ctx) {
     const [server, tool] = ctx.positionals as [string, string];
-    const args = parseArguments(ctx.values.args as string | undefined);
+    const args = jsonObjectArgument(ctx.values.args as string | undefined, "--args");
     const timeoutMs = positiveIntOption(ctx.values, "timeout-ms");
     const config = selectServers(await ctx.loadConfig(), [server], "positional");
     return withBridge(

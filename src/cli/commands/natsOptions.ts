@@ -1,5 +1,8 @@
+import type { SecretSet } from "../../log/logger.js";
+import { agentNameProblem } from "../../bus/wire/busProtocol.js";
+import { parseNatsUrl, type NatsSecurity } from "../../bus/wire/natsConnection.js";
 import type { OptionSpec } from "../command.js";
-import type { NatsSecurity } from "../../bus/wire/natsConnection.js";
+import { usageError } from "../usageError.js";
 
 /** The NATS credential and TLS options `abridge bus` and `abridge bus call` share. */
 export const NATS_SECURITY_OPTIONS: Record<string, OptionSpec> = {
@@ -27,4 +30,25 @@ export function natsSecurityFrom(values: Readonly<Record<string, unknown>>): Nat
     };
   }
   return security;
+}
+
+/**
+ * `--nats URL` and `--agent NAME`, both required: the URL checked (its credentials join the secrets
+ * logs redact) and the agent's name checked. `agentRole` ends the missing-agent message.
+ */
+export function natsAgentFrom(
+  values: Readonly<Record<string, unknown>>,
+  secrets: SecretSet,
+  agentRole: string,
+): { natsText: string; url: Exclude<ReturnType<typeof parseNatsUrl>, { problem: string }>; agent: string } {
+  const natsText = values.nats;
+  if (typeof natsText !== "string") throw usageError("--nats URL is required, e.g. --nats nats://127.0.0.1:4222");
+  const url = parseNatsUrl(natsText);
+  if ("problem" in url) throw usageError(`--nats: ${url.problem}`);
+  for (const secret of url.secrets) secrets.add(secret);
+  const agent = values.agent;
+  if (typeof agent !== "string") throw usageError(`--agent NAME is required: ${agentRole}`);
+  const agentProblem = agentNameProblem(agent);
+  if (agentProblem !== undefined) throw usageError(`--agent: ${agentProblem}`);
+  return { natsText, url, agent };
 }
