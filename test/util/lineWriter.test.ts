@@ -193,7 +193,9 @@ describe("each transport writes through one LineWriter: one drain listener howev
 
   it("a daemon session answering a client that does not read, with answers waiting on an unordered connection", async () => {
     const token = "t".repeat(32);
-    const answer = "a".repeat(64 * 1024);
+    // 50 MiB of answers in all: far past what the kernel's loopback buffers take in (a few MiB, tuned
+    // by the kernel), so answers are sure to wait in the session, whatever the machine.
+    const answer = "a".repeat(512 * 1024);
     const host: SessionHost = {
       token,
       maxLineBytes: 1024 * 1024,
@@ -215,11 +217,11 @@ describe("each transport writes through one LineWriter: one drain listener howev
     cleanups.push(() => void client.destroy());
     await once(client, "connect");
     client.pause();
-    const requests = 60;
+    const requests = 100;
     const lines = [JSON.stringify({ op: "options", unordered: true, token, id: 0 })];
     for (let id = 1; id <= requests; id++) lines.push(JSON.stringify({ op: "stats", token, id }));
     client.write(`${lines.join("\n")}\n`);
-    // 60 answers of 64 KiB are past the bound: each waits for the client, all behind one listener.
+    // The answers are past the bound: each waits for the client, all behind one listener.
     await waitFor(() => session !== undefined && session.bufferedBytes > MAX_BUFFERED_ANSWER_BYTES && session.pending > 2, {
       what: "answers to wait for the client",
     });
