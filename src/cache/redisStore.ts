@@ -4,88 +4,35 @@ import { parseRedisUrl } from "../config/redisUrl.js";
 import type { RedisTarget } from "../config/redisUrl.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
-import { RateLimitedLog } from "../log/rateLimitedLog.js";
 import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { delay } from "../model/timers.js";
 import type { CacheEntry } from "./cacheEntry.js";
-import { clearCache, compactCache } from "./cacheMaintenance.js";
-import { JsonlStore } from "./jsonlStore.js";
-import { bytesOver, clampCreatedAt, latestAcceptedCreatedAt, MAX_ENTRY_BYTES, oversizedReason, parseStoredLine } from "./entryLimits.js";
+import type { JsonlStore } from "./jsonlStore.js";
+import { bytesOver, clampCreatedAt, MAX_ENTRY_BYTES, oversizedReason, parseStoredLine } from "./entryLimits.js";
 import { checkCacheEntry } from "./parseCacheLine.js";
-import { createRedisClient, type RedisClientOptions } from "./redisConnection.js";
+import { createRedisClient } from "./redisConnection.js";
 import { DEFAULT_REDIS_PREFIX, redisLayout, type RedisLayout } from "./redisLayout.js";
+import { RedisMemory } from "./redisMemory.js";
 import { readEntryField, scanEntries } from "./redisReads.js";
-import { CLAIM_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT, WRITE_SCRIPT } from "./redisScripts.js";
+import { redisLease } from "./redisLease.js";
+import { CLAIM_SCRIPT } from "./redisScripts.js";
+import { RedisSpool, writeEntries } from "./redisSpool.js";
+import { RedisStoreLogs } from "./redisStoreLogs.js";
 import { LOCAL_LEASE } from "./summaryStore.js";
-import type { AppendOptions, CacheEntryInput, ClaimLease, ClaimResult, RemoteEntryListener, SummaryStore, SummaryStoreStats } from "./summaryStore.js";
+import type { AppendOptions, CacheEntryInput, ClaimResult, RemoteEntryListener, SummaryStore } from "./summaryStore.js";
+import {
+  DEFAULT_LEASE_MS,
+  FLUSH_CHUNK,
+  MEMORY_BYTES,
+  MEMORY_ENTRIES,
+  RETRY_FLUSH_MS,
+  type RedisStoreOptions,
+  type RedisStoreStats,
+  START_WAIT_MS,
+  SUBSCRIBE_WAIT_MS,
+} from "./redisStoreOptions.js";
 
-/** Default lease of a summary claim (config `cache_lease_ms`). */
-export const DEFAULT_LEASE_MS = 30_000;
-/** How long the first load waits for the subscriber to listen (it loads again if it comes later). */
-const SUBSCRIBE_WAIT_MS = 1_000;
-
-/** How long {@link RedisStore.open} waits for the first load before serving without it. */
-const START_WAIT_MS = 3_000;
-/** How long after a refused write the spool is tried again over a connection that stayed up. */
-const RETRY_FLUSH_MS = 5_000;
-/** Entries written back per round trip when the spool is flushed. */
-const FLUSH_CHUNK = 500;
-/**
- * Entries of keys this bridge has not asked for that memory holds at most, and their bytes: the
- * hash is shared by a whole fleet, and anyone who can write to Redis or publish on its channel can
- * add entries by the hundred thousand. Past these, such entries are left in Redis (a bridge that
- * lists the tool later reads its entry when it claims the key). Entries of keys asked for (the
- * tools this bridge lists) and entries written here are always kept.
- */
-export const MEMORY_ENTRIES = 20_000;
-export const MEMORY_BYTES = 32 * 1024 * 1024;
-/** How often skipped entries are logged at most (one line, with counts). */
-const SKIP_LOG_MS = 60_000;
-
-/** Options of {@link RedisStore.open}. */
-export interface RedisStoreOptions {
-  /** `cache_url`: `redis://[[user]:password@]host[:port][/db]`. */
-  url: string;
-  /** Lease of a summary claim (config `cache_lease_ms`). */
-  leaseMs?: number;
-  /** Key prefix (default `abridge`): several caches may share one database. */
-  prefix?: string;
-  /**
-   * JSONL file keeping entries written while Redis could not be reached, until they are written
-   * there (`<state_dir>/redis-spool/...`). Without one they wait in memory only.
-   */
-  spoolFile?: string;
-  logger?: Logger;
-  /** How long {@link RedisStore.open} waits for the first load (default 3,000 ms). */
-  startWaitMs?: number;
-  /** How long after a write Redis refused over a live connection the spool is tried again (default 5,000 ms). */
-  retryFlushMs?: number;
-  /** Entries of keys not asked for kept in memory at most (default {@link MEMORY_ENTRIES}). */
-  memoryEntries?: number;
-  /** Their bytes at most (default {@link MEMORY_BYTES}). */
-  memoryBytes?: number;
-  client?: RedisClientOptions;
-}
-
-/** Counters of a {@link RedisStore}. */
-export interface RedisStoreStats extends SummaryStoreStats {
-  /** Whether the connection is up now. */
-  connected: boolean;
-  /** Entries written here and not yet in Redis (in memory and in the spool file). */
-  spooled: number;
-  /** Full loads done (the first, and one after every reconnection). */
-  loads: number;
-  /** Entries over the size bound skipped (loaded, heard or read), each time one was met. */
-  oversized: number;
-  /** Valid entries left out of memory because it held its bound of entries not asked for. */
-  notKept: number;
-}
-
-/** An entry in memory, with the size of its line. */
-interface Held {
-  entry: CacheEntry;
-  bytes: number;
-}
+export { DEFAULT_LEASE_MS, MEMORY_BYTES, MEMORY_ENTRIES, type RedisStoreOptions, type RedisStoreStats } from "./redisStoreOptions.js";
 
 /**
  * The summary cache on a Redis shared by a fleet of bridges (config `cache_url`); the key layout
@@ -113,19 +60,10 @@ export class RedisStore implements SummaryStore {
   private readonly logger: Logger;
   private readonly client: Redis;
   private readonly subscriber: Redis;
-  private readonly memory = new Map<string, Held>();
-  /** Size of the entries in {@link memory} (their lines' lengths). */
-  private memoryBytes = 0;
-  /** How many entries of keys not {@link wanted} memory holds, and their size: what the bounds limit. */
-  private readonly others = { entries: 0, bytes: 0 };
-  /** Keys asked for ({@link get}, {@link has}, {@link latest}) or written here: always kept in memory. */
-  private readonly wanted = new Set<string>();
-  private readonly memoryEntriesBound: number;
-  private readonly memoryBytesBound: number;
-  /** Entries not yet written to Redis, by key. */
-  private readonly pending = new Map<string, CacheEntry>();
-  /** Keys of pending entries written with force (replacing whatever Redis holds). */
-  private readonly forced = new Set<string>();
+  /** Entries in memory; keys asked for ({@link get}, {@link has}, {@link latest}) or written here are always kept. */
+  private readonly memory: RedisMemory;
+  /** Entries written here and not yet in Redis. */
+  private readonly spool = new RedisSpool();
   /**
    * Counts entries heard and written here. A read from Redis (a page of the load, a field) is
    * Redis's word for its fields only when nothing was heard or written while it travelled: an
@@ -133,17 +71,13 @@ export class RedisStore implements SummaryStore {
    * must not replace it.
    */
   private news = 0;
-  private readonly oversizedLog: RateLimitedLog;
-  private readonly notKeptLog: RateLimitedLog;
-  private spool: JsonlStore | undefined;
+  private readonly logs: RedisStoreLogs;
   private readonly listeners = new Set<RemoteEntryListener>();
-  private readonly outage: RateLimitedLog;
   private readonly writes = new Set<Promise<unknown>>();
   private counters = { entries: 0, invalidLines: 0, appended: 0, writeErrors: 0, loads: 0, oversized: 0, notKept: 0 };
   private down = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly retryFlushMs: number;
-  private authLogged = false;
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
   private closed = false;
@@ -162,23 +96,8 @@ export class RedisStore implements SummaryStore {
     this.location = target.display;
     this.layout = redisLayout(options.prefix ?? DEFAULT_REDIS_PREFIX, target.db);
     this.logger = (options.logger ?? silentLogger).child({ cache: target.display });
-    this.outage = new RateLimitedLog(
-      this.logger,
-      "summary cache on Redis is unreachable; serving from memory and the original descriptions, reconnecting",
-      60_000,
-    );
-    this.oversizedLog = new RateLimitedLog(
-      this.logger,
-      `skipped a summary cache entry over ${MAX_ENTRY_BYTES} bytes; \`abridge cache compact\` removes it`,
-      SKIP_LOG_MS,
-    );
-    this.notKeptLog = new RateLimitedLog(
-      this.logger,
-      "the summary cache on Redis holds more entries than this bridge keeps in memory; entries of tools it has not listed are left in Redis",
-      SKIP_LOG_MS,
-    );
-    this.memoryEntriesBound = options.memoryEntries ?? MEMORY_ENTRIES;
-    this.memoryBytesBound = options.memoryBytes ?? MEMORY_BYTES;
+    this.logs = new RedisStoreLogs(this.logger);
+    this.memory = new RedisMemory(options.memoryEntries ?? MEMORY_ENTRIES, options.memoryBytes ?? MEMORY_BYTES);
     this.client = createRedisClient(target, options.client);
     this.subscriber = createRedisClient(target, options.client);
     this.firstSync = new Promise((resolve) => (this.firstSettled = resolve));
@@ -196,11 +115,9 @@ export class RedisStore implements SummaryStore {
     if (!parsed.ok) throw new AbridgeError(ErrorCode.CONFIG_INVALID, `cache_url: ${parsed.message}`, { details: { field: "cache_url" } });
     const store = new RedisStore(parsed.target, options);
     if (options.spoolFile !== undefined) {
-      store.spool = await JsonlStore.open({ file: options.spoolFile, logger: options.logger ?? silentLogger });
       // Entries a previous run could not write: served now, written when Redis is reachable.
-      for (const entry of store.spool.entries()) {
-        store.keepWritten(entry, JSON.stringify(entry).length);
-        store.pending.set(entry.key, entry);
+      for (const entry of await store.spool.open(options.spoolFile, options.logger ?? silentLogger)) {
+        store.memory.keepWritten(entry, JSON.stringify(entry).length);
       }
     }
     store.connect();
@@ -216,17 +133,17 @@ export class RedisStore implements SummaryStore {
 
   /** The entry of `key` in memory; asking marks the key as one this bridge keeps. */
   get(key: string): CacheEntry | undefined {
-    this.want(key);
-    return this.memory.get(key)?.entry;
+    this.memory.want(key);
+    return this.memory.get(key);
   }
 
   has(key: string): boolean {
-    this.want(key);
+    this.memory.want(key);
     return this.memory.has(key);
   }
 
   *entries(): IterableIterator<CacheEntry> {
-    for (const held of this.memory.values()) yield held.entry;
+    yield* this.memory.entries();
   }
 
   forServer(server: string): CacheEntry[] {
@@ -239,13 +156,13 @@ export class RedisStore implements SummaryStore {
 
   stats(): RedisStoreStats {
     const { loads, ...counts } = this.counters;
-    return { ...counts, liveKeys: this.memory.size, connected: this.client.status === "ready", spooled: this.pending.size, loads };
+    return { ...counts, liveKeys: this.memory.size, connected: this.client.status === "ready", spooled: this.spool.size, loads };
   }
 
   /** Resolves once the spool is empty (every entry written here is in Redis); false on timeout. */
   async flushed(timeoutMs: number): Promise<boolean> {
     const end = Date.now() + timeoutMs;
-    while (this.pending.size > 0 || this.syncing !== undefined) {
+    while (this.spool.size > 0 || this.syncing !== undefined) {
       if (Date.now() >= end) return false;
       await delay(20);
     }
@@ -274,13 +191,17 @@ export class RedisStore implements SummaryStore {
     const over = bytesOver(line);
     if (over !== undefined) throw new AbridgeError(ErrorCode.INPUT_INVALID, `cache entry ${stored.key} rejected: ${oversizedReason(over)}`);
     this.news++;
-    this.keepWritten(stored, line.length);
-    const write = this.writeThrough(stored, options.force === true);
-    this.writes.add(write);
+    this.memory.keepWritten(stored, line.length);
+    await this.tracked(this.writeThrough(stored, options.force === true));
+  }
+
+  /** Runs a write close() waits for before it disconnects. */
+  private async tracked(work: Promise<unknown>): Promise<void> {
+    this.writes.add(work);
     try {
-      await write;
+      await work;
     } finally {
-      this.writes.delete(write);
+      this.writes.delete(work);
     }
   }
 
@@ -295,7 +216,7 @@ export class RedisStore implements SummaryStore {
     const token = randomUUID();
     try {
       const answer = await this.client.eval(CLAIM_SCRIPT, 1, claimKey, token, this.leaseMs);
-      return answer === 1 ? { granted: true, lease: this.lease(claimKey, token) } : { granted: false };
+      return answer === 1 ? { granted: true, lease: redisLease(this.client, claimKey, token, this.leaseMs, (work) => this.tracked(work)) } : { granted: false };
     } catch (err) {
       this.noteDown(err);
       return { granted: true, lease: LOCAL_LEASE };
@@ -303,18 +224,18 @@ export class RedisStore implements SummaryStore {
   }
 
   async latest(key: string): Promise<CacheEntry | undefined> {
-    this.want(key);
+    this.memory.want(key);
     if (this.client.status === "ready") {
       try {
         const news = this.news;
         const read = await readEntryField(this.client, this.layout, key);
         if (read.oversized !== undefined) this.noteOversized(key, read.oversized);
-        else if (read.text !== undefined) this.admit(read.text, key, news === this.news && !this.pending.has(key));
+        else if (read.text !== undefined) this.admit(read.text, key, news === this.news && !this.spool.has(key));
       } catch (err) {
         this.noteDown(err);
       }
     }
-    return this.memory.get(key)?.entry;
+    return this.memory.get(key);
   }
 
   /** Writes what it can, stops listening and disconnects. Idempotent. */
@@ -324,13 +245,13 @@ export class RedisStore implements SummaryStore {
     this.closing ??= (async () => {
       await Promise.allSettled([...this.writes]);
       if (this.syncing !== undefined) await this.syncing.catch(() => undefined);
-      if (this.pending.size > 0 && this.client.status === "ready") await this.flush().catch(() => undefined);
-      if (this.pending.size > 0) {
-        this.logger.warn("closing with summaries not yet written to Redis; they are kept in the spool for the next run", { count: this.pending.size });
+      if (this.spool.size > 0 && this.client.status === "ready") await this.flush().catch(() => undefined);
+      if (this.spool.size > 0) {
+        this.logger.warn("closing with summaries not yet written to Redis; they are kept in the spool for the next run", { count: this.spool.size });
       }
       this.listeners.clear();
       await Promise.allSettled([quit(this.subscriber), quit(this.client)]);
-      await this.spool?.close();
+      await this.spool.close();
       this.firstSettled();
     })();
     return this.closing;
@@ -361,17 +282,7 @@ export class RedisStore implements SummaryStore {
 
   /** Records an outage and logs it once per outage. */
   private noteDown(err: unknown): void {
-    const message = messageOf(err);
-    if (/WRONGPASS|NOAUTH|invalid password|invalid username/i.test(message)) {
-      if (!this.authLogged) {
-        this.authLogged = true;
-        this.logger.error("Redis refused the credentials of cache_url; check its user and password", { code: ErrorCode.CONFIG_INVALID, error: message });
-      }
-    } else if (!this.down) {
-      // Once per outage (the reconnection attempts that follow repeat it); an outage that comes
-      // back within a minute of the last one is counted into the next line instead.
-      this.outage.warn({ code: ErrorCode.CACHE_UNAVAILABLE, error: message });
-    }
+    this.logs.failure(err, this.down);
     this.down = true;
     this.firstSettled();
   }
@@ -384,7 +295,7 @@ export class RedisStore implements SummaryStore {
     if (this.retryTimer !== undefined || this.closed) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
-      if (this.pending.size > 0 && this.client.status === "ready" && !this.closed) void this.sync();
+      if (this.spool.size > 0 && this.client.status === "ready" && !this.closed) void this.sync();
     }, this.retryFlushMs);
     this.retryTimer.unref();
   }
@@ -411,7 +322,7 @@ export class RedisStore implements SummaryStore {
         } while (this.syncAgain && !this.closed);
       } catch (err) {
         this.noteDown(err);
-        if (this.pending.size > 0) this.retryLater();
+        if (this.spool.size > 0) this.retryLater();
       } finally {
         this.syncing = undefined;
         this.firstSettled();
@@ -446,7 +357,7 @@ export class RedisStore implements SummaryStore {
         news = this.news;
       },
       value: (field, text) => {
-        if (this.admit(text, field, news === this.news && !this.pending.has(field))) valid++;
+        if (this.admit(text, field, news === this.news && !this.spool.has(field))) valid++;
         else invalid++;
       },
       oversized: (field, bytes) => {
@@ -491,21 +402,17 @@ export class RedisStore implements SummaryStore {
   }
 
   /**
-   * Takes an entry into memory unless memory has it, or (unless `authoritative`) a newer one for
-   * its key, or has no room for it: past the bound of entries not asked for, an entry of a key not
-   * asked for is left out (and an older one of its key let go). Returns whether it was taken;
-   * listeners hear of every entry taken.
+   * Takes an entry into memory ({@link RedisMemory.offer}: unless it has it, a newer one, or no
+   * room for it). Returns whether it was taken; listeners hear of every entry taken.
    */
   private take(entry: CacheEntry, bytes: number, authoritative: boolean): boolean {
-    const current = this.memory.get(entry.key);
-    if (current !== undefined && (sameEntry(current.entry, entry) || (!authoritative && current.entry.createdAt > entry.createdAt))) return false;
-    if (!this.wanted.has(entry.key) && !this.hasRoom(bytes - (current?.bytes ?? 0), current === undefined)) {
-      if (current !== undefined) this.forget(entry.key, current);
+    const outcome = this.memory.offer(entry, bytes, authoritative);
+    if (outcome === "stale") return false;
+    if (outcome === "noRoom") {
       this.counters.notKept++;
-      this.notKeptLog.warn({ notKept: this.counters.notKept, kept: this.memory.size, keptBytes: this.memoryBytes });
+      this.logs.notKept.warn({ notKept: this.counters.notKept, kept: this.memory.size, keptBytes: this.memory.bytes });
       return false;
     }
-    this.hold(entry, bytes, current);
     for (const listener of this.listeners) {
       try {
         listener(entry);
@@ -516,60 +423,16 @@ export class RedisStore implements SummaryStore {
     return true;
   }
 
-  /** An entry written here (or spooled by an earlier run): kept whatever the bound, its key wanted. */
-  private keepWritten(entry: CacheEntry, bytes: number): void {
-    this.want(entry.key);
-    this.hold(entry, bytes, this.memory.get(entry.key));
-  }
-
-  private hold(entry: CacheEntry, bytes: number, current: Held | undefined): void {
-    const grown = bytes - (current?.bytes ?? 0);
-    this.memoryBytes += grown;
-    if (!this.wanted.has(entry.key)) {
-      this.others.bytes += grown;
-      if (current === undefined) this.others.entries++;
-    }
-    this.memory.set(entry.key, { entry, bytes });
-  }
-
-  private forget(key: string, current: Held): void {
-    this.memoryBytes -= current.bytes;
-    if (!this.wanted.has(key)) {
-      this.others.bytes -= current.bytes;
-      this.others.entries--;
-    }
-    this.memory.delete(key);
-  }
-
-  /** Whether the entries of keys not asked for may grow by `bytes` (and one entry when `added`). */
-  private hasRoom(bytes: number, added: boolean): boolean {
-    return this.others.entries + (added ? 1 : 0) <= this.memoryEntriesBound && this.others.bytes + bytes <= this.memoryBytesBound;
-  }
-
-  /**
-   * Marks a key as one this bridge serves, so its entry is always kept. Keys asked for are the
-   * tools a bridge lists; they are bounded like the others, in case something asks for many.
-   */
-  private want(key: string): void {
-    if (this.wanted.has(key) || this.wanted.size >= this.memoryEntriesBound) return;
-    this.wanted.add(key);
-    const held = this.memory.get(key);
-    if (held !== undefined) {
-      this.others.entries--;
-      this.others.bytes -= held.bytes;
-    }
-  }
-
   /** Counts a value over the size bound, logged at most once a minute. */
   private noteOversized(field: string | undefined, bytes: number): void {
     this.counters.oversized++;
-    this.oversizedLog.warn({ ...(field !== undefined ? { field } : { source: "channel" }), bytes, oversized: this.counters.oversized });
+    this.logs.oversized.warn({ ...(field !== undefined ? { field } : { source: "channel" }), bytes, oversized: this.counters.oversized });
   }
 
   private async writeThrough(entry: CacheEntry, force: boolean): Promise<void> {
     if (this.client.status === "ready") {
       try {
-        await this.write([entry], force ? new Set([entry.key]) : undefined);
+        await writeEntries(this.client, this.layout, [entry], force ? new Set([entry.key]) : undefined);
         this.counters.appended++;
         return;
       } catch (err) {
@@ -580,91 +443,24 @@ export class RedisStore implements SummaryStore {
     await this.keep(entry, force);
   }
 
-  /**
-   * One round trip: each entry set unless Redis has a newer one for its key (or its key is in
-   * `forced`), and published. Dates beyond this host's clock plus the skew allowance do not count
-   * as newer.
-   */
-  private async write(entries: readonly CacheEntry[], forced?: ReadonlySet<string>): Promise<void> {
-    const batch = this.client.multi();
-    const latest = latestAcceptedCreatedAt();
-    for (const entry of entries) {
-      const force = forced?.has(entry.key) === true ? "1" : "0";
-      batch.eval(WRITE_SCRIPT, 1, this.layout.entries, entry.key, JSON.stringify(entry), entry.createdAt, this.layout.channel, latest, force, MAX_ENTRY_BYTES);
-    }
-    const results = await batch.exec();
-    if (results === null) throw new AbridgeError(ErrorCode.CACHE_UNAVAILABLE, "Redis discarded the write");
-    for (const [err] of results) if (err) throw err;
-  }
-
   /** Keeps an entry Redis could not take: in memory, and in the spool file when there is one. */
   private async keep(entry: CacheEntry, force: boolean): Promise<void> {
-    this.pending.set(entry.key, entry);
-    if (force) this.forced.add(entry.key);
-    else this.forced.delete(entry.key);
+    this.spool.hold(entry, force);
     if (this.client.status === "ready") this.retryLater();
-    if (this.spool === undefined) return;
-    try {
-      await this.spool.append(entry);
-    } catch (err) {
-      throw new AbridgeError(
-        ErrorCode.CACHE_IO,
-        `cannot write ${entry.key} to Redis or to the spool ${this.spool.file}; it is kept in memory until Redis is back`,
-        { cause: err },
-      );
-    }
+    await this.spool.save(entry);
   }
 
   /** Writes the spooled entries to Redis and empties the spool of them. Returns how many. */
   private async flush(): Promise<number> {
-    if (this.pending.size === 0) return 0;
-    const batch = [...this.pending.values()];
-    const forced = new Set(this.forced);
-    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await this.write(batch.slice(i, i + FLUSH_CHUNK), forced);
-    for (const entry of batch) {
-      if (this.pending.get(entry.key) !== entry) continue;
-      this.pending.delete(entry.key);
-      this.forced.delete(entry.key);
-    }
+    if (this.spool.size === 0) return 0;
+    const { entries: batch, forced } = this.spool.batch();
+    for (let i = 0; i < batch.length; i += FLUSH_CHUNK) await writeEntries(this.client, this.layout, batch.slice(i, i + FLUSH_CHUNK), forced);
+    this.spool.written(batch);
     this.counters.appended += batch.length;
-    if (this.spool !== undefined) {
-      const file = this.spool.file;
-      // Entries spooled during the flush stay in the file.
-      if (this.pending.size === 0) await clearCache(file);
-      else await compactCache(file, { keep: (entry) => this.pending.get(entry.key)?.createdAt === entry.createdAt });
-    }
+    await this.spool.compact();
     this.logger.info("wrote spooled summaries to Redis", { count: batch.length });
     return batch.length;
   }
-
-  private lease(claimKey: string, token: string): ClaimLease {
-    return {
-      renew: async () => {
-        try {
-          return (await this.client.eval(RENEW_SCRIPT, 1, claimKey, token, this.leaseMs)) === 1;
-        } catch {
-          // Unreachable: whether the lease holds cannot be told; the job goes on either way.
-          return true;
-        }
-      },
-      release: async () => {
-        if (this.client.status !== "ready") return;
-        // Tracked like a write: close() must not send QUIT ahead of it, or the key stays claimed
-        // for a whole lease after this host is gone.
-        const released = this.client.eval(RELEASE_SCRIPT, 1, claimKey, token).catch(() => undefined);
-        this.writes.add(released);
-        try {
-          await released;
-        } finally {
-          this.writes.delete(released);
-        }
-      },
-    };
-  }
-}
-
-function sameEntry(a: CacheEntry, b: CacheEntry): boolean {
-  return a.createdAt === b.createdAt && a.summarizer === b.summarizer && a.summary === b.summary;
 }
 
 /** Ends a connection: politely when it is up, at once otherwise (QUIT cannot be sent to nobody). */
