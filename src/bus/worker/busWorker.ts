@@ -1,25 +1,19 @@
 import os from "node:os";
 import { headers, PermissionViolationError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import type { z } from "zod";
 import type { Mode } from "../../config/schema.js";
 import type { Bridge } from "../../core/bridge.js";
 import { RateLimitedLog } from "../../log/rateLimitedLog.js";
 import { silentLogger, type Logger } from "../../log/logger.js";
 import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
-import { isObject } from "../../model/json.js";
-import type { JsonObject } from "../../model/types.js";
 import {
   agentNameProblem,
   BUS_SUBJECTS,
-  busIdSchema,
-  checkMessage,
   CONTENT_TRUST,
   CONTENT_TRUST_HEADER,
   invokeRequestSchema,
   invokeSubject,
   metaSubject,
   queueGroup,
-  readJson,
   refreshRequestSchema,
   refreshSubject,
   resultSubject,
@@ -30,12 +24,14 @@ import {
   type DiscoveryMessage,
   type InvokeRequest,
   type InvokeResult,
-  type RefreshError,
   type RunRequest,
   type RunResultMessage,
 } from "../wire/busProtocol.js";
-import { busError, busErrorOf } from "./busErrors.js";
+import { busError } from "./busErrors.js";
 import { CallQueue } from "./callQueue.js";
+import { answerInvoke } from "./invokeRequest.js";
+import { RefreshRuns } from "./refreshRuns.js";
+import { readRequest, replyOf, type RequestReaderContext, requesterOf } from "./requestReader.js";
 import { answerRun, runTimeoutMs } from "./runRequest.js";
 
 /** Options of {@link BusWorker}. */
@@ -63,9 +59,6 @@ export const DEFAULT_MAX_CONCURRENT = 64;
 export const DEFAULT_MAX_QUEUED = 256;
 export const DEFAULT_REFRESH_INTERVAL_MS = 1_000;
 
-/** Refresh requests with a reply subject that may wait for the next re-list; past it they are answered `busy`. */
-const MAX_REFRESH_WAITERS = 1_000;
-
 /** How long an unsubscribe or a flush may wait for a NATS server that is away, at shutdown. */
 const SHUTDOWN_IO_MS = 2_000;
 
@@ -76,12 +69,6 @@ interface CallJob {
   /** When its answer is due (performance.now): arrival plus the worker's call timeout (a run's own timeout). */
   deadline: number;
   arrived: number;
-}
-
-/** A refresh request with a reply subject, waiting for the next re-list. */
-interface RefreshWaiter {
-  reply: string;
-  id: BusId | undefined;
 }
 
 let workerCount = 0;
@@ -106,25 +93,16 @@ export class BusWorker {
   private readonly calls: CallQueue<CallJob>;
   private readonly busyLog: RateLimitedLog;
   private busy: BusError | undefined;
-  private readonly refreshIntervalMs: number;
-  /** Refresh requests with a reply subject that the next re-list answers. */
-  private refreshWaiters: RefreshWaiter[] = [];
-  /** A refresh without a reply subject is waiting: the next run publishes the list. */
-  private refreshPublishPending = false;
-  /** Some waiting refresh asked for a re-list (not only for the list as it is). */
-  private refreshRelistPending = false;
-  /** The id of the first waiting refresh request that had one: the published list carries it. */
-  private refreshPendingId: BusId | undefined;
-  private refreshRunning = false;
-  private refreshTimer: NodeJS.Timeout | undefined;
-  private lastRefreshStart = Number.NEGATIVE_INFINITY;
+  /** Refresh requests waiting for the next re-list and publish. */
+  private readonly refreshes: RefreshRuns;
   /** The headers of everything the worker sends (only read by the client: one instance serves every message). */
   private readonly outputHeaders = headers();
   /** The tool list as JSON, made once per list (a list is published and answered many times). */
   private toolsJson: { digest: string; json: string } | undefined;
   /** Aborted when the grace of a shutdown is over: calls still running are answered `shutting_down`. */
   private readonly stopping = new AbortController();
-  private readonly malformed: RateLimitedLog;
+  /** What reading a request needs: malformed ones are answered, or logged rate-limited. */
+  private readonly reader: RequestReaderContext;
   private stopListening: (() => void) | undefined;
   private lastDigest: string | undefined;
   /** Set once the list was published at start: list changes before that are in that list. */
@@ -141,10 +119,27 @@ export class BusWorker {
     this.id = `${os.hostname()}/${process.pid}/${workerCount}`;
     this.logger = (options.logger ?? silentLogger).child({ agent: options.agent });
     // A peer sending garbage without a reply subject must not fill the log.
-    this.malformed = new RateLimitedLog(this.logger, "malformed bus message with no reply subject and no readable agent; dropped");
+    this.reader = {
+      agent: this.agent,
+      worker: this.id,
+      send: (subject, body, what) => this.send(subject, body, what),
+      malformed: new RateLimitedLog(this.logger, "malformed bus message with no reply subject and no readable agent; dropped"),
+    };
     this.calls = new CallQueue({ maxConcurrent: options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT, maxQueued: options.maxQueued ?? DEFAULT_MAX_QUEUED });
     this.busyLog = new RateLimitedLog(this.logger, "at the limit of calls running and waiting; answering busy");
-    this.refreshIntervalMs = options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS;
+    this.refreshes = new RefreshRuns({
+      agent: this.agent,
+      worker: this.id,
+      intervalMs: options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS,
+      logger: this.logger,
+      busyLog: this.busyLog,
+      relist: () => this.bridge.refresh(),
+      publish: (id) => this.publishTools("refresh", id),
+      answerList: (reply, id) => this.sendJson(reply, this.discovery("refresh", id).json, "tool list"),
+      send: (subject, body, what) => this.send(subject, body, what),
+      track: (task) => this.track(task),
+      closing: () => this.closePromise !== undefined,
+    });
     this.outputHeaders.set(CONTENT_TRUST_HEADER, CONTENT_TRUST.output);
     this.outputHeaders.set("Content-Type", "application/json");
   }
@@ -254,65 +249,11 @@ export class BusWorker {
   }
 
   /**
-   * Reads a request's body and header. On a shared subject, another agent's message is
-   * `undefined` (its own workers answer it); a malformed one is answered here and is `undefined`
-   * too. On the agent's own subject (`ownSubject`) the message is this agent's, and one naming
-   * another agent is malformed.
-   */
-  private read<T>(msg: Msg, schema: z.ZodType<T>, ownSubject: boolean, emptyIs?: unknown): T | undefined {
-    const body = msg.data.length === 0 && emptyIs !== undefined ? ({ ok: true, value: emptyIs } as const) : readJson(msg.data);
-    if (!body.ok) {
-      this.refuse(msg, { id: null, mine: ownSubject }, body.problem);
-      return undefined;
-    }
-    const value = body.value;
-    const agent = isObject(value) ? value.agent : undefined;
-    const valid = typeof agent === "string" && agentNameProblem(agent) === undefined;
-    const idField = isObject(value) ? busIdSchema.safeParse(value.id) : undefined;
-    if (valid && agent !== this.agent) {
-      if (!ownSubject) return undefined;
-      this.refuse(
-        msg,
-        { id: idField?.success ? idField.data : null, mine: true },
-        `the message names agent ${JSON.stringify(agent)} on ${msg.subject}, the subject of agent ${this.agent}`,
-      );
-      return undefined;
-    }
-    const known = { id: idField?.success ? idField.data : null, mine: valid || ownSubject };
-    const trust = msg.headers?.get(CONTENT_TRUST_HEADER) ?? "";
-    if (trust !== CONTENT_TRUST.request) {
-      const got = trust === "" ? "none" : JSON.stringify(trust);
-      this.refuse(msg, known, `a request must carry the header ${CONTENT_TRUST_HEADER}: ${CONTENT_TRUST.request} (got ${got})`);
-      return undefined;
-    }
-    const checked = checkMessage(schema, value, "request");
-    if (!checked.ok) {
-      this.refuse(msg, known, checked.problem);
-      return undefined;
-    }
-    return checked.value;
-  }
-
-  /**
-   * Answers a malformed request with `bad_request`: to its reply subject, else on
-   * `tool.result.<agent>` when it named this agent, else only in the log.
-   */
-  private refuse(msg: Msg, known: { id: BusId | null; mine: boolean }, problem: string): void {
-    const error = busError("bad_request", `malformed message on ${msg.subject}: ${problem}`);
-    const answer: InvokeResult | RefreshError = { id: known.id, agent: this.agent, worker: this.id, ok: false, error };
-    const reply = replyOf(msg);
-    if (reply !== undefined) this.send(reply, answer, "error answer");
-    else if (known.mine && (msg.subject === BUS_SUBJECTS.invoke || msg.subject === invokeSubject(this.agent)))
-      this.send(resultSubject(this.agent), answer, "error answer");
-    else this.malformed.warn({ subject: msg.subject, problem });
-  }
-
-  /**
    * A call arrived: read it, then start it, queue it, or answer `busy` (it, or a waiting call of
    * a requester that holds more of the queue), all before the next message is read.
    */
   private onInvoke(msg: Msg, ownSubject: boolean): void {
-    const request = this.read(msg, invokeRequestSchema, ownSubject);
+    const request = readRequest(this.reader, msg, invokeRequestSchema, ownSubject);
     if (request === undefined) return;
     const arrived = performance.now();
     this.admit({ msg, request, arrived, deadline: arrived + this.options.callTimeoutMs });
@@ -334,7 +275,7 @@ export class BusWorker {
    * and due within its own `timeout_ms` from now (see runRequest.ts).
    */
   private onRun(msg: Msg): void {
-    const request = this.read(msg, runRequestSchema, true);
+    const request = readRequest(this.reader, msg, runRequestSchema, true);
     if (request === undefined) return;
     const arrived = performance.now();
     this.admit({ msg, request, arrived, deadline: arrived + runTimeoutMs(this.bridge, request) });
@@ -394,7 +335,12 @@ export class BusWorker {
             request,
             job.deadline - performance.now(),
           )
-        : await this.call(request, job.deadline - job.arrived, job.deadline - performance.now());
+        : await answerInvoke(
+            { bridge: this.bridge, agent: this.agent, worker: this.id, mode: this.options.mode, stopping: this.stopping.signal },
+            request,
+            job.deadline - job.arrived,
+            job.deadline - performance.now(),
+          );
     const subject = replyOf(job.msg) ?? resultSubject(this.agent);
     if (!this.send(subject, answer, "result")) {
       // Too large for the NATS server, or the connection is closed: say so if it can be said.
@@ -415,126 +361,18 @@ export class BusWorker {
   }
 
   /**
-   * Runs one call within what is left of the worker's timeout (`leftMs` of `timeoutMs`, the rest
-   * spent waiting in the queue); every outcome is an answer, never a throw.
-   */
-  private async call(request: InvokeRequest, timeoutMs: number, leftMs: number): Promise<InvokeResult> {
-    const common = { id: request.id, agent: this.agent, worker: this.id, tool: request.tool };
-    if (this.stopping.signal.aborted) return { ...common, ok: false, error: busError("shutting_down", "the worker is stopping; try another", true) };
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        controller.abort(new Error("the worker's call timeout passed"));
-      },
-      Math.max(0, leftMs),
-    );
-    // A call abandoned at the end of a shutdown's grace is cancelled upstream too, not left running.
-    const onStop = (): void => controller.abort(new Error("the worker is stopping"));
-    this.stopping.signal.addEventListener("abort", onStop, { once: true });
-    try {
-      const args = request.arguments as JsonObject | undefined;
-      const result = await this.bridge.callTool(request.tool, args, { signal: controller.signal, mode: this.options.mode, client: "bus" });
-      return { ...common, ok: true, result };
-    } catch (err) {
-      let error: BusError;
-      if (timedOut) {
-        const waited = Math.round(timeoutMs - leftMs);
-        error = busError(
-          "timeout",
-          `${request.tool} did not finish within the worker's timeout of ${Math.round(timeoutMs)} ms${waited >= 1 ? ` (${waited} ms of it waiting in the queue)` : ""}`,
-          true,
-        );
-      } else if (this.stopping.signal.aborted) error = busError("shutting_down", `the worker stopped before ${request.tool} finished`, true);
-      else error = busErrorOf(err);
-      return { ...common, ok: false, error };
-    } finally {
-      clearTimeout(timer);
-      this.stopping.signal.removeEventListener("abort", onStop);
-    }
-  }
-
-  /**
    * A refresh request arrived. One that asks only for the list as it is (`relist: false`) with
-   * a reply subject is answered at once. The others wait for the next run, which re-lists the
-   * upstreams once, publishes the list once and answers every request that waited for it: runs
-   * start at most once per `refreshIntervalMs`, one after another, so a flood of refreshes costs
-   * one re-list and one publish per interval. At most {@link MAX_REFRESH_WAITERS} requests with a
-   * reply subject wait: past it they are answered `busy`.
+   * a reply subject is answered at once; the others wait for the next refresh run ({@link RefreshRuns}).
    */
   private onRefresh(msg: Msg, ownSubject: boolean): void {
-    const request = this.read(msg, refreshRequestSchema, ownSubject, {});
+    const request = readRequest(this.reader, msg, refreshRequestSchema, ownSubject, {});
     if (request === undefined) return;
     const reply = replyOf(msg);
     if (request.relist === false && reply !== undefined) {
       this.sendJson(reply, this.discovery("refresh", request.id).json, "tool list");
       return;
     }
-    if (reply !== undefined) {
-      if (this.refreshWaiters.length >= MAX_REFRESH_WAITERS) {
-        const error = busError("busy", `worker ${this.id} has ${MAX_REFRESH_WAITERS} refresh requests waiting for its next re-list; try again`, true);
-        const answer: RefreshError = { id: request.id ?? null, agent: this.agent, worker: this.id, ok: false, error };
-        this.busyLog.warn({ refreshesWaiting: this.refreshWaiters.length });
-        this.send(reply, answer, "error answer");
-        return;
-      }
-      this.refreshWaiters.push({ reply, id: request.id });
-    } else {
-      this.refreshPublishPending = true;
-    }
-    if (request.relist !== false) this.refreshRelistPending = true;
-    this.refreshPendingId ??= request.id;
-    this.scheduleRefresh(false);
-  }
-
-  /** Starts the next refresh run now, or sets its timer for when the interval allows (`now`: at once, at shutdown). */
-  private scheduleRefresh(now: boolean): void {
-    if (this.refreshRunning || (this.refreshWaiters.length === 0 && !this.refreshPublishPending)) return;
-    const wait = this.lastRefreshStart + this.refreshIntervalMs - performance.now();
-    if (wait > 0 && !now) {
-      this.refreshTimer ??= setTimeout(() => {
-        this.refreshTimer = undefined;
-        this.scheduleRefresh(false);
-      }, wait);
-      return;
-    }
-    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
-    this.refreshTimer = undefined;
-    this.refreshRunning = true;
-    this.lastRefreshStart = performance.now();
-    const waiters = this.refreshWaiters;
-    const relist = this.refreshRelistPending;
-    const id = this.refreshPendingId;
-    this.refreshWaiters = [];
-    this.refreshPublishPending = false;
-    this.refreshRelistPending = false;
-    this.refreshPendingId = undefined;
-    this.track(
-      this.runRefresh(waiters, relist, id).finally(() => {
-        this.refreshRunning = false;
-        this.scheduleRefresh(this.closePromise !== undefined);
-      }),
-    );
-  }
-
-  private async runRefresh(waiters: RefreshWaiter[], relist: boolean, id: BusId | undefined): Promise<void> {
-    if (relist) {
-      try {
-        await this.bridge.refresh();
-      } catch (err) {
-        const error = busErrorOf(err);
-        for (const waiter of waiters) {
-          const answer: RefreshError = { id: waiter.id ?? null, agent: this.agent, worker: this.id, ok: false, error };
-          this.send(waiter.reply, answer, "error answer");
-        }
-        this.logger.warn("re-listing the upstreams failed", { error: error.message });
-        return;
-      }
-    }
-    // Everyone hears of the run once; each request with a reply subject gets the list too, with its own id.
-    this.publishTools("refresh", id);
-    for (const waiter of waiters) this.sendJson(waiter.reply, this.discovery("refresh", waiter.id).json, "tool list");
+    this.refreshes.request(request.id, request.relist !== false, reply);
   }
 
   /** Publishes JSON marked untrusted. False when it could not be sent (too large, connection closed). */
@@ -559,9 +397,9 @@ export class BusWorker {
 
   /** Resolves once no call runs or waits and no refresh is being handled or waiting. */
   private async idle(): Promise<void> {
-    while (this.inFlight.size > 0 || this.calls.waiting > 0 || this.refreshWaiters.length > 0 || this.refreshPublishPending) {
+    while (this.inFlight.size > 0 || this.calls.waiting > 0 || this.refreshes.waiting) {
       // A refresh held back by the interval runs now: its requesters are answered before the end.
-      this.scheduleRefresh(true);
+      this.refreshes.schedule(true);
       this.startWaiting();
       if (this.inFlight.size === 0) return;
       await Promise.allSettled([...this.inFlight]);
@@ -593,23 +431,6 @@ export class BusWorker {
     })();
     return this.closePromise;
   }
-}
-
-/**
- * Who sent a call, as far as the bus tells: the reply subject less its last token, which the NATS
- * client keeps for all the requests of one connection (`_INBOX.<connection>.<request>`). Calls
- * without a reply subject share one key.
- */
-function requesterOf(msg: Msg): string {
-  const reply = replyOf(msg);
-  if (reply === undefined) return "";
-  const dot = reply.lastIndexOf(".");
-  return dot === -1 ? reply : reply.slice(0, dot);
-}
-
-/** The reply subject of a message; the client gives "" for a message sent without one. */
-function replyOf(msg: Msg): string | undefined {
-  return msg.reply === undefined || msg.reply === "" ? undefined : msg.reply;
 }
 
 /** True when `promise` settled within `ms`; its timer does not outlive it. */
