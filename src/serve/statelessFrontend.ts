@@ -8,7 +8,8 @@ import { VERSION } from "../model/version.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { cacheHint, type CacheHintOptions } from "./cacheHints.js";
 import { ParkedCalls, StatelessCall } from "./inputRequired.js";
-import { decodeCursor, encodeCursor, instructionsFor, RequestGate, severity, toWireOutcome, withObjectType } from "./mcpFrontend.js";
+import { RequestGate } from "./requestGate.js";
+import { decodeCursor, encodeCursor, instructionsFor, severity, toWireOutcome, withObjectType } from "./frontendWire.js";
 import {
   ALL_VERSIONS,
   META_CLIENT_CAPABILITIES,

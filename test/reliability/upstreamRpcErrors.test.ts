@@ -4,7 +4,7 @@
  * answered, so it is neither a timeout nor a dead server, and retrying will not change the answer.
  */
 import { describe, expect, it } from "vitest";
-import { toWireOutcome } from "../../src/serve/mcpFrontend.js";
+import { toWireOutcome } from "../../src/serve/frontendWire.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
 import { messageOf } from "../../src/model/errors.js";
 
