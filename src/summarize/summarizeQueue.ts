@@ -12,35 +12,16 @@ import { RateLimiter } from "./rateLimiter.js";
 import { delay } from "../model/timers.js";
 import type { MeasureSummary, SummarizeInput, SummarizeOutcome, Summarizer, ToolSummary } from "./types.js";
 import { ClaimGate } from "./claimGate.js";
+import { IdleWaiters } from "./idleWaiters.js";
+import { CAP_REASON, GUARD_REASON, storedReason } from "./fallbackReasons.js";
+import { backoffMs } from "./retryBackoff.js";
 import type { CloseOptions, EnqueueOptions, EntryListener, SummarizeQueueOptions, SummarizeQueueStats, SummarySink } from "./summarizeQueueTypes.js";
 
 export type { CloseOptions, EnqueueOptions, EntryListener, SummarizeQueueOptions, SummarizeQueueStats, SummarySink } from "./summarizeQueueTypes.js";
 export { queueLimitsFromConfig } from "./summarizeQueueTypes.js";
-
-/** A `retry-after` longer than this is cut: a summary is not worth waiting hours for. */
-const MAX_RETRY_AFTER_MS = 5 * 60_000;
-/** Longest `fallback` reason stored in an entry. */
-const MAX_REASON_CHARS = 500;
+export { fallbackCause, type FallbackCause } from "./fallbackReasons.js";
 
 const HASH_PATTERN = /^[0-9a-f]{16}$/;
-
-/** Start of the `fallback` reason of an entry whose summary the guard rejected. */
-const GUARD_REASON = "guard: ";
-/** Start of the `fallback` reason of an entry written because the spend cap was reached. */
-const CAP_REASON = `${ErrorCode.SPEND_CAP_REACHED}: `;
-
-/**
- * Why the queue wrote the fallback's summary: the summarizer call `failed` (for good, after any
- * retries), its summary was `rejected` by the guard, or the spend cap left the tool `capped`.
- */
-export type FallbackCause = "failed" | "rejected" | "capped";
-
-/** The cause of an entry's fallback, read from the `fallback` reason this queue wrote into it. */
-export function fallbackCause(reason: string): FallbackCause {
-  if (reason.startsWith(GUARD_REASON)) return "rejected";
-  if (reason.startsWith(CAP_REASON)) return "capped";
-  return "failed";
-}
 
 type Counters = Omit<SummarizeQueueStats, "queued" | "running" | "waiting">;
 
@@ -77,7 +58,8 @@ export class SummarizeQueue {
   /** Queued or running keys enqueued with force: their entries replace what the cache holds. */
   private readonly forcedKeys = new Set<string>();
   private readonly listeners = new Set<EntryListener>();
-  private idleWaiters: Array<() => void> = [];
+  /** Callers of drain() and close() waiting for the queue to fall idle. */
+  private readonly idle = new IdleWaiters();
   private activeBatches = 0;
   private pumpScheduled = false;
   private closed = false;
@@ -162,22 +144,7 @@ export class SummarizeQueue {
   /** Resolves when nothing is queued or running; rejects with `CANCELLED` if `signal` aborts first. */
   drain(signal?: AbortSignal): Promise<void> {
     if (this.isIdle()) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.idleWaiters = this.idleWaiters.filter((w) => w !== waiter);
-        reject(new AbridgeError(ErrorCode.CANCELLED, "drain cancelled", { cause: signal?.reason }));
-      };
-      const waiter = (): void => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      if (signal?.aborted) {
-        onAbort();
-        return;
-      }
-      this.idleWaiters.push(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    return this.idle.wait(signal);
   }
 
   /**
@@ -210,7 +177,7 @@ export class SummarizeQueue {
         resolve();
       };
       if (this.isIdle()) done();
-      else this.idleWaiters.push(done);
+      else this.idle.add(done);
     });
     return this.closePromise;
   }
@@ -226,9 +193,7 @@ export class SummarizeQueue {
 
   private notifyIdle(): void {
     if (!this.isIdle()) return;
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const waiter of waiters) waiter();
+    this.idle.wake();
   }
 
   /** Pumps on a microtask, so tools enqueued in one synchronous loop share batches. */
@@ -302,14 +267,6 @@ export class SummarizeQueue {
 
   private capReached(): boolean {
     return !this.local && this.maxRequests !== undefined && this.counters.requests >= this.maxRequests;
-  }
-
-  private backoffMs(attempt: number, retryAfterMs: number | undefined): number {
-    const exponential = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** (attempt - 1));
-    // "Equal jitter": at least half the backoff, so retries of many batches spread out but never rush.
-    const jittered = exponential / 2 + (Math.random() * exponential) / 2;
-    const serverAsked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
-    return Math.round(Math.max(jittered, serverAsked));
   }
 
   private async runBatch(batch: SummarizeInput[]): Promise<void> {
@@ -393,7 +350,7 @@ export class SummarizeQueue {
       attempt++;
       this.counters.retries++;
       const retryAfterMs = retryError.details?.["retryAfterMs"];
-      const delayMs = this.backoffMs(attempt, typeof retryAfterMs === "number" ? retryAfterMs : undefined);
+      const delayMs = backoffMs(attempt, typeof retryAfterMs === "number" ? retryAfterMs : undefined, this.baseBackoffMs, this.maxBackoffMs);
       this.logger.info("summarizer request failed; retrying", {
         summarizer: this.summarizer.id,
         code: retryError.code,
@@ -464,7 +421,7 @@ export class SummarizeQueue {
     await this.store(input, value, {
       summarizer: this.fallback.id,
       prompt: this.fallback.promptId,
-      fallback: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason,
+      fallback: storedReason(reason),
     });
   }
 
