@@ -4,9 +4,9 @@ import { AbridgeError, ErrorCode, messageOf } from "../model/errors.js";
 import { silentLogger } from "../log/logger.js";
 import type { Logger } from "../log/logger.js";
 import { compareStrings } from "../model/json.js";
-import { assignNames } from "../model/names.js";
 import { ChildWatchdog } from "./process/childWatchdog.js";
-import type { AssignedName } from "../model/names.js";
+import { ExposedNames } from "./exposedNames.js";
+import { connectionShape } from "./liveServerFields.js";
 import type { Upstream } from "./upstream.js";
 import { createUpstream } from "./upstreamFactory.js";
 import type { UpstreamFactoryOptions } from "./upstreamFactory.js";
@@ -20,34 +20,6 @@ export interface UpstreamPoolEvents {
   statusChanged: [status: ServerStatus];
   /** A notification of a server that no call took (resources/updated, list_changed, logs outside calls). */
   notification: [server: string, notification: UpstreamNotification];
-}
-
-/**
- * Server settings a running connection does not depend on: they are re-read on every call
- * (timeouts), applied by the pool to the last listed tools (allow/deny through `exposes`, prefix), or enforced
- * above the pool (`CallGuard`: read_only, destructive, output limit, spill; the call pipeline: result shaping). Editing only these
- * must not restart the server and kill its calls in flight.
- */
-const LIVE_FIELDS = [
-  "allow",
-  "deny",
-  "prefix",
-  "timeout_ms",
-  "connect_timeout_ms",
-  "read_only",
-  "destructive",
-  "max_output_bytes",
-  "spill",
-  "result_format",
-  "result_format_tools",
-  "structured",
-] as const;
-
-/** The part of a server's config that needs a new process (or connection) when it changes. */
-function connectionShape(config: ServerConfig): string {
-  const shape: Partial<ServerConfig> = { ...config };
-  for (const field of LIVE_FIELDS) delete shape[field];
-  return JSON.stringify(shape);
 }
 
 /** What {@link UpstreamPool.reconfigure} did. */
@@ -96,9 +68,8 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private readonly options: UpstreamPoolOptions;
   private readonly separator: string;
   private readonly logger: Logger;
-  private names: AssignedName[] = [];
-  private byName = new Map<string, AssignedName>();
-  private byOrigin = new Map<string, AssignedName>();
+  /** The exposed names of the tools, recomputed whenever a list changes. */
+  private readonly exposed: ExposedNames;
   private startPromise: Promise<void> | undefined;
   /** Every server was ready or failed once: the first start is over. */
   private started = false;
@@ -109,8 +80,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   private readonly subscriptions = new Map<string, number>();
   /** Each server's position in the config: on a name collision the earlier one keeps the name. */
   private configOrder = new Map<string, number>();
-  /** Renames already warned about (`server\0tool\0name`), so a relist does not repeat them. */
-  private readonly warnedRenames = new Set<string>();
   /** Ends the stdio servers if this process dies without closing them (SIGKILL, a crash). */
   private readonly watchdog: ChildWatchdog;
 
@@ -122,6 +91,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.separator = options.separator;
     this.logger = options.logger ?? silentLogger;
     this.watchdog = new ChildWatchdog({ logger: this.logger });
+    this.exposed = new ExposedNames(this.separator, this.logger);
     this.configOrder = orderOf(options.servers, options.serverOrder);
     for (const config of options.servers) {
       if (this.connections.has(config.name)) {
@@ -295,29 +265,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
 
   /** Recomputes every exposed name from the current tool lists. */
   private renameAll(): void {
-    const requests = [];
-    for (const connection of this.connections.values()) {
-      for (const tool of connection.tools()) {
-        const order = this.configOrder.get(connection.name);
-        requests.push({ server: connection.name, tool: tool.name, prefix: connection.config.prefix, ...(order !== undefined ? { order } : {}) });
-      }
-    }
-    this.names = assignNames(requests, this.separator);
-    for (const n of this.names) {
-      if (n.renamed === undefined) continue;
-      const key = `${n.server}\0${n.tool}\0${n.name}`;
-      if (this.warnedRenames.has(key)) continue;
-      this.warnedRenames.add(key);
-      this.logger.warn("tool name taken by another tool; exposed under another name", {
-        server: n.server,
-        tool: n.tool,
-        wanted: n.renamed.wanted,
-        exposedAs: n.name,
-        keptBy: `${n.renamed.keptBy.server}/${n.renamed.keptBy.tool}`,
-      });
-    }
-    this.byName = new Map(this.names.map((n) => [n.name, n]));
-    this.byOrigin = new Map(this.names.map((n) => [`${n.server}\0${n.tool}`, n]));
+    this.exposed.assign(this.connections.values(), this.configOrder);
   }
 
   /**
@@ -382,7 +330,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const out: ExposedTool[] = [];
     for (const connection of this.connections.values()) {
       for (const tool of connection.tools()) {
-        const assigned = this.byOrigin.get(`${connection.name}\0${tool.name}`);
+        const assigned = this.exposed.of(connection.name, tool.name);
         if (assigned) out.push({ server: connection.name, tool, name: assigned.name, uri: assigned.uri });
       }
     }
@@ -391,13 +339,13 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
 
   /** Maps an exposed name back to its origin. */
   resolve(exposedName: string): { server: string; tool: string } | undefined {
-    const assigned = this.byName.get(exposedName);
+    const assigned = this.exposed.named(exposedName);
     return assigned ? { server: assigned.server, tool: assigned.tool } : undefined;
   }
 
   /** The exposed name of a tool, or `undefined` when it is not exposed. */
   exposedName(server: string, tool: string): string | undefined {
-    return this.byOrigin.get(`${server}\0${tool}`)?.name;
+    return this.exposed.of(server, tool)?.name;
   }
 
   /** Pids of the stdio children currently alive under the pool (for tests and stats). */
