@@ -184,7 +184,7 @@ export class Bridge {
   /** Re-reads the pool's tools into the catalog, queueing summaries for misses. */
   private discover(options: DiscoverOptions = {}): DiscoveryCounts[] {
     // Tools the permission policy hides never reach the catalog (nor search, get_schema, lists).
-    // The upstreams admitted every tool where it entered (see admitTool): taken by identity here.
+    // The upstreams admitted every tool where it entered (see admitTool); the type says so.
     this.lastDiscovery = this.catalog.setTools(this.guard.visibleTools(this.pool.tools()), options);
     return this.lastDiscovery;
   }

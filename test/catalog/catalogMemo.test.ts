@@ -69,16 +69,21 @@ describe("BoundedMemo", () => {
   });
 });
 
+/** {@link hasher}, recording the name of each tool whose schema it hashes in `hashed`. */
+function countingHasher(hashed: string[]): ToolHasher {
+  return {
+    hash: (tool) => {
+      hashed.push(tool.name);
+      return hasher.hash(tool);
+    },
+    hashText: (text) => hasher.hashText(text),
+  };
+}
+
 describe("the catalog memo", () => {
   it("belongs to whoever makes the catalogs: catalogs without one share nothing through the process", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = {
-      hash: (tool) => {
-        hashed.push(tool.name);
-        return hasher.hash(tool);
-      },
-      hashText: (text) => hasher.hashText(text),
-    };
+    const counting = countingHasher(hashed);
     for (let round = 0; round < 2; round++) {
       const catalog = new ToolCatalog({ store: storeOf(), hasher: counting });
       catalog.setTools([exposed(issue({ title: { type: "string" } }))], { queue: false });
@@ -91,13 +96,7 @@ describe("the catalog memo", () => {
 
   it("hashes each tool's schema once: a relist of the same tools as new objects walks none of them", () => {
     const hashed: string[] = [];
-    const counting: ToolHasher = {
-      hash: (tool) => {
-        hashed.push(tool.name);
-        return hasher.hash(tool);
-      },
-      hashText: (text) => hasher.hashText(text),
-    };
+    const counting = countingHasher(hashed);
     const memo = new CatalogMemo();
     const relist = (): AdmittedExposedTool[] => [exposed(issue({ title: { type: "string" } })), exposed({ ...issue({}), name: "close_issue" })];
     for (let round = 0; round < 3; round++) {

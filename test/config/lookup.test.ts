@@ -3,9 +3,10 @@ import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { findConfigPath } from "../../src/config/findConfigPath.js";
 import { loadConfig } from "../../src/config/loadConfig.js";
-import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
+import { ErrorCode } from "../../src/model/errors.js";
 import { createLogger } from "../../src/log/logger.js";
 import { useTempDir } from "../helpers/tempDir.js";
+import { rejection } from "../helpers/rejection.js";
 
 const temp = useTempDir({ prefix: "abridge-config-" });
 let cwd: string;
@@ -16,16 +17,6 @@ async function put(file: string, text: string): Promise<string> {
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, text);
   return file;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AbridgeError);
-    return err as AbridgeError;
-  }
-  throw new Error("expected a rejection");
 }
 
 beforeEach(async () => {

@@ -14,11 +14,11 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../src/daemon/client/daemonClient.js";
 import { ensureDaemon } from "../../src/daemon/client/ensureDaemon.js";
-import { AbridgeError } from "../../src/model/errors.js";
 import { lockFilePath, type LockInfo } from "../../src/daemon/wire/lockfile.js";
 import { parseAddress } from "../../src/daemon/wire/protocol.js";
 import { Watch } from "../helpers/waitFor.js";
 import { startDaemon, testSetup } from "./daemonHarness.js";
+import { rejection } from "../helpers/rejection.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -119,17 +119,6 @@ function client(stateDir: string): DaemonClient {
   const made = new DaemonClient({ stateDir, requestTimeoutMs: 20_000 });
   cleanups.push(() => made.close());
   return made;
-}
-
-/** The error `promise` rejects with (failing the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
-  const outcome = await promise.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
-  if (!("error" in outcome)) throw new Error(`expected a rejection, got ${JSON.stringify(outcome.value)}`);
-  expect(outcome.error).toBeInstanceOf(AbridgeError);
-  return outcome.error as AbridgeError;
 }
 
 /** Each line the listener received, parsed: only hellos, with a nonce and no token. */

@@ -10,7 +10,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AbridgeError, ErrorCode } from "../../src/model/errors.js";
+import { ErrorCode } from "../../src/model/errors.js";
 import type { JsonObject } from "../../src/model/types.js";
 import { MAX_SCHEMA_DEPTH, nestingDepth } from "../../src/upstream/schemaDepth.js";
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/httpFixtures.js";
@@ -21,6 +21,7 @@ import { BIN } from "../helpers/serveHarness.js";
 import { Watch } from "../helpers/waitFor.js";
 import { makePool } from "../upstream/harness.js";
 import { fixtureToml, resultText, startBridge } from "../policy/bridgeHarness.js";
+import { rejection } from "../helpers/rejection.js";
 
 const DEPTH = 5_000;
 /** `{"a":{"a":...{"a":1}...}}`, `depth` objects deep, as a client sends it (about 5 bytes a level). */
@@ -36,16 +37,6 @@ async function httpFixture(): Promise<StreamableHttpFixture> {
   const fixture = await startHttpFixture({ hold: true });
   fixtures.push(fixture);
   return fixture;
-}
-
-/** The rejection of `promise`, which must reject. */
-async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
-  const outcome = await promise.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(outcome, "expected a rejection").toBeInstanceOf(AbridgeError);
-  return outcome as AbridgeError;
 }
 
 describe("nestingDepth", () => {

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient, isMcpPath } from "../../../src/daemon/client/daemonClient.js";
-import { AbridgeError } from "../../../src/model/errors.js";
 import { waitFor } from "../../helpers/waitFor.js";
 import { startDaemon, testSetup } from "../daemonHarness.js";
+import { rejection } from "../../helpers/rejection.js";
 
 const clients: DaemonClient[] = [];
 function client(stateDir: string, options: Partial<ConstructorParameters<typeof DaemonClient>[0]> = {}): DaemonClient {
@@ -14,16 +14,6 @@ function client(stateDir: string, options: Partial<ConstructorParameters<typeof 
 afterEach(() => {
   for (const c of clients.splice(0)) c.close();
 });
-
-async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof AbridgeError) return err;
-    throw err;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("DaemonClient", () => {
   it("lists, calls, fetches schemas and stats through the lockfile", async () => {

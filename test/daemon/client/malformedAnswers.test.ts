@@ -9,10 +9,10 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { DaemonClient } from "../../../src/daemon/client/daemonClient.js";
 import { pingDaemon } from "../../../src/daemon/client/ensureDaemon.js";
-import { AbridgeError } from "../../../src/model/errors.js";
 import { daemonProof, newNonce } from "../../../src/daemon/wire/daemonProof.js";
 import { acquireLock, lockFilePath, newToken, type LockInfo } from "../../../src/daemon/wire/lockfile.js";
 import { tempDir } from "../../helpers/cliHarness.js";
+import { rejection } from "../../helpers/rejection.js";
 
 type Answerer = (request: Record<string, unknown>) => string;
 
@@ -83,17 +83,6 @@ function client(stateDir: string): DaemonClient {
   const made = new DaemonClient({ stateDir, requestTimeoutMs: 30_000, connectTimeoutMs: 10_000 });
   clients.push(made);
   return made;
-}
-
-/** The error `promise` rejects with (failing the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<AbridgeError> {
-  const outcome = await promise.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
-  if (!("error" in outcome)) throw new Error(`expected a rejection, got ${JSON.stringify(outcome.value)}`);
-  expect(outcome.error).toBeInstanceOf(AbridgeError);
-  return outcome.error as AbridgeError;
 }
 
 /** The answer line for `request` with `fields` after the echoed id. */
