@@ -216,8 +216,8 @@ function summaryForm(tool: RenderedTool): ListedTool {
  * lists by a quarter). The name is the exposed one when the input carries it.
  */
 export function summaryTokens(input: SummarizeInput, summary: ToolSummary): EntryTokens {
-  // A job's tool came from a catalog, so it is admitted already (a lookup); the summarizer's input
-  // type cannot say so, being below the upstreams.
+  // A job's tool came from a catalog, so it is admitted already (a lookup). The summarizer's input
+  // type says RawTool: it is public, and a library caller hands a summarizer tools of its own.
   const admission = admitTool(input.tool);
   if (!admission.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `summaryTokens: tool ${JSON.stringify(input.tool.name)}: ${admission.problem.message}`);
   const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: admission.tool, summary };

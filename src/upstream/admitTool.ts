@@ -30,8 +30,9 @@ export type Admission = { ok: true; tool: AdmittedTool } | { ok: false; problem:
 
 /**
  * Every object admission produced. A tool is never changed once admitted (every reader treats it
- * as read-only), so an object met again is admitted by identity: a relist hands the bridge the
- * very objects its upstreams admitted, and taking them into the catalog costs no schema walk.
+ * as read-only), so an object met again is admitted by identity, with no schema walk: the tool of
+ * a summarize job, which came from the catalog, is measured for its cache entry at the cost of a
+ * lookup (see `summaryTokens`).
  */
 const admitted = new WeakSet<object>();
 
