@@ -45,22 +45,24 @@ async function main(): Promise<number> {
   const marker = `inspector-${randomUUID()}`;
   const config = await writeConfig(dir, fixtureServerToml("conf", "conformanceServer.ts", ["--marker", marker]));
 
+  /** Node's arguments for `abridge serve` in `mode` on the test config, with its cache in `cacheDir` under the test's folder. */
+  const serveArgs = (cacheDir: string, mode: string): string[] => [
+    "--import",
+    "tsx",
+    BIN,
+    "serve",
+    "--config",
+    config,
+    "--cache-dir",
+    path.join(dir, cacheDir),
+    "--no-watch",
+    "--mode",
+    mode,
+  ];
+
   /** Runs the inspector CLI with `args`; abridge goes after `--` so its `--config` is not the inspector's. */
   const inspect = async (args: string[], mode: string): Promise<unknown> => {
-    const abridge = [
-      process.execPath,
-      "--import",
-      "tsx",
-      BIN,
-      "serve",
-      "--config",
-      config,
-      "--cache-dir",
-      path.join(dir, "cache"),
-      "--no-watch",
-      "--mode",
-      mode,
-    ];
+    const abridge = [process.execPath, ...serveArgs("cache", mode)];
     const { stdout } = await run("npx", ["-y", INSPECTOR_PACKAGE, "--cli", ...args, "--", ...abridge], {
       cwd: REPO,
       env: { ...process.env, HOME: process.env.HOME ?? dir },
@@ -73,28 +75,10 @@ async function main(): Promise<number> {
   /** `abridge serve --http 127.0.0.1:0` in full mode, resolved once it prints its URL. */
   let httpServe: ChildProcess | undefined;
   const serveHttp = async (): Promise<string> => {
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        BIN,
-        "serve",
-        "--config",
-        config,
-        "--cache-dir",
-        path.join(dir, "cache-http"),
-        "--no-watch",
-        "--mode",
-        "full",
-        "--http",
-        "127.0.0.1:0",
-      ],
-      {
-        cwd: REPO,
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
+    const child = spawn(process.execPath, [...serveArgs("cache-http", "full"), "--http", "127.0.0.1:0"], {
+      cwd: REPO,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     httpServe = child;
     return new Promise<string>((resolve, reject) => {
       let text = "";
