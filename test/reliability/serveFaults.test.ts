@@ -38,6 +38,8 @@ function rawServe(config: string): {
   child: ChildProcessWithoutNullStreams;
   send(line: string): void;
   answer(id: number | null, index?: number): Promise<Record<string, unknown>>;
+  /** Sends `initialize` with id 0 and returns its answer. */
+  initialize(): Promise<Record<string, unknown>>;
 } {
   const child = spawn(process.execPath, ["--import", "tsx", BIN, "serve", "--config", config], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
@@ -66,6 +68,17 @@ function rawServe(config: string): {
       await read.until(() => (found = messages.filter((m) => m.id === id)[index]) !== undefined, { what: `an answer with id ${id}` });
       return found!;
     },
+    initialize() {
+      this.send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+        }),
+      );
+      return this.answer(0);
+    },
   };
 }
 
@@ -73,15 +86,7 @@ describe("abridge serve under client faults", () => {
   it("malformed JSON-RPC, unknown methods, bad params and large lines get their codes; serving goes on", async () => {
     const { config } = await setup();
     const serve = rawServe(config);
-    serve.send(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-      }),
-    );
-    expect(await serve.answer(0)).toHaveProperty("result.serverInfo.name", "abridge");
+    expect(await serve.initialize()).toHaveProperty("result.serverInfo.name", "abridge");
     serve.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
     serve.send("{not json");
     expect(await serve.answer(null, 0)).toMatchObject({ error: { code: -32700 } });
@@ -107,15 +112,7 @@ describe("abridge serve under client faults", () => {
   it("a 20 MB request line is answered -32600 (request too large, id null); serving goes on", async () => {
     const { config } = await setup();
     const serve = rawServe(config);
-    serve.send(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-      }),
-    );
-    expect(await serve.answer(0)).toHaveProperty("result.serverInfo.name", "abridge");
+    expect(await serve.initialize()).toHaveProperty("result.serverInfo.name", "abridge");
     serve.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
     // Over the 16 MiB default bound (and the SDK transport's 10 MiB, which used to end serve).
     serve.send(
