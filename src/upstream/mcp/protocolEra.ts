@@ -1,22 +1,14 @@
+/**
+ * Which era of MCP a connection speaks. The stateless revision (2026-07-28): no `initialize` and no
+ * session; every request carries its revision, `clientInfo` and client capabilities in `_meta`, and
+ * `server/discover` tells what a server has. Its wire words live in model/mcpRevision.ts.
+ */
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import type { JsonObject } from "../../model/types.js";
 import {
-  META_CLIENT_CAPABILITIES,
-  META_CLIENT_INFO,
-  META_PROTOCOL_VERSION,
-  META_SERVER_INFO,
-  RPC_UNSUPPORTED_VERSION as UNSUPPORTED_PROTOCOL_VERSION,
-  STATELESS_REVISION,
-} from "../../model/mcpRevision.js";
-
-/**
- * The stateless MCP revision: no `initialize` and no session; every request carries its revision,
- * `clientInfo` and client capabilities in `_meta`, and `server/discover` tells what a server has.
- */
-export {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
   META_PROTOCOL_VERSION,

@@ -1,7 +1,7 @@
 import { isObject } from "../../model/json.js";
 import type { JsonObject } from "../../model/types.js";
 import { encodeHeaderValue } from "./paramHeaders.js";
-import { META_PROTOCOL_VERSION } from "./protocolEra.js";
+import { META_PROTOCOL_VERSION } from "../../model/mcpRevision.js";
 
 /** Most bytes of an HTTP error answer read to find a JSON-RPC error in it. */
 const ERROR_BODY_LIMIT = 64 * 1024;

@@ -1,7 +1,8 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
-import { classifyProbe, readDiscoverResult, UNSUPPORTED_PROTOCOL_VERSION } from "../../../src/upstream/mcp/protocolEra.js";
+import { RPC_UNSUPPORTED_VERSION as UNSUPPORTED_PROTOCOL_VERSION } from "../../../src/model/mcpRevision.js";
+import { classifyProbe, readDiscoverResult } from "../../../src/upstream/mcp/protocolEra.js";
 
 const discover = (versions: string[]): Record<string, unknown> => ({
   resultType: "complete",
