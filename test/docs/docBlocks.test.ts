@@ -408,27 +408,30 @@ const runners: Runner[] = [
       }
     },
   },
-  {
-    blocks: ["code-run-shell"],
-    timeoutMs: 180_000,
-    async run(ws, [block]) {
-      await ws.exampleConfig();
-      const proc = ws.bash(block!.text);
-      const exit = await proc.finished("abridge run -e", 150_000);
-      expect(exit.code, proc.describe()).toBe(0);
-      // The answer the block shows in its comments, the time aside.
-      const shown = block!.text
-        .split("\n")
-        .filter((l) => l.startsWith("# "))
-        .map((l) => l.slice(2));
-      expect(
-        proc.stdout
-          .trimEnd()
+  // The README and the code mode page each show one `abridge run -e` with the answer it prints.
+  ...["code-run-shell", "readme-code-run"].map(
+    (name): Runner => ({
+      blocks: [name],
+      timeoutMs: 180_000,
+      async run(ws, [block]) {
+        await ws.exampleConfig();
+        const proc = ws.bash(block!.text);
+        const exit = await proc.finished("abridge run -e", 150_000);
+        expect(exit.code, proc.describe()).toBe(0);
+        // The answer the block shows in its comments, the time aside.
+        const shown = block!.text
           .split("\n")
-          .map((l) => l.replace(/\d+ ms\)$/, "N ms)")),
-      ).toEqual(shown.map((l) => l.replace(/\d+ ms\)$/, "N ms)")));
-    },
-  },
+          .filter((l) => l.startsWith("# "))
+          .map((l) => l.slice(2));
+        expect(
+          proc.stdout
+            .trimEnd()
+            .split("\n")
+            .map((l) => l.replace(/\d+ ms\)$/, "N ms)")),
+        ).toEqual(shown.map((l) => l.replace(/\d+ ms\)$/, "N ms)")));
+      },
+    }),
+  ),
   {
     blocks: ["library-run-code"],
     timeoutMs: 180_000,
