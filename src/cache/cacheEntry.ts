@@ -1,5 +1,27 @@
 import { z } from "zod";
 
+const tokenCount = z.number().int().nonnegative();
+
+/**
+ * o200k tokens (OpenAI function form) of each rendering a list may choose for one tool, counted
+ * when the entry is written, so that serving compares numbers instead of loading the tokenizer.
+ * `renderer` is the version of the renderers that made the forms counted (`RENDERER_VERSION` in
+ * the catalog): counts of another version describe other bytes and are ignored, as if absent.
+ * `summary` is the summary rendering itself (not the smaller of it and `full`), and `names`,
+ * `types` and `none` are the compact rendering with each `compact_schema`.
+ */
+export const formTokensSchema = z.object({
+  renderer: z.number().int().positive(),
+  full: tokenCount,
+  summary: tokenCount,
+  names: tokenCount,
+  types: tokenCount,
+  none: tokenCount,
+});
+
+/** Token counts of one tool's renderings (see {@link formTokensSchema}). */
+export type FormTokens = z.infer<typeof formTokensSchema>;
+
 /**
  * One line of `summaries.jsonl`. Validated with zod on read: a line that does not match is
  * skipped and counted, never fatal.
@@ -24,11 +46,13 @@ export const cacheEntrySchema = z.object({
   createdAt: z.string().min(1),
   /** Set when the guard rejected a summarizer's text and this entry is the extractive fallback. */
   fallback: z.string().optional(),
+  /** Tokens of each rendering of the tool with this summary; absent in entries written before they were kept. */
+  formTokens: formTokensSchema.optional(),
 });
 
 export type CacheEntry = z.infer<typeof cacheEntrySchema>;
 
-/** Keys every entry has; `params` and `fallback` may be missing. */
+/** Keys every entry has; `params`, `fallback` and `formTokens` may be missing. */
 const REQUIRED_KEYS = 10;
 
 /**
@@ -91,6 +115,11 @@ export function fastCheckCacheEntry(value: unknown): CacheEntry | undefined {
     if (typeof fallback !== "string") return undefined;
     known += 1;
   }
+  const formTokens = v.formTokens;
+  if (formTokens !== undefined) {
+    if (!isFormTokens(formTokens)) return undefined;
+    known += 1;
+  }
   let own = 0;
   for (const name in v) {
     // JSON.parse makes plain objects, so every enumerated key is own; counting is cheaper than
@@ -101,6 +130,28 @@ export function fastCheckCacheEntry(value: unknown): CacheEntry | undefined {
   if (own !== known) return undefined;
   if (params === undefined) v.params = {};
   return value as CacheEntry;
+}
+
+/** Keys of {@link formTokensSchema}. */
+const FORM_TOKEN_KEYS = ["renderer", "full", "summary", "names", "types", "none"] as const;
+
+/**
+ * {@link formTokensSchema} by hand: a plain object with exactly its keys, each a safe non-negative
+ * integer (`renderer` positive). Anything else (an unknown key zod would strip included) is zod's.
+ */
+function isFormTokens(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const record = value as Record<string, unknown>;
+  for (const name of FORM_TOKEN_KEYS) {
+    const n = record[name];
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < (name === "renderer" ? 1 : 0)) return false;
+  }
+  let own = 0;
+  for (const name in record) {
+    if (name === "__proto__") return false;
+    own += 1;
+  }
+  return own === FORM_TOKEN_KEYS.length;
 }
 
 /** `^[0-9a-f]{16}$` without the regex machinery. */

@@ -12,6 +12,16 @@ import type { CatalogTool, ListedTool, Mode } from "./types.js";
 import type { JsonObject } from "../model/types.js";
 import { compareStrings, isObject } from "../model/json.js";
 import type { EntryTokens, SummarizeInput, ToolSummary } from "../summarize/types.js";
+import type { FormTokens } from "../cache/cacheEntry.js";
+
+/**
+ * Version of the renderers whose output an entry's `formTokens` counts. Bump it with any change to
+ * what {@link renderFull}, {@link renderSummary} or {@link renderCompact} write for a tool (here, in
+ * summarySchema.ts, compactSchema.ts or signature.ts): counts of another version describe other
+ * bytes, so they are ignored and the tool is chosen for as if it had none until its entry is
+ * written again (`abridge summarize warm --force`, or any new summary).
+ */
+export const RENDERER_VERSION = 1;
 
 /** Options of {@link renderTools}. */
 export interface RenderOptions {
@@ -78,7 +88,16 @@ function summaryText(tool: RenderedTool, fallback: (description: string | undefi
 }
 
 /** What rendering one tool in `full` or `summary` reads of it. */
-type RenderedTool = Pick<CatalogTool, "name" | "tool" | "summary">;
+type RenderedTool = Pick<CatalogTool, "name" | "tool" | "summary" | "formTokens">;
+
+/**
+ * The tool's stored counts when the renderers of this version wrote them, else undefined. Counts
+ * come from the entry its summary came from, so a tool without a summary has none.
+ */
+function countsOf(tool: RenderedTool): FormTokens | undefined {
+  const counts = tool.formTokens;
+  return counts !== undefined && tool.summary !== undefined && counts.renderer === RENDERER_VERSION ? counts : undefined;
+}
 
 function renderFull(tool: RenderedTool): ListedTool {
   // Spread keeps every key (title, annotations, outputSchema, _meta, execution, ...) and its
@@ -179,9 +198,10 @@ function renderCompact(tool: CatalogTool, schema: CompactSchema): ListedTool {
 }
 
 /**
- * Below this ratio of JSON lengths a shorter rendering is taken to be smaller in tokens too without
- * counting them: tokens per character vary, but not by a fifth between two renderings of one tool.
- * Closer than that, tokens are counted.
+ * Below this ratio of JSON lengths a shorter rendering is taken to be smaller in tokens too:
+ * tokens per character vary, but not by a fifth between two renderings of one tool (over the
+ * corpus no pair this far apart in length is ordered the other way in tokens; see
+ * docs/performance.md).
  */
 const SURELY_SMALLER = 0.8;
 
@@ -190,12 +210,26 @@ export function listedToolTokens(tool: ListedTool): number {
   return countTokens(JSON.stringify(toOpenAiFunctions([tool])[0]));
 }
 
-/** `candidate` when it is no larger than `larger` in tokens, else `larger`. */
-function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
-  const a = JSON.stringify(toOpenAiFunctions([candidate])[0]);
-  const b = JSON.stringify(toOpenAiFunctions([larger])[0]);
-  if (a.length <= b.length * SURELY_SMALLER) return candidate;
-  return countTokens(a) <= countTokens(b) ? candidate : larger;
+/**
+ * `candidate` when it is no larger than `larger` in tokens, else `larger`, without the tokenizer:
+ * by the stored counts when the tool's entry has them (`[candidateTokens, largerTokens]`), which
+ * decide exactly; otherwise `candidate` only when its JSON is surely smaller, and `larger` when it
+ * is not. Serving a tool without counts this way keeps most of the savings of a cold or older
+ * cache (the corpus without counts lists compact at a few percent above the counted choice), where
+ * serving the original would list such a tool in full; and it never picks the larger form, which
+ * counting could only confirm. The encoder is loaded only by token reports, `auto`'s budget and
+ * the counts of a new entry (see {@link measureForms}).
+ */
+function noLarger(candidate: ListedTool, larger: ListedTool, counts: readonly [number, number] | undefined): ListedTool {
+  if (counts !== undefined) return counts[0] <= counts[1] ? candidate : larger;
+  const a = JSON.stringify(toOpenAiFunctions([candidate])[0]).length;
+  const b = JSON.stringify(toOpenAiFunctions([larger])[0]).length;
+  return a <= b * SURELY_SMALLER ? candidate : larger;
+}
+
+/** Tokens of the summary form by the stored counts: the smaller of the summary and full renderings. */
+function summaryFormTokens(counts: FormTokens): number {
+  return counts.summary <= counts.full ? counts.summary : counts.full;
 }
 
 /**
@@ -204,7 +238,25 @@ function noLarger(candidate: ListedTool, larger: ListedTool): ListedTool {
  * root that lacks it could make it larger).
  */
 function summaryForm(tool: RenderedTool): ListedTool {
-  return noLarger(renderSummary(tool), renderFull(tool));
+  const counts = countsOf(tool);
+  return noLarger(renderSummary(tool), renderFull(tool), counts && [counts.summary, counts.full]);
+}
+
+/**
+ * Counts of every rendering of `tool` with its summary, for its cache entry: the one place forms
+ * are counted for serving. The name a form carries changes no comparison between forms: it sits
+ * between the same `"name":"` and `","` in each, which the tokenizer splits at, so counts measured
+ * under one exposed name order the forms the same under another.
+ */
+function measureForms(tool: CatalogTool): FormTokens {
+  return {
+    renderer: RENDERER_VERSION,
+    full: listedToolTokens(renderFull(tool)),
+    summary: listedToolTokens(renderSummary(tool)),
+    names: listedToolTokens(renderCompact(tool, "names")),
+    types: listedToolTokens(renderCompact(tool, "types")),
+    none: listedToolTokens(renderCompact(tool, "none")),
+  };
 }
 
 /**
@@ -220,8 +272,10 @@ export function summaryTokens(input: SummarizeInput, summary: ToolSummary): Entr
   // type says RawTool: it is public, and a library caller hands a summarizer tools of its own.
   const admission = admitTool(input.tool);
   if (!admission.ok) throw new AbridgeError(ErrorCode.INPUT_INVALID, `summaryTokens: tool ${JSON.stringify(input.tool.name)}: ${admission.problem.message}`);
-  const tool: RenderedTool = { name: input.name ?? input.tool.name, tool: admission.tool, summary };
-  return { tokensBefore: listedToolTokens(renderFull(tool)), tokensAfter: listedToolTokens(summaryForm(tool)) };
+  const name = input.name ?? input.tool.name;
+  const tool: CatalogTool = { name, server: input.server, uri: "", key: input.key, tool: admission.tool, summary };
+  const formTokens = measureForms(tool);
+  return { tokensBefore: formTokens.full, tokensAfter: summaryFormTokens(formTokens), formTokens };
 }
 
 /**
@@ -230,17 +284,23 @@ export function summaryTokens(input: SummarizeInput, summary: ToolSummary): Entr
  * added). So, per tool, compact <= summary <= full in tokens.
  */
 function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
-  return memoized(tool, `compact:${schema}`, () =>
-    noLarger(
+  return memoized(tool, `compact:${schema}`, () => {
+    const counts = countsOf(tool);
+    return noLarger(
       renderCompact(tool, schema),
       memoized(tool, "summary", () => summaryForm(tool)),
-    ),
-  );
+      counts && [counts[schema], summaryFormTokens(counts)],
+    );
+  });
 }
 
-/** `render()`, or the form kept in the tool's record (see {@link ToolRecord.view}). */
+/**
+ * `render()`, or the form kept in the tool's record (see {@link ToolRecord.view}). Forms chosen by
+ * counts and by length are kept apart: the same summary may come with counts or without them.
+ */
 function memoized(tool: CatalogTool, view: string, render: () => ListedTool): ListedTool {
-  return tool.record === undefined ? render() : tool.record.view(view, tool.name, tool.summary, render);
+  const key = countsOf(tool) === undefined ? `${view}:length` : view;
+  return tool.record === undefined ? render() : tool.record.view(key, tool.name, tool.summary, render);
 }
 
 /** Tools in server then tool order (exposed name breaks ties): stable across restarts. */

@@ -145,6 +145,7 @@ export class ToolCatalog {
         tool: exposed.tool,
         record: derived,
         ...(entry ? { summary: { summary: entry.summary, params: entry.params } } : {}),
+        ...(entry?.formTokens ? { formTokens: entry.formTokens } : {}),
       };
       byName.set(catalogTool.name, catalogTool);
       byKey.set(key, catalogTool);
@@ -207,6 +208,8 @@ export class ToolCatalog {
     if (tool?.record === undefined) return false;
     if (!this.trusted(entry, tool.tool, tool.record)) return false;
     tool.summary = { summary: entry.summary, params: entry.params };
+    if (entry.formTokens !== undefined) tool.formTokens = entry.formTokens;
+    else delete tool.formTokens;
     this.invalidate();
     this.scheduleChange({ summaryOnly: true });
     return true;

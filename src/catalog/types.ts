@@ -1,3 +1,4 @@
+import type { FormTokens } from "../cache/cacheEntry.js";
 import type { Mode } from "../config/schema.js";
 import type { ToolSummary } from "../summarize/types.js";
 import type { ExposedTool, ListedTool } from "../model/types.js";
@@ -30,4 +31,9 @@ export interface CatalogTool {
   record?: ToolRecord;
   /** The cached summary, when there is one (a miss serves the original description). */
   summary?: ToolSummary;
+  /**
+   * Tokens of each rendering with `summary`, from the same cache entry when it has them: lists
+   * choose between forms by these, without the tokenizer (see `RENDERER_VERSION`).
+   */
+  formTokens?: FormTokens;
 }

@@ -11,7 +11,8 @@ export interface EntryOrigin {
 /**
  * The cache entry of one summarized tool. `tokens` are o200k counts of the tool as listed in full
  * (`tokensBefore`) and as summary mode lists it with this summary (`tokensAfter`), measured by the
- * renderers that serve the lists (see `MeasureSummary`).
+ * renderers that serve the lists (see `MeasureSummary`), with each rendering's own count when the
+ * measure gives them (serving then chooses between forms without the tokenizer).
  */
 export function buildCacheEntry(input: SummarizeInput, summary: ToolSummary, origin: EntryOrigin, tokens: EntryTokens, now: Date): CacheEntry {
   const { tool } = input;
@@ -29,5 +30,6 @@ export function buildCacheEntry(input: SummarizeInput, summary: ToolSummary, ori
     createdAt: now.toISOString(),
   };
   if (origin.fallback !== undefined) entry.fallback = origin.fallback;
+  if (tokens.formTokens !== undefined) entry.formTokens = { ...tokens.formTokens };
   return entry;
 }

@@ -1,3 +1,4 @@
+import type { FormTokens } from "../cache/cacheEntry.js";
 import type { RawTool } from "../model/types.js";
 
 /** One tool to summarize. */
@@ -10,10 +11,14 @@ export interface SummarizeInput {
   name?: string;
 }
 
-/** o200k token counts a cache entry records: the tool as listed in full, and as summary mode lists it. */
+/**
+ * o200k token counts a cache entry records: the tool as listed in full, and as summary mode lists
+ * it; and each rendering's own count, which serving chooses between (see `FormTokens`).
+ */
 export interface EntryTokens {
   tokensBefore: number;
   tokensAfter: number;
+  formTokens?: FormTokens;
 }
 
 /** Measures one summarized tool for its cache entry (the catalog's renderers do it: `summaryTokens`). */

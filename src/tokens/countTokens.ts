@@ -5,14 +5,23 @@ type Encode = (text: string) => number[];
 let encode: Encode | undefined;
 
 /**
- * The o200k encoder, loaded on the first count. Its tables take about 67 MiB of memory once
- * loaded, and a bridge serving from a warm cache in compact, summary, full or lazy mode never
- * counts a token (lists pick their smaller forms by byte length): only token reports, `auto`
- * mode's budget and the figures of a new cache entry do.
+ * The o200k encoder, loaded on the first count. Its tables take about 57 MiB of memory once loaded
+ * (75 MiB at the peak of loading), and a bridge serving from a warm cache in full, summary,
+ * compact, lazy or code mode never counts a token: lists choose between a tool's forms by the
+ * counts stored in its cache entry, or by JSON length when it has none. Only token reports,
+ * `auto` mode's budget and the counts of a new cache entry load it.
  */
 function encoder(): Encode {
   encode ??= (createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as { encode: Encode }).encode;
   return encode;
+}
+
+/**
+ * Whether this process has loaded the encoder (counted a token) yet: tests and diagnostics check
+ * that serving from a warm cache leaves it unloaded.
+ */
+export function tokenizerLoaded(): boolean {
+  return encode !== undefined;
 }
 
 /**

@@ -30,7 +30,8 @@ function reference(line: string): { ok: true; entry: CacheEntry } | { ok: false 
   return entry.key === cacheKey(entry.server, entry.tool, entry.hash) ? { ok: true, entry } : { ok: false };
 }
 
-const FIELDS = new Set(["key", "server", "tool", "hash", "summary", "params", "summarizer", "prompt", "tokensBefore", "tokensAfter", "createdAt", "fallback"]);
+const FIELDS = new Set(["key", "server", "tool", "hash", "summary", "params", "summarizer", "prompt", "tokensBefore", "tokensAfter", "createdAt", "fallback", "formTokens"]);
+const FORM_TOKEN_FIELDS = new Set(["renderer", "full", "summary", "names", "types", "none"]);
 
 /**
  * A value zod accepts that the fast check may leave to zod: unknown keys to strip, a `__proto__`
@@ -42,6 +43,8 @@ function isUnusual(value: unknown): boolean {
   const record = value as Record<string, unknown>;
   if (Object.keys(record).some((name) => !FIELDS.has(name))) return true;
   if (typeof record.key === "string" && record.key.length < 10) return true;
+  const formTokens = record.formTokens;
+  if (typeof formTokens === "object" && formTokens !== null && Object.keys(formTokens).some((name) => !FORM_TOKEN_FIELDS.has(name))) return true;
   const params = record.params;
   return typeof params === "object" && params !== null && Object.hasOwn(params, "__proto__");
 }
@@ -147,6 +150,17 @@ const entryLine = fc
     tokensAfter: field(count),
     createdAt: field(fc.oneof(fc.constant("2026-11-21T10:00:00Z"), text(8))),
     fallback: fc.oneof({ weight: 3, arbitrary: fc.constant(MISSING) }, { weight: 1, arbitrary: field(text(10)) }),
+    formTokens: fc.oneof(
+      { weight: 2, arbitrary: fc.constant(MISSING) },
+      {
+        weight: 2,
+        arbitrary: field(
+          fc.record({ renderer: field(fc.oneof(fc.integer({ min: 1, max: 3 }), count)), full: field(count), summary: field(count), names: field(count), types: field(count), none: field(count) }).map(
+            (r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== MISSING)),
+          ),
+        ),
+      },
+    ),
     extra: fc.oneof(
       { weight: 6, arbitrary: fc.constant([] as [string, unknown][]) },
       {
@@ -180,6 +194,7 @@ const entryLine = fc
     put("tokensAfter", r.tokensAfter);
     put("createdAt", r.createdAt);
     put("fallback", r.fallback);
+    put("formTokens", r.formTokens);
     pairs.push(...r.extra);
     if (r.shuffle) pairs.reverse();
     return objectText(pairs);
@@ -233,9 +248,14 @@ describe("fast cache-line check", () => {
   it("agrees with zod on entries, each key removed or of another type, extra keys, null and arrays", () => {
     const entry = { ...makeEntry("github", "create_issue"), params: { owner: "Repo owner" }, fallback: "guard: too long" };
     const { params: _params, ...noParams } = makeEntry("s", "t");
+    const formTokens = { renderer: 1, full: 120, summary: 40, names: 30, types: 33, none: 25 };
     const tally = checkAgreement(cachePair, {
-      valid: [entry, noParams, { ...entry, summary: "" }, { ...entry, tokensBefore: 0 }],
+      valid: [entry, noParams, { ...entry, summary: "" }, { ...entry, tokensBefore: 0 }, { ...entry, formTokens }, { ...entry, formTokens: { ...formTokens, renderer: 7 } }],
       invalid: [
+        { ...entry, formTokens: { ...formTokens, renderer: 0 } },
+        { ...entry, formTokens: { ...formTokens, none: -1 } },
+        { ...entry, formTokens: { ...formTokens, full: 2.5 } },
+        { ...entry, formTokens: null },
         { ...entry, hash: "0123456789ABCDEF" },
         { ...entry, tokensAfter: -1 },
         { ...entry, tokensBefore: 1.5 },
@@ -246,6 +266,8 @@ describe("fast cache-line check", () => {
     });
     // Every valid variant but the unusual ones was taken by the fast check.
     expect(tally.fastAccepted).toBeGreaterThan(4);
+    // Counts are on the fast path too, with their own renderer version whatever it is.
+    expect(fastCheckCacheEntry(JSON.parse(JSON.stringify({ ...entry, formTokens })))).toStrictEqual({ ...entry, formTokens });
   });
 
   it("agrees with zod on generated entries", () => {

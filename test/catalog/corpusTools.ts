@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { summaryTokens } from "../../src/catalog/renderTools.js";
 import type { CatalogTool } from "../../src/catalog/types.js";
 import { ExtractiveSummarizer } from "../../src/summarize/extractiveSummarizer.js";
 import type { RawTool } from "../../src/model/types.js";
@@ -38,7 +39,8 @@ const summarizer = new ExtractiveSummarizer();
 
 /**
  * A catalog tool as discovery would build it: `<server>_<tool>`, `mcp://server/tool`. Its summary
- * is written against `neighbours` (its server's tools, as discovery batches them).
+ * is written against `neighbours` (its server's tools, as discovery batches them) and comes with
+ * the token counts its cache entry would carry (see {@link withFormTokens}).
  */
 export function catalogTool(server: string, tool: RawTool, summarize = true, neighbours: readonly RawTool[] = []): CatalogTool {
   const out: CatalogTool = {
@@ -49,7 +51,18 @@ export function catalogTool(server: string, tool: RawTool, summarize = true, nei
     tool: admitted(tool),
   };
   if (summarize) out.summary = summarizer.summarizeTool(tool, neighbours);
-  return out;
+  return summarize ? withFormTokens(out) : out;
+}
+
+/**
+ * `tool` with the `formTokens` a cache entry written for its summary would carry (as a warm cache
+ * serves it); without a summary, `tool` without counts (a miss has no entry).
+ */
+export function withFormTokens(tool: CatalogTool): CatalogTool {
+  const { formTokens: _old, ...rest } = tool;
+  if (tool.summary === undefined) return rest;
+  const counts = summaryTokens({ key: tool.key, server: tool.server, tool: tool.tool, name: tool.name }, tool.summary).formTokens;
+  return counts === undefined ? rest : { ...rest, formTokens: counts };
 }
 
 /** Every corpus tool as a {@link CatalogTool} with an extractive summary. */

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { GET_SCHEMA, CALL_TOOL, MAX_INDEXED_SERVERS, SEARCH_TOOLS, isMetaTool } from "../../src/catalog/metaTools.js";
 import { listedToolTokens, renderTools, tokenReport, toOpenAiFunctions } from "../../src/catalog/renderTools.js";
 import type { CatalogTool, ListedTool } from "../../src/catalog/types.js";
-import { catalogTool, corpusCatalog, loadCorpus } from "./corpusTools.js";
+import { catalogTool, corpusCatalog, loadCorpus, withFormTokens } from "./corpusTools.js";
 import { admitted } from "../helpers/admitted.js";
 import { isObject } from "../../src/model/json.js";
 
@@ -123,7 +123,7 @@ describe("renderTools over the corpus", () => {
     const github = catalog.find((t) => t.name === "github_create_issue");
     const fs = catalog.find((t) => t.name === "filesystem_read_text_file");
     if (github === undefined || fs === undefined) throw new Error("corpus tools missing");
-    const withParams: CatalogTool = { ...github, summary: { summary: "Open an issue.", params: { owner: "Repo owner" } } };
+    const withParams: CatalogTool = withFormTokens({ ...github, summary: { summary: "Open an issue.", params: { owner: "Repo owner" } } });
     const [rendered] = renderTools([withParams], "summary");
     expect(rendered?.description).toBe("Open an issue.");
     expect((rendered?.inputSchema.properties as Json).owner).toEqual({ type: "string", description: "Repo owner" });
