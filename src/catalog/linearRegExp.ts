@@ -1,5 +1,18 @@
-import { RE2JS } from "re2js";
+import { createRequire } from "node:module";
+import type { RE2JS as Re2 } from "re2js";
 import { messageOf } from "../model/errors.js";
+
+let re2: typeof Re2 | undefined;
+
+/**
+ * The RE2 engine, loaded on the first pattern compiled: 270 kB of JavaScript that a bridge only
+ * needs once it validates arguments against a schema with a `pattern`, not to start. Required (its
+ * CommonJS build, the same engine) so that the compile stays synchronous, as ajv calls it.
+ */
+function engine(): typeof Re2 {
+  re2 ??= (createRequire(import.meta.url)("re2js") as { RE2JS: typeof Re2 }).RE2JS;
+  return re2;
+}
 
 /** The `test` half of a RegExp, which is all ajv asks of a pattern engine. */
 export interface PatternTester {
@@ -23,6 +36,7 @@ export function compileLinearPattern(pattern: string, unicode: boolean): { teste
   const label = `/${pattern}/${unicode ? "u" : ""}`;
   try {
     // JavaScript escapes RE2 spells differently (`\u00e9`, `\cA`, `/`) are rewritten first.
+    const RE2JS = engine();
     const compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
     return { tester: { test: (text) => compiled.test(text), toString: () => label } };
   } catch (err) {

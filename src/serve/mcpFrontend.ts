@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
+import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -107,6 +109,17 @@ function handle<S extends RequestSchema>(server: Server, schema: S, handler: (re
 }
 
 /**
+ * The SDK server's JSON Schema validator, made on first use and shared by every front end. The
+ * SDK makes an Ajv instance with its formats for each `Server` (most of the CPU time of the first
+ * `initialize` after the module loading), for `elicitInput()` alone, which abridge does not call:
+ * it relays an upstream's elicitation as a plain request. Made lazily, no answer changes.
+ */
+let frontendAjv: AjvJsonSchemaValidator | undefined;
+const frontendValidator: jsonSchemaValidator = {
+  getValidator: (schema) => (frontendAjv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+};
+
+/**
  * Builds an SDK low-level `Server` over a {@link Bridge}: every upstream's tools (in the chosen
  * mode), resources and prompts, with calls, cancellation and progress passed through. One is made
  * per client connection; they all share the bridge.
@@ -137,6 +150,7 @@ export function createMcpFrontend(bridge: Bridge, options: McpFrontendOptions = 
   const server = new Server(
     { name: "abridge", version: VERSION },
     {
+      jsonSchemaValidator: frontendValidator,
       capabilities: {
         tools: { listChanged: true },
         // Declared always: `initialize` is answered before the upstreams are up, and what they

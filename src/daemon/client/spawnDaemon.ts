@@ -33,7 +33,8 @@ export interface SpawnedDaemon {
 
 /**
  * The command that runs abridge's CLI. From source (this module is a `.ts` file, run by tsx or
- * vitest) that is Node with the tsx loader and `src/cli/bin.ts`; from a build, `dist/cli/bin.js`.
+ * vitest) that is Node with the tsx loader and `src/cli/bin.ts`; from a build, `dist/cli/bin.js`
+ * (reached from dist/daemon/client/ in the library's files, or from beside it in the CLI bundle).
  * The loader is given as an absolute URL so the daemon does not depend on its working directory
  * to find tsx.
  */
@@ -43,7 +44,9 @@ export function cliCommand(): { command: string; args: string[] } {
     const loader = createRequire(here).resolve("tsx");
     return { command: process.execPath, args: ["--import", pathToFileURL(loader).href, fileURLToPath(new URL("../../cli/bin.ts", here))] };
   }
-  return { command: process.execPath, args: [fileURLToPath(new URL("../../cli/bin.js", here))] };
+  // In the CLI's bundle (build/bundleCli.ts) this code is in a chunk beside bin.js, in dist/cli/.
+  const bin = here.endsWith("/spawnDaemon.js") ? "../../cli/bin.js" : "./bin.js";
+  return { command: process.execPath, args: [fileURLToPath(new URL(bin, here))] };
 }
 
 /**

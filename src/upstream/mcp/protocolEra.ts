@@ -3,8 +3,8 @@
  * session; every request carries its revision, `clientInfo` and client capabilities in `_meta`, and
  * `server/discover` tells what a server has. Its wire words live in model/mcpRevision.ts.
  */
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { isStreamableHttpError } from "./lazyHttpTransport.js";
 import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import type { JsonObject } from "../../model/types.js";
@@ -114,7 +114,7 @@ export function classifyProbe(server: string, outcome: { result: unknown } | { e
   // An HTTP server of the older revisions may refuse a POST before initialize with a bare 4xx
   // (no JSON-RPC body): not an answer of a stateless server. 401 and 403 are the server's
   // answer to who asks, whatever the revision, and a 5xx is no answer at all: both thrown.
-  if (err instanceof StreamableHTTPError && typeof err.code === "number" && err.code >= 400 && err.code < 500 && err.code !== 401 && err.code !== 403) {
+  if (isStreamableHttpError(err) && typeof err.code === "number" && err.code >= 400 && err.code < 500 && err.code !== 401 && err.code !== 403) {
     return { era: "legacy", reason: `server/discover was refused with HTTP ${err.code}`, closed: false };
   }
   throw err;

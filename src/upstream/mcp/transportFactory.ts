@@ -1,12 +1,11 @@
 import type { Readable } from "node:stream";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ServerConfig } from "../../config/schema.js";
 import type { Logger } from "../../log/logger.js";
 import { AbridgeError, ErrorCode } from "../../model/errors.js";
 import type { JsonObject } from "../../model/types.js";
 import { boundedFetch } from "./boundedFetch.js";
+import { LazyHttpTransport } from "./lazyHttpTransport.js";
 import { ChildStdioTransport, childEnvironment, DEFAULT_MAX_MESSAGE_BYTES } from "../process/childStdioTransport.js";
 import type { ProcessGroupWatch } from "../process/childWatchdog.js";
 import { sandboxCommand } from "../process/sandbox.js";
@@ -96,15 +95,20 @@ export function createTransport(config: ServerConfig, context: TransportContext)
   );
   if (config.transport === "sse") {
     // The GET event stream does not use requestInit, so headers go through a custom fetch too.
-    return new SSEClientTransport(url, {
-      requestInit,
-      fetch: bounded,
-      eventSourceInit: {
-        fetch: (input, init) => bounded(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
+    return new LazyHttpTransport({
+      kind: "sse",
+      url,
+      options: {
+        requestInit,
+        fetch: bounded,
+        eventSourceInit: {
+          fetch: (input, init) => bounded(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...config.headers } }),
+        },
       },
     });
   }
   // The stateless revision's headers and error answers (see statelessFetch.ts); the older
   // revisions' messages pass through untouched.
-  return new StreamableHTTPClientTransport(url, { requestInit, fetch: statelessFetch(bounded, context.paramHeaders) });
+  // The SDK's HTTP transports are loaded when the first one starts (see lazyHttpTransport.ts).
+  return new LazyHttpTransport({ kind: "streamable-http", url, options: { requestInit, fetch: statelessFetch(bounded, context.paramHeaders) } });
 }

@@ -1,8 +1,14 @@
 import { ErrorCode as RpcErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { RPC_UNSUPPORTED_VERSION as UNSUPPORTED_PROTOCOL_VERSION } from "../../../src/model/mcpRevision.js";
 import { classifyProbe, readDiscoverResult } from "../../../src/upstream/mcp/protocolEra.js";
+import { loadHttpTransports } from "../../../src/upstream/mcp/lazyHttpTransport.js";
+
+// An HTTP status error comes from an HTTP transport, which loads the SDK's transport modules first.
+beforeAll(async () => {
+  await loadHttpTransports();
+});
 
 const discover = (versions: string[]): Record<string, unknown> => ({
   resultType: "complete",
