@@ -275,7 +275,7 @@ function startupMarkdown(r: StartupResult): string {
       (l.serveRoundTripMsMedian !== undefined
         ? `tools/list round trip through serve (stdio) ${ms(l.serveRoundTripMsMedian, 2)} ms (medians; 20 lists after 10 warm-up lists).`
         : `through serve: not available: ${l.notAvailable}.`),
-    `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact): ` +
+    `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact, cache filled by \`abridge summarize warm\` first): ` +
       (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
   ].join("\n");
 }

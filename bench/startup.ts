@@ -1,11 +1,13 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import os from "node:os";
 import path from "node:path";
 import { ToolCatalog } from "../src/catalog/toolCatalog.js";
 import { openSummaryPipeline } from "../src/core/summaryPipeline.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
-import { configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml } from "./benchConfig.js";
-import { admittedExposed, exposeCorpus, type CorpusServer } from "./corpus.js";
+import { CLI_BIN, configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
+import { admittedExposed, exposeCorpus, REPO_ROOT, type CorpusServer } from "./corpus.js";
 import { median, nowMs, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
@@ -32,7 +34,10 @@ export interface StartupResult extends StartupUpstreamsResult {
   memory: {
     servers: number;
     tools: number;
-    /** Peak RSS (VmHWM) of `abridge serve` after listing every corpus tool (`tools` says how many were listed). */
+    /**
+     * Peak RSS (VmHWM) of `abridge serve` after listing every corpus tool (`tools` says how many were
+     * listed), over a cache `abridge summarize warm` filled first, as a user's is.
+     */
     servePeakRssMiB?: number;
     notAvailable?: string;
   };
@@ -131,9 +136,14 @@ async function memory(
   if (!serveOk) return { ...base, notAvailable: serveWhy ?? "abridge serve is not available" };
   const configFile = path.join(dir, "corpus.toml");
   await writeFile(configFile, configToml(corpus.map((s) => stdioServerToml(s.server, CORPUS_FIXTURE, ["--file", s.file]))));
+  const cacheDir = path.join(dir, "corpus-cache");
   let target: Connected | undefined;
   try {
-    target = await serveOverStdio({ config: configFile, cacheDir: path.join(dir, "corpus-cache"), ...(signal ? { signal } : {}) });
+    // Warmed first in a process of its own, the way a user does before serving: serve then finds
+    // every summary, with its forms' token counts, and has nothing to summarize or count.
+    const warm = tsxCommand(CLI_BIN, ["summarize", "warm", "--config", configFile, "--cache-dir", cacheDir]);
+    await promisify(execFile)(warm.command, warm.args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024, ...(signal ? { signal } : {}) });
+    target = await serveOverStdio({ config: configFile, cacheDir, ...(signal ? { signal } : {}) });
     // The first answer waits startup_grace_ms only: 24 tsx upstreams on a busy machine are not all
     // up by then, and a peak taken over part of the catalog flatters. List until every corpus tool
     // is there (compact adds get_schema), for two minutes at most.
