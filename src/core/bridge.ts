@@ -7,6 +7,8 @@ import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
+import { exposesTool } from "../policy/allowDeny.js";
+import { bridgeStateDir } from "../cache/cachePaths.js";
 import { assertNotNested, childMarkerEnv } from "../upstream/mcp/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
 import { UpstreamPool } from "../upstream/upstreamPool.js";
@@ -62,7 +64,14 @@ export class Bridge {
   /** Hands the call counts to the catalog every `auto_update_minutes` (auto mode only). */
   private readonly countsTimer: NodeJS.Timeout | undefined;
 
-  private constructor(options: BridgeOptions, summaries: SummaryPipeline, guard: CallGuard, observed: ObservedFile) {
+  private constructor(
+    options: BridgeOptions,
+    pool: UpstreamPool,
+    summaries: SummaryPipeline,
+    guard: CallGuard,
+    observed: ObservedFile,
+    startedAtMs: number | undefined,
+  ) {
     this.currentConfig = options.config;
     this.observed = observed;
     const { catalog, callCounts } = summaries;
@@ -76,32 +85,11 @@ export class Bridge {
     this.logger = options.logger ?? silentLogger;
     this.summaries = summaries;
     this.catalog = catalog;
-    this.pool = new UpstreamPool({
-      servers: options.config.servers,
-      separator: options.config.separator,
-      ...(options.config.serverOrder !== undefined ? { serverOrder: options.config.serverOrder } : {}),
-      // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
-      // the state dir (the daemon's lockfile holds its token), the audit log and the config file.
-      // Folders end in a separator: one not there yet is created as a folder before the spawn.
-      sandboxHide: [
-        `${path.dirname(options.cacheFile)}${path.sep}`,
-        `${path.dirname(guard.spillDir)}${path.sep}`,
-        ...(options.config.audit_log !== undefined ? [options.config.audit_log] : []),
-        ...(path.isAbsolute(options.config.source) ? [options.config.source] : []),
-      ],
-      logger: this.logger,
-      // The policy's allow/deny: a tool it hides is not listed, counted or forwarded by the pool.
-      exposes: (server, tool) => guard.exposes(server, tool),
-      // Lets an abridge among the servers see that it would serve this config again.
-      childEnv: childMarkerEnv(options.config.source, options.env),
-      clientInfo: { name: "abridge", version: VERSION },
-      ...(options.backoff ? { backoff: options.backoff } : {}),
-      ...(options.retryFailedStart !== undefined ? { retryFailedStart: options.retryFailedStart } : {}),
-    });
+    this.pool = pool;
     this.pool.on("toolsChanged", () => {
       if (this.startup.followsChanges) this.discover();
     });
-    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger, summaries.jobs);
+    this.startup = new UpstreamStart(this.pool, (discover) => this.discover(discover), this.logger, summaries.jobs, startedAtMs);
     const config = (): Config => this.currentConfig;
     const waitReady = (graceMs: number, signal?: AbortSignal): Promise<boolean> => this.waitReady(graceMs, signal);
     this.resolver = new ToolResolver(catalog, this.pool, config);
@@ -118,36 +106,59 @@ export class Bridge {
     this.resources = new ResourceAccess({ pool: this.pool, guard, config, waitReady });
   }
 
-  /** Opens the cache and builds every part; upstreams connect on {@link start}. */
+  /**
+   * Opens the cache and builds every part. Upstreams connect on {@link start} or {@link begin};
+   * with `options.begin` they are spawned here, before anything is opened (see {@link BridgeOptions.begin}).
+   */
   static async open(options: BridgeOptions): Promise<Bridge> {
     // First, before any file is opened: an abridge started by one serving the same config must
     // stop at once, so that its parent hears of it at once and not after a timeout.
     assertNotNested(options.config.source, options.env);
     const logger = options.logger ?? silentLogger;
-    const summaries = await openSummaryPipeline({
-      cacheFile: options.cacheFile,
-      ...sharedCacheOptions(options),
-      summary: options.config.summary,
-      env: options.env,
-      logger,
-      separator: options.config.separator,
-      compactSchema: options.config.compact_schema,
-      auto: { tokenBudget: options.config.token_budget, pins: options.config.pin },
-      ...(options.summarizer !== undefined ? { summarizer: options.summarizer } : {}),
-      ...(options.summaryBackoffMs !== undefined ? { summaryBackoffMs: options.summaryBackoffMs } : {}),
-      ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
-    });
+    const stateDir = options.stateDir ?? bridgeStateDir(options.config, options.env);
+    const pool = newPool(options, stateDir, logger);
+    // Spawned before the cache and the rest open: a child's own start-up (node or npx loading, an
+    // interpreter, a connection) takes far longer than this bridge's, and now runs beside it. A
+    // start that fails as a whole is reported by begin() below, on the same promise.
+    const startedAtMs = options.begin !== undefined ? Date.now() : undefined;
+    if (options.begin !== undefined) pool.start(options.begin.signal).catch(() => undefined);
+    let summaries: SummaryPipeline | undefined;
     let bridge: Bridge | undefined;
-    // Follows the config in force, so a reloaded config's gates apply from the next call on.
-    const guard = await CallGuard.open({
-      config: () => bridge?.config ?? options.config,
-      env: options.env,
-      logger,
-      ...(options.stateDir !== undefined ? { stateDir: options.stateDir } : {}),
-      ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
-    });
-    const observed = await ObservedFile.open(observedFileFor(options.cacheFile), logger);
-    bridge = new Bridge(options, summaries, guard, observed);
+    try {
+      logger.debug("opening the summary cache", { file: options.cacheFile, upstreamsStarted: options.begin !== undefined });
+      summaries = await openSummaryPipeline({
+        cacheFile: options.cacheFile,
+        ...sharedCacheOptions(options),
+        summary: options.config.summary,
+        env: options.env,
+        logger,
+        separator: options.config.separator,
+        compactSchema: options.config.compact_schema,
+        auto: { tokenBudget: options.config.token_budget, pins: options.config.pin },
+        ...(options.summarizer !== undefined ? { summarizer: options.summarizer } : {}),
+        ...(options.summaryBackoffMs !== undefined ? { summaryBackoffMs: options.summaryBackoffMs } : {}),
+        ...(options.changeDebounceMs !== undefined ? { changeDebounceMs: options.changeDebounceMs } : {}),
+      });
+      // Follows the config in force, so a reloaded config's gates apply from the next call on.
+      const guard = await CallGuard.open({
+        config: () => bridge?.config ?? options.config,
+        env: options.env,
+        logger,
+        stateDir,
+        ...(options.forceReadOnly ? { forceReadOnly: true } : {}),
+      });
+      const observed = await ObservedFile.open(observedFileFor(options.cacheFile), logger);
+      bridge = new Bridge(options, pool, summaries, guard, observed, startedAtMs);
+    } catch (err) {
+      // The children spawned above must not outlive a bridge that never opened.
+      await Promise.allSettled([pool.close(), summaries?.close()]);
+      throw err;
+    }
+    if (options.begin !== undefined) {
+      bridge.begin(options.begin.signal);
+      // Servers that came up while the cache opened told no one: the bridge was not listening yet.
+      if (bridge.pool.tools().length > 0) bridge.discover();
+    }
     return bridge;
   }
 
@@ -465,4 +476,36 @@ export class Bridge {
     })();
     return this.closePromise;
   }
+}
+
+/**
+ * The upstream pool of a bridge, built from the config alone so that it can start before anything
+ * else is opened: what it needs of the guard (allow/deny, where spilled outputs go) is the config's.
+ */
+function newPool(options: BridgeOptions, stateDir: string, logger: Logger): UpstreamPool {
+  const { config } = options;
+  return new UpstreamPool({
+    servers: config.servers,
+    separator: config.separator,
+    ...(config.serverOrder !== undefined ? { serverOrder: config.serverOrder } : {}),
+    // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
+    // the state dir (the daemon's lockfile holds its token; spilled outputs are under it), the
+    // audit log and the config file. Folders end in a separator: one not there yet is created as
+    // a folder before the spawn.
+    sandboxHide: [
+      `${path.dirname(options.cacheFile)}${path.sep}`,
+      `${stateDir}${path.sep}`,
+      ...(config.audit_log !== undefined ? [config.audit_log] : []),
+      ...(path.isAbsolute(config.source) ? [config.source] : []),
+    ],
+    logger,
+    // The policy's allow/deny (the guard's `exposes`): a tool it hides is not listed, counted or
+    // forwarded by the pool. Per server entry, so a reloaded config's filters apply as it is.
+    exposes: (server, tool) => exposesTool(server, tool),
+    // Lets an abridge among the servers see that it would serve this config again.
+    childEnv: childMarkerEnv(config.source, options.env),
+    clientInfo: { name: "abridge", version: VERSION },
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+    ...(options.retryFailedStart !== undefined ? { retryFailedStart: options.retryFailedStart } : {}),
+  });
 }

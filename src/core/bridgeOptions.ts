@@ -31,6 +31,12 @@ export interface BridgeOptions {
   forceReadOnly?: boolean;
   /** State dir for spilled outputs (default: `--state-dir`/config/XDG lookup from `env`). */
   stateDir?: string;
+  /**
+   * Begin the upstreams' start in {@link Bridge.open} itself, as {@link Bridge.begin} with this
+   * signal, before the summary cache, the guard and the rest are opened: what a front end that
+   * serves at once wants, since a child's start-up then runs beside the bridge's own.
+   */
+  begin?: { signal?: AbortSignal };
 }
 
 /** What `stats` reports. */

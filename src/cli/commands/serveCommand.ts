@@ -99,13 +99,14 @@ export const serveCommand: CommandSpec = {
       logger: ctx.logger,
       stateDir: stateDirFor(ctx, config),
       ...(ctx.values["read-only"] === true ? { forceReadOnly: true } : {}),
+      // The upstreams are spawned first, then the cache and the rest open while they start. Not
+      // awaited: a client is answered at once, whatever the upstreams do. Lists give servers
+      // still starting `startup_grace_ms`; calls to one wait for it; a failure is logged by the
+      // server's connection and shown in its status, and the others are served.
+      begin: { signal: ctx.io.signal },
     });
     let watcher: ConfigWatcher | undefined;
     try {
-      // Not awaited: a client is answered at once, whatever the upstreams do. Lists give servers
-      // still starting `startup_grace_ms`; calls to one wait for it; a failure is logged by the
-      // server's connection and shown in its status, and the others are served.
-      bridge.begin(ctx.io.signal);
       if (ctx.values["no-watch"] !== true && config.source !== "<built-in>") {
         watcher = new ConfigWatcher({ file: config.source, load: () => ctx.loadConfig(), bridge, logger: ctx.logger });
         watcher.start();
