@@ -12,7 +12,7 @@ import type { CatalogTool, ListedTool, Mode } from "./types.js";
 import type { JsonObject } from "../model/types.js";
 import { compareStrings, isObject } from "../model/json.js";
 import type { EntryTokens, SummarizeInput, ToolSummary } from "../summarize/types.js";
-import type { FormTokens } from "../cache/cacheEntry.js";
+import type { CacheEntry, FormTokens } from "../cache/cacheEntry.js";
 
 /**
  * Version of the renderers whose output an entry's `formTokens` counts. Bump it with any change to
@@ -276,6 +276,20 @@ export function summaryTokens(input: SummarizeInput, summary: ToolSummary): Entr
   const tool: CatalogTool = { name, server: input.server, uri: "", key: input.key, tool: admission.tool, summary };
   const formTokens = measureForms(tool);
   return { tokensBefore: formTokens.full, tokensAfter: summaryFormTokens(formTokens), formTokens };
+}
+
+/**
+ * The counts of `cached` when `summary` is the summary it holds, counted by the renderers of this
+ * version: a summary written again unchanged (a local summarizer redoing an entry the guard
+ * refuses, which writes the same text) then needs no counting, and a bridge doing so does not
+ * load the tokenizer. Its figures are those of the same content, measured when it was first
+ * written. Undefined when the text differs or the entry has no usable counts.
+ */
+export function repeatedSummaryTokens(cached: CacheEntry | undefined, summary: ToolSummary): EntryTokens | undefined {
+  const counts = cached?.formTokens;
+  if (cached === undefined || counts === undefined || counts.renderer !== RENDERER_VERSION) return undefined;
+  if (cached.summary !== summary.summary || JSON.stringify(cached.params) !== JSON.stringify(summary.params)) return undefined;
+  return { tokensBefore: cached.tokensBefore, tokensAfter: cached.tokensAfter, formTokens: { ...counts } };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { CallCounts, callCountsFileFor } from "../cache/callCounts.js";
 import { JsonlStore } from "../cache/jsonlStore.js";
 import type { SummaryStore } from "../cache/summaryStore.js";
-import { summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
+import { repeatedSummaryTokens, summaryTokens, type CompactSchema } from "../catalog/renderTools.js";
 import { ToolCatalog } from "../catalog/toolCatalog.js";
 import { CatalogMemo } from "../catalog/catalogMemo.js";
 import { createToolHasher, type ToolHasher } from "../catalog/toolHash.js";
@@ -99,7 +99,9 @@ export async function openSummaryPipeline(options: SummaryPipelineOptions): Prom
     fallback,
     sink: store,
     claims: store,
-    measure: summaryTokens,
+    // A summary written again unchanged keeps the counts of the entry it repeats: counting loads
+    // the tokenizer, which a bridge serving a warm cache otherwise never does.
+    measure: (input, summary) => repeatedSummaryTokens(store.get(input.key), summary) ?? summaryTokens(input, summary),
     logger,
     ...queueLimitsFromConfig(summary),
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),

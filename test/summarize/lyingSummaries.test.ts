@@ -8,6 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
+import { summaryTokens } from "../../src/catalog/renderTools.js";
 import type { AdmittedExposedTool, CatalogTool } from "../../src/catalog/types.js";
 import { summarySchema } from "../../src/config/schema.js";
 import { openSummaryPipeline, type SummaryPipeline } from "../../src/core/summaryPipeline.js";
@@ -275,8 +276,12 @@ describe("lying summaries", () => {
       expect(catalogTool(reader, tool.name).summary, tool.name).toBeUndefined();
       expect(listed(reader, tool.name), tool.name).toBe(tool.description);
     }
-    // The same path serves an honest entry heard after them.
-    for (const { tool } of LIES) await writer.store.append(entry(tool.name, extractive(tool), "2026-11-21T10:01:00.000Z"));
+    // The same path serves an honest entry heard after them, with the counts its writer keeps.
+    for (const { tool } of LIES) {
+      const honest = entry(tool.name, extractive(tool), "2026-11-21T10:01:00.000Z");
+      const { formTokens } = summaryTokens({ key: honest.key, server: SERVER, tool: admitted(tool) }, extractive(tool));
+      await writer.store.append({ ...honest, ...(formTokens !== undefined ? { formTokens } : {}) });
+    }
     await waitFor(() => reader.catalog.stats().summarized === LIES.length, { what: "the reader to serve the honest entries" });
     expectExtractiveServed(reader, extractive);
   });
