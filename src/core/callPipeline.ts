@@ -221,40 +221,46 @@ export class CallPipeline {
    */
   private async forward(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions): Promise<CallToolResult> {
     const { guard, pool, callCounts } = this.parts;
-    const event = {
-      ...(options.client !== undefined ? { client: options.client } : {}),
-      server,
-      tool,
-      args: args ?? {},
-      startedMs: Date.now(),
-      ...(options.run !== undefined ? { run: options.run } : {}),
-    };
+    const startedMs = Date.now();
     const decision = guard.check(server, tool);
-    if (!decision.allowed) return guard.refuse(decision, event);
+    if (!decision.allowed) return guard.refuse(decision, auditEvent(server, tool, args, options, startedMs));
     this.counters.total += 1;
     callCounts.increment(server, tool);
     this.counters.inFlight += 1;
     try {
-      // The relay travels with the call down to the connection that forwards it.
-      const result = await pool.callTool(server, tool, args, {
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        ...(options.relay ? { relay: options.relay } : {}),
-      });
+      // The options travel whole down to the connection that forwards the call (its signal,
+      // timeout, progress and relay; the rest is not read there): one object less per call.
+      const result = await pool.callTool(server, tool, args, options);
       // Shaped before the guard's output limit, so the limit counts (and a spill keeps) what is sent;
       // not for a program's call, which reads the result as a value, not as text for the model.
       const shaped = options.run === undefined ? shapeCallResult(this.parts.config(), server, tool, result) : programView(result);
       const finished = await guard.finish(server, shaped, options.signal);
-      await guard.audit({ ...event, outcome: result.isError === true ? "tool_error" : "ok" });
+      // Without an audit log there is nothing to record: the event is not even built.
+      if (guard.auditing) await guard.audit({ ...auditEvent(server, tool, args, options, startedMs), outcome: result.isError === true ? "tool_error" : "ok" });
       return finished;
     } catch (err) {
       this.counters.failed += 1;
       const code = err instanceof AbridgeError ? err.code : ErrorCode.INTERNAL;
-      await guard.audit({ ...event, outcome: code === ErrorCode.CANCELLED ? "cancelled" : "error", errorCode: code });
+      await guard.audit({
+        ...auditEvent(server, tool, args, options, startedMs),
+        outcome: code === ErrorCode.CANCELLED ? "cancelled" : "error",
+        errorCode: code,
+      });
       throw err;
     } finally {
       this.counters.inFlight -= 1;
     }
   }
+}
+
+/** What the audit log records of a forwarded call, but its outcome. */
+function auditEvent(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions, startedMs: number) {
+  return {
+    ...(options.client !== undefined ? { client: options.client } : {}),
+    server,
+    tool,
+    args: args ?? {},
+    startedMs,
+    ...(options.run !== undefined ? { run: options.run } : {}),
+  };
 }

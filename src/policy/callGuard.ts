@@ -99,6 +99,11 @@ export class CallGuard {
     return new CallGuard(configOf, auditLog, spill, options);
   }
 
+  /** True when calls are recorded (`audit_log` is set): without it {@link audit} does nothing. */
+  get auditing(): boolean {
+    return this.auditLog !== undefined;
+  }
+
   /** Where spilled outputs are kept (a sandboxed server must not read them). */
   get spillDir(): string {
     return this.spill.dir;

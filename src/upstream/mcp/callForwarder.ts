@@ -24,6 +24,23 @@ const callToolResult = z.looseObject({ content: z.array(z.unknown()).optional(),
 /** Any other result: an object, untouched. */
 const anyResult = z.looseObject({});
 
+/**
+ * `result` as `schema` reads it. A `tools/call` result of the usual shape (an object whose
+ * `content`, if any, is an array and whose `isError`, if any, is a boolean) is what the loose
+ * {@link callToolResult} schema passes on, so it is taken as it is; anything else goes through
+ * the schema, which gives the same `ZodError` the SDK client would.
+ */
+function checkedResult<T extends JsonObject>(schema: z.ZodType<T>, result: JsonObject): T {
+  if (
+    schema === (callToolResult as z.ZodType) &&
+    (result.content === undefined || Array.isArray(result.content)) &&
+    (result.isError === undefined || typeof result.isError === "boolean")
+  ) {
+    return result as T;
+  }
+  return schema.parse(result);
+}
+
 /** Capability that must be advertised before a list method is worth asking. */
 const LIST_CAPABILITY: Record<string, string> = {
   "resources/list": "resources",
@@ -221,11 +238,25 @@ export class CallForwarder {
     // the SDK keeps a handler for a request that would not be written.
     const transport = client.transport;
     if (transport instanceof ChildStdioTransport && transport.backlogged) throw queueFullError(this.config().name, transport.queuedBytes);
-    // A private controller per call: the SDK never removes its abort listener, so handing it a
-    // long-lived caller signal would pile up listeners. Aborting it makes the SDK send
-    // notifications/cancelled upstream, so an abandoned call does not keep the server busy.
-    const perCall = new AbortController();
-    const onAbort = (): void => perCall.abort(callerSignal?.reason);
+    // Giving up on the call (a timeout, the caller's abort) cancels a direct request itself, and
+    // aborts a private controller that a request through the SDK client listens to: the SDK never
+    // removes its abort listener, so handing it a long-lived caller signal would pile up
+    // listeners. Either way notifications/cancelled goes upstream, so an abandoned call does not
+    // keep the server busy. The controller is made only for the SDK's requests.
+    let perCall: AbortController | undefined;
+    let cancelDirect: ((reason: unknown) => void) | undefined;
+    let gaveUp: { reason: unknown } | undefined;
+    const giveUp = (reason: unknown): void => {
+      gaveUp ??= { reason };
+      cancelDirect?.(reason);
+      perCall?.abort(reason);
+    };
+    const callSignal = (): AbortSignal => {
+      perCall ??= new AbortController();
+      if (gaveUp !== undefined) perCall.abort(gaveUp.reason);
+      return perCall.signal;
+    };
+    const onAbort = (): void => giveUp(callerSignal?.reason);
     callerSignal?.addEventListener("abort", onAbort, { once: true });
     const timeoutMs = options.timeoutMs ?? this.config().timeout_ms;
     const onProgress = options.onProgress;
@@ -240,7 +271,7 @@ export class CallForwarder {
     // gateway), so only the identity of our abort reason tells "we gave up" from "it answered -32001".
     // Made when a timer fires, not per call: an Error captures a stack trace, a cost every call paid.
     let timedOut: McpError | undefined;
-    const timeOut = (): void => perCall.abort((timedOut ??= new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`)));
+    const timeOut = (): void => giveUp((timedOut ??= new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`)));
     let idleTimer: NodeJS.Timeout | undefined;
     const armIdleTimer = (): void => {
       if (idleTimer) clearTimeout(idleTimer);
@@ -259,16 +290,25 @@ export class CallForwarder {
     if (RELAYED_METHODS.has(method)) this.relay.enter(callId, options.relay);
     const meta = isObject(params._meta) ? params._meta : {};
     const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
+    // A tools/call to a stdio server skips the SDK client's request bookkeeping (see DirectRequests).
+    const direct = method === "tools/call" && transport instanceof ChildStdioTransport ? transport.direct : undefined;
     try {
-      let result = await client.request({ method, params: withEnvelope(client, sent) }, schema, { signal: perCall.signal, timeout: MAX_TIMER_MS });
+      let result: T;
+      if (direct !== undefined) {
+        const call = direct.send(method, withEnvelope(client, sent));
+        cancelDirect = call.cancel;
+        result = checkedResult(schema, await call.answer);
+      } else {
+        result = await client.request({ method, params: withEnvelope(client, sent) }, schema, { signal: callSignal(), timeout: MAX_TIMER_MS });
+      }
       // A stateless server that needs the user (sampling, elicitation, roots) answers
       // input_required: the client behind the call is asked, and the request is sent again with
       // the answers, until the server gives a complete result.
       for (let round = 0; resultTypeOf(result) === "input_required"; round++) {
         if (round >= MAX_INPUT_ROUNDS) throw tooManyRounds(this.config().name, method);
-        const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: perCall.signal });
+        const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: callSignal() });
         result = await client.request({ method, params: withEnvelope(client, { ...sent, ...answers }) }, schema, {
-          signal: perCall.signal,
+          signal: callSignal(),
           timeout: MAX_TIMER_MS,
         });
       }

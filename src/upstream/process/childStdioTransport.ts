@@ -2,13 +2,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { PassThrough, type Readable, type Writable } from "node:stream";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode as RpcCode, JSONRPCMessageSchema, RELATED_TASK_META_KEY, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode as RpcCode, JSONRPCMessageSchema, McpError, RELATED_TASK_META_KEY, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AbridgeError, ErrorCode, messageOf } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import { BoundedLineReader, type DroppedLine } from "../../util/boundedLineReader.js";
 import { DEFAULT_MAX_QUEUED_LINE_BYTES, LineWriter } from "../../util/lineWriter.js";
 import { isPidAlive } from "../../util/pidAlive.js";
 import type { ProcessGroupWatch } from "./childWatchdog.js";
+import { DirectRequests } from "./directRequests.js";
 import { delay } from "../../model/timers.js";
 
 /** How often a pid is probed while waiting for a child to go away. */
@@ -149,6 +150,11 @@ export class ChildStdioTransport implements Transport {
   private grace: CloseGrace = DEFAULT_CLOSE_GRACE;
   /** Writes to the child's stdin: one queue, one `drain` listener, one writev per tick. */
   private writer: LineWriter | undefined;
+  /**
+   * Requests sent past the SDK client (`tools/call`: see {@link DirectRequests}); their answers
+   * are taken off the pipe before the SDK's parsing.
+   */
+  readonly direct = new DirectRequests((message) => this.send(message));
 
   constructor(params: ChildStdioParams) {
     this.params = params;
@@ -292,6 +298,7 @@ export class ChildStdioTransport implements Transport {
       let message: JSONRPCMessage;
       try {
         const value: unknown = JSON.parse(event.line);
+        if (this.direct.take(value)) continue;
         message = isPlainResultResponse(value) ? value : JSONRPCMessageSchema.parse(value);
       } catch (err) {
         // A line that is not JSON-RPC (a stray log line on stdout) is reported and skipped.
@@ -315,13 +322,17 @@ export class ChildStdioTransport implements Transport {
       ),
     );
     if (id === undefined) return;
-    this.onmessage?.({ jsonrpc: "2.0", id, error: { code: RpcCode.InternalError, message: `result over ${limit} bytes (${line.bytes} bytes); dropped` } });
+    const error = { code: RpcCode.InternalError, message: `result over ${limit} bytes (${line.bytes} bytes); dropped` };
+    if (this.direct.fail(id, McpError.fromError(error.code, error.message))) return;
+    this.onmessage?.({ jsonrpc: "2.0", id, error });
   }
 
   private notifyClosed(): void {
     if (this.closedNotified) return;
     this.closedNotified = true;
     this.onclose?.();
+    // After the SDK client has heard of the end, as its own requests fail after it has.
+    this.direct.close();
   }
 
   private async closeAndReap(): Promise<void> {
