@@ -39,7 +39,7 @@ import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowSta
 import { RESULTS_DIR, writeResults } from "./standalone.js";
 import { runStartup, type StartupResult } from "./startup.js";
 import { startupUpstreamsMarkdown } from "./startupUpstreams.js";
-import { REFERENCE_LABELS, REFERENCES, runTokens, type TokensResult } from "./tokens.js";
+import { REFERENCE_LABELS, REFERENCES, runTokens, type CountlessTokens, type TokensResult } from "./tokens.js";
 import { tokensSvg } from "./tokensChart.js";
 import { MODES } from "../src/config/schema.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
@@ -209,6 +209,15 @@ function tokensMarkdown(r: TokensResult): string {
               t.worst.map((w) => [w.tool, w.full, w.summary, w.compact, pct(w.compact / w.full)]),
             )}`
           : ""),
+    );
+    const c = s.withoutCounts;
+    const countlessLine = (what: string, v: CountlessTokens["summarized"]): string =>
+      `${what}: summary ${v.summary}, compact ${v.compact} (${pct(v.compact / s.total.modes.full)} of full); per tool, summary over full ${v.perTool.summaryOverFull}, compact over summary ${v.perTool.compactOverSummary}`;
+    out.push(
+      "\nServed from entries without token counts (forms chosen by JSON length, the smaller only at <= 0.8 of the other):\n\n" +
+        `- ${countlessLine("entries written before counts were kept", c.summarized)}\n` +
+        `- ${countlessLine("no entries (cold cache)", c.unsummarized)}\n` +
+        `- serving the original to every tool without counts instead: compact ${c.originalCompact}`,
     );
     const w = s.wordLists;
     out.push(

@@ -72,6 +72,22 @@ export interface SummarizerTokens {
   guardRejections: number;
   perTool: PerToolSizes;
   wordLists: WordListCheck;
+  /** The same catalog served from entries without token counts (see {@link CountlessTokens}). */
+  withoutCounts: CountlessTokens;
+}
+
+/**
+ * The pooled list when serving has no stored counts to choose forms by: each form is then the
+ * smaller rendering only when its JSON is at most 0.8 of the other's, else the larger one. Beside
+ * it, what serving the original to such tools would cost instead (compact = full + get_schema).
+ */
+export interface CountlessTokens {
+  /** Entries written before counts were kept: summaries served, forms chosen by length. */
+  summarized: { summary: number; compact: number; perTool: PerToolSizes };
+  /** No entry at all (a cold cache): original descriptions, forms chosen by length. */
+  unsummarized: { summary: number; compact: number; perTool: PerToolSizes };
+  /** Compact if every tool without counts were served as the original. */
+  originalCompact: number;
 }
 
 /** Result of {@link runTokens}. */
@@ -166,6 +182,22 @@ function wordListCheck(tools: readonly CatalogTool[]): WordListCheck {
   };
 }
 
+/** o200k tokens of the pooled list of `tools` in `mode`. */
+function listTokens(tools: readonly CatalogTool[], mode: Mode): number {
+  return countJsonTokens(toOpenAiFunctions(renderTools(tools, mode)));
+}
+
+function countless(tools: readonly CatalogTool[]): CountlessTokens {
+  const summarized = tools.map(({ formTokens: _counts, ...tool }) => tool);
+  const unsummarized = summarized.map(({ summary: _summary, ...tool }) => tool);
+  const of = (set: CatalogTool[]) => ({ summary: listTokens(set, "summary"), compact: listTokens(set, "compact"), perTool: perToolSizes(set) });
+  return {
+    summarized: of(summarized),
+    unsummarized: of(unsummarized),
+    originalCompact: countJsonTokens(toOpenAiFunctions([...renderTools(tools, "full"), ...renderTools([], "compact")])),
+  };
+}
+
 function row(server: string, tools: readonly CatalogTool[]): { row: TokenRow; mcp: Record<Mode, number> } {
   const report = tokenReport(tools);
   const modes = Object.fromEntries(MODES.map((m) => [m, report[m].openAiTokens])) as Record<Mode, number>;
@@ -199,6 +231,7 @@ async function measure(corpus: readonly CorpusServer[], summarizer: Summarizer, 
     guardRejections,
     perTool: perToolSizes(tools),
     wordLists: wordListCheck(tools),
+    withoutCounts: countless(tools),
   };
 }
 
