@@ -4,7 +4,7 @@ import { z } from "zod";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { isObject } from "../model/json.js";
 import type { JsonObject } from "../model/types.js";
-import type { McpFrontend, ToolCallContext } from "./mcpFrontend.js";
+import type { McpFrontend, ToolCallContext, ToolCallParams } from "./mcpFrontend.js";
 import { checkedResult, plainToolCall, type RequestId } from "./toolCallChecks.js";
 
 /** Any result object of a request relayed to the client, kept as the client sent it. */
@@ -84,25 +84,26 @@ export class FastToolCalls {
         return server.request(request as never, looseResult, { signal, relatedRequestId: id });
       },
     };
-    this.frontend
-      .callTool(params, context)
-      .then(
-        (result) => {
-          if (controller.signal.aborted) return undefined;
-          const checked = checkedResult(result);
-          if ("error" in checked) return this.send(errorResponse(id, checked.error));
-          return this.send({ result: checked.result, jsonrpc: "2.0", id } as JSONRPCMessage);
-        },
-        (error: unknown) => {
-          if (controller.signal.aborted) return undefined;
-          return this.send(errorResponse(id, error));
-        },
-      )
-      .catch((err: unknown) => this.logger.debug("tools/call answer not delivered", { error: String(err) }))
-      .finally(() => {
-        if (this.inFlight.get(id) === controller) this.inFlight.delete(id);
-      });
+    void this.answer(id, params, context, controller);
     return true;
+  }
+
+  /** Runs one taken call and writes its answer (none once cancelled); one async frame, not a chain of promises. */
+  private async answer(id: RequestId, params: ToolCallParams, context: ToolCallContext, controller: AbortController): Promise<void> {
+    try {
+      let answer: JSONRPCMessage;
+      try {
+        const checked = checkedResult(await this.frontend.callTool(params, context));
+        answer = "error" in checked ? errorResponse(id, checked.error) : ({ result: checked.result, jsonrpc: "2.0", id } as JSONRPCMessage);
+      } catch (error) {
+        answer = errorResponse(id, error);
+      }
+      if (!controller.signal.aborted) await this.send(answer);
+    } catch (err) {
+      this.logger.debug("tools/call answer not delivered", { error: String(err) });
+    } finally {
+      if (this.inFlight.get(id) === controller) this.inFlight.delete(id);
+    }
   }
 
   private takeCancel(message: JsonObject): boolean {

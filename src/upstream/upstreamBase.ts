@@ -50,6 +50,8 @@ export abstract class UpstreamBase {
   protected listedTools: AdmittedTool[] = [];
   /** {@link listedTools} that are exposed: what the pool serves. */
   protected toolList: AdmittedTool[] = [];
+  /** The names of the tools in `toolList`, kept for that list (see {@link isListedTool}). */
+  private listedNames: { list: readonly AdmittedTool[]; names: ReadonlySet<string> } | undefined;
 
   constructor(config: ServerConfig, options: UpstreamBaseOptions) {
     this.currentConfig = config;
@@ -132,6 +134,12 @@ export abstract class UpstreamBase {
    */
   tools(): AdmittedTool[] {
     return [...this.toolList];
+  }
+
+  /** True when `tool` is among the exposed tools listed: a set of their names, made once per list, since every call asks. */
+  protected isListedTool(tool: string): boolean {
+    if (this.listedNames?.list !== this.toolList) this.listedNames = { list: this.toolList, names: new Set(this.toolList.map((t) => t.name)) };
+    return this.listedNames.names.has(tool);
   }
 
   /** True when `tool` is exposed by the current config (whether or not the server lists it). */

@@ -315,8 +315,7 @@ export class JsonRpcUpstream extends UpstreamBase implements Upstream {
     if (!this.isExposed(tool)) throw new AbridgeError(ErrorCode.TOOL_FILTERED, `${this.name}: tool "${tool}" is not allowed by allow/deny`);
     if (this.closed || this.state === "disabled" || this.folderError !== undefined) throw notReadyError(this.name, this.state, this.error);
     const method = this.methods.get(tool);
-    if (method === undefined || !this.toolList.some((t) => t.name === tool))
-      throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.name}: no tool "${tool}"`);
+    if (method === undefined || !this.isListedTool(tool)) throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.name}: no tool "${tool}"`);
     try {
       const outcome = await this.client.call(method, args ?? {}, {
         timeoutMs: options.timeoutMs ?? this.config.timeout_ms,

@@ -134,7 +134,7 @@ export class CallForwarder {
       throw new AbridgeError(ErrorCode.TOOL_NOT_FOUND, `${this.config().name}: no tool "${tool}"`);
     }
     const params: JsonObject = { name: tool, arguments: args ?? {} };
-    return this.admitted(options.signal, async (client) => (await this.forward(client, "tools/call", params, callToolResult, options)) as CallToolResult);
+    return this.admitted(options.signal, (client) => this.forward(client, "tools/call", params, callToolResult, options) as Promise<CallToolResult>);
   }
 
   /**

@@ -141,7 +141,7 @@ export class UpstreamConnection extends UpstreamBase implements Upstream {
         },
         withClient: (signal, use) => this.withClient(signal, use),
         isExposed: (tool) => this.isExposed(tool),
-        isListed: (tool) => this.toolList.some((t) => t.name === tool),
+        isListed: (tool) => this.isListedTool(tool),
         advertises: (capability) => isObject(this.capabilities?.[capability]),
       },
       logger: this.logger,
@@ -440,8 +440,12 @@ export class UpstreamConnection extends UpstreamBase implements Upstream {
    * is initialized for this one use and ended right after (the least-trusted servers keep no
    * state between calls).
    */
-  private async withClient<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
-    if (this.config.lifecycle !== "per_call") return use(this.readyClient());
+  /** `use` with the standing client (not async: one promise less per call; a throw reaches the caller's await), or a fresh process's. */
+  private withClient<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
+    return this.config.lifecycle === "per_call" ? this.withFreshProcess(signal, use) : use(this.readyClient());
+  }
+
+  private async withFreshProcess<T>(signal: AbortSignal | undefined, use: (client: Client) => Promise<T>): Promise<T> {
     if (this.state !== "ready") this.readyClient();
     const transport = this.newTransport();
     const client = this.newClient();
