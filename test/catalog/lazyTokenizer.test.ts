@@ -8,7 +8,8 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
  * Run in a process of its own: the test runner itself may have loaded the tokenizer already. The
- * script lists a catalog in lazy and full mode (neither compares forms nor counts), then counts.
+ * script lists a catalog in every mode but auto (forms are chosen by stored counts, or by length
+ * for a tool without them, as here), then counts.
  */
 const SCRIPT = `
 import { createRequire } from "node:module";
@@ -18,15 +19,14 @@ const cache = createRequire(import.meta.url).cache;
 const loaded = () => Object.keys(cache).some((file) => file.includes("gpt-tokenizer"));
 const tool = { name: "a_echo", server: "a", uri: "abridge://a/echo", key: "a:echo:0", tool: { name: "echo", description: "Echo the text.", inputSchema: { type: "object", properties: { text: { type: "string" } } } } };
 const before = loaded();
-renderTools([tool], "lazy");
-renderTools([tool], "full");
+for (const mode of ["lazy", "full", "summary", "compact", "code"]) renderTools([tool], mode);
 const afterLists = loaded();
 const count = countTokens("hello world");
 console.log(JSON.stringify({ before, afterLists, count, afterCount: loaded() }));
 `;
 
 describe("the o200k tokenizer", () => {
-  it("is loaded on the first count, not when the library is imported or a list that counts nothing is rendered", async () => {
+  it("is loaded on the first count, not when the library is imported or a list is rendered in a mode other than auto", async () => {
     const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", SCRIPT], { cwd: ROOT });
     const result = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>;
     expect(result).toEqual({ before: false, afterLists: false, count: 2, afterCount: true });
