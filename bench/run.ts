@@ -38,6 +38,7 @@ import { compareRuns, comparisonMarkdown, newFigures } from "./previousRun.js";
 import { runSlowStart, slowStartMarkdown, type SlowStartResult } from "./slowStart.js";
 import { RESULTS_DIR, writeResults } from "./standalone.js";
 import { runStartup, type StartupResult } from "./startup.js";
+import { runStartupPeers, startupPeersMarkdown, type StartupPeersResult } from "./startupPeers.js";
 import { startupUpstreamsMarkdown } from "./startupUpstreams.js";
 import { REFERENCE_LABELS, REFERENCES, runTokens, type CountlessTokens, type TokensResult } from "./tokens.js";
 import { tokensSvg } from "./tokensChart.js";
@@ -55,6 +56,7 @@ const BENCHES = [
   "daemonCalls",
   "httpEras",
   "startup",
+  "startupPeers",
   "slowStart",
   "jsonRpc",
   "bus",
@@ -94,6 +96,8 @@ interface Results {
   cache?: CacheResult;
   latency?: LatencyResult;
   startup?: StartupResult;
+  /** Start-up of the CLI bundle beside the file-by-file build and mcp-hub (also in startup-peers.json). */
+  startupPeers?: StartupPeersResult;
   /** What a client waits for with hung upstreams: initialize, and exit on stdin end or SIGTERM. */
   slowStart?: SlowStartResult;
   /** Calls through the bridge to a JSON-RPC backend on a unix socket, beside the socket alone. */
@@ -783,6 +787,12 @@ async function main(): Promise<number> {
   await step("startup", async () => {
     results.startup = await runStartup({ corpus, signal });
     print(startupMarkdown(results.startup));
+  });
+  await step("startupPeers", async () => {
+    results.startupPeers = await runStartupPeers({ signal });
+    const markdown = startupPeersMarkdown(results.startupPeers);
+    print(markdown);
+    await writeResults("startup-peers", { date: results.startedAt, ...results.startupPeers }, `${markdown}\n`);
   });
   await step("slowStart", async () => {
     results.slowStart = await runSlowStart();
