@@ -106,6 +106,7 @@ async function serveFirstList(
   configFile: string,
   cacheDir: string,
   built: BuiltJs,
+  wantEntries: number,
   signal?: AbortSignal,
 ): Promise<{ ms: number; tools: number; cpuMs: number | undefined }> {
   const start = nowMs();
@@ -117,12 +118,22 @@ async function serveFirstList(
     const tools = await target.listTools();
     const ms = nowMs() - start;
     const cpu = processCpuMs(target.pid);
-    // Let the background queue write the summaries the warm runs read.
-    await sleep(500, signal);
+    // Let the background queue write the summaries the warm runs read: it starts only once the
+    // first list is written, and a serve closed before it is done leaves the warm run half cold.
+    await cacheFilled(path.join(cacheDir, "summaries.jsonl"), wantEntries, signal);
     return { ms, tools, cpuMs: cpu };
   } finally {
     await target.close();
   }
+}
+
+/** Longest wait for the queue to write a cold run's summaries (a loaded machine is slow, not stuck). */
+const FILL_BOUND_MS = 60_000;
+
+/** Waits until `file` holds `entries` lines (checked every 50 ms), at most {@link FILL_BOUND_MS}. */
+async function cacheFilled(file: string, entries: number, signal?: AbortSignal): Promise<void> {
+  const until = nowMs() + FILL_BOUND_MS;
+  while ((await lineCount(file)) < entries && nowMs() < until) await sleep(50, signal);
 }
 
 async function lineCount(file: string): Promise<number> {
@@ -146,10 +157,10 @@ async function row(n: number, runs: number, dir: string, built: BuiltJs, signal?
   for (let i = 0; i < runs; i++) {
     floor.push(await floorMs(n, built, signal));
     const cacheDir = path.join(dir, `cache-${n}-${i}`);
-    const c = await serveFirstList(configFile, cacheDir, built, signal);
+    const c = await serveFirstList(configFile, cacheDir, built, n * TOOLS_PER_UPSTREAM, signal);
     cold.push(c.ms);
     warmEntries = await lineCount(path.join(cacheDir, "summaries.jsonl"));
-    const w = await serveFirstList(configFile, cacheDir, built, signal);
+    const w = await serveFirstList(configFile, cacheDir, built, n * TOOLS_PER_UPSTREAM, signal);
     warm.push(w.ms);
     if (w.cpuMs !== undefined) warmCpu.push(w.cpuMs);
     tools = w.tools;
