@@ -290,6 +290,7 @@ function startupMarkdown(r: StartupResult): string {
         : `through serve: not available: ${l.notAvailable}.`),
     `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact, cache filled by \`abridge summarize warm\` first): ` +
       (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
+    m.idleOneUpstreamRssMiB !== undefined ? `Idle \`abridge serve\` with one warm upstream (20 tools) after a compact list: ${round(m.idleOneUpstreamRssMiB, 1)} MiB RSS.` : "",
   ].join("\n");
 }
 

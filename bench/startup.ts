@@ -8,7 +8,7 @@ import { openSummaryPipeline } from "../src/core/summaryPipeline.js";
 import { ExtractiveSummarizer } from "../src/summarize/extractiveSummarizer.js";
 import { CLI_BIN, configToml, CORPUS_FIXTURE, ECHO_FIXTURE, stdioServerToml, tsxCommand } from "./benchConfig.js";
 import { admittedExposed, exposeCorpus, REPO_ROOT, type CorpusServer } from "./corpus.js";
-import { median, nowMs, sleep } from "./measure.js";
+import { median, nowMs, processMemoryKiB, sleep } from "./measure.js";
 import { targetPeakRss, type Connected } from "./mcpTarget.js";
 import { serveOverStdio, serveUnavailable } from "./serveProcess.js";
 import { runStartupUpstreams, type StartupUpstreamsResult, type StartupUpstreamsRow } from "./startupUpstreams.js";
@@ -39,6 +39,8 @@ export interface StartupResult extends StartupUpstreamsResult {
      * listed), over a cache `abridge summarize warm` filled first, as a user's is.
      */
     servePeakRssMiB?: number;
+    /** RSS (VmRSS) of `abridge serve` with one echo upstream of 20 tools, warm, after a compact list, settled. */
+    idleOneUpstreamRssMiB?: number;
     notAvailable?: string;
   };
 }
@@ -124,6 +126,31 @@ async function listing(
   }
 }
 
+/**
+ * Fills the cache of `configFile` the way a user does before serving, in a process of its own:
+ * serve then finds every summary, with its forms' token counts, and has nothing to summarize or count.
+ */
+async function warmCache(configFile: string, cacheDir: string, signal?: AbortSignal): Promise<void> {
+  const warm = tsxCommand(CLI_BIN, ["summarize", "warm", "--config", configFile, "--cache-dir", cacheDir]);
+  await promisify(execFile)(warm.command, warm.args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024, ...(signal ? { signal } : {}) });
+}
+
+/** VmRSS of `abridge serve` with one warm echo upstream, two seconds after its first compact list. */
+async function idleRss(dir: string, signal?: AbortSignal): Promise<number | undefined> {
+  const configFile = path.join(dir, "one.toml");
+  const cacheDir = path.join(dir, "one-cache");
+  await writeFile(configFile, configToml([stdioServerToml("echo", ECHO_FIXTURE, ["--tools", "20"])]));
+  await warmCache(configFile, cacheDir, signal);
+  const target = await serveOverStdio({ config: configFile, cacheDir, ...(signal ? { signal } : {}) });
+  try {
+    await target.listTools(signal);
+    await sleep(2_000, signal);
+    return target.pid === undefined ? undefined : processMemoryKiB(target.pid, "VmRSS") / 1024;
+  } finally {
+    await target.close();
+  }
+}
+
 async function memory(
   corpus: readonly CorpusServer[],
   dir: string,
@@ -139,10 +166,8 @@ async function memory(
   const cacheDir = path.join(dir, "corpus-cache");
   let target: Connected | undefined;
   try {
-    // Warmed first in a process of its own, the way a user does before serving: serve then finds
-    // every summary, with its forms' token counts, and has nothing to summarize or count.
-    const warm = tsxCommand(CLI_BIN, ["summarize", "warm", "--config", configFile, "--cache-dir", cacheDir]);
-    await promisify(execFile)(warm.command, warm.args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024, ...(signal ? { signal } : {}) });
+    const idle = await idleRss(dir, signal);
+    await warmCache(configFile, cacheDir, signal);
     target = await serveOverStdio({ config: configFile, cacheDir, ...(signal ? { signal } : {}) });
     // The first answer waits startup_grace_ms only: 24 tsx upstreams on a busy machine are not all
     // up by then, and a peak taken over part of the catalog flatters. List until every corpus tool
@@ -157,7 +182,12 @@ async function memory(
     await sleep(1_500, signal);
     listed = await target.listTools(signal);
     const peak = targetPeakRss(target);
-    return { ...base, tools: listed, ...(peak !== undefined ? { servePeakRssMiB: peak } : { notAvailable: "no /proc status for the serve process" }) };
+    return {
+      ...base,
+      tools: listed,
+      ...(idle !== undefined ? { idleOneUpstreamRssMiB: idle } : {}),
+      ...(peak !== undefined ? { servePeakRssMiB: peak } : { notAvailable: "no /proc status for the serve process" }),
+    };
   } catch (err) {
     return { ...base, notAvailable: messageOf(err) };
   } finally {
