@@ -23,7 +23,7 @@
 import { rm, readdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build, type BuildOptions, type Metafile } from "esbuild";
+import { build, type BuildOptions, type Metafile, type Plugin } from "esbuild";
 
 /** The repository root (this file is in `build/`). */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -63,6 +63,40 @@ const EXTERNAL = ["quickjs-emscripten", "@jitl/*", "sucrase", "gpt-tokenizer", "
  */
 const REQUIRE_BANNER = 'import { createRequire as __abridgeCreateRequire } from "node:module"; const require = __abridgeCreateRequire(import.meta.url);';
 
+/**
+ * The SDK's `AjvJsonSchemaValidator`, as the bundle has it: a stand-in that requires the SDK's own
+ * class (its CommonJS build, with ajv) when a validator is first asked for. The SDK's `Server` and
+ * `Client` import the class, and with it ajv (over 300 kB), on load; abridge gives both a validator
+ * made on first use (src/serve/mcpFrontend.ts, src/upstream/mcp/upstreamClient.ts), which only
+ * elicitation and output-schema checks it does not make would ask for. The file-by-file build
+ * (the library's dist/) keeps the SDK's import as it is.
+ */
+const LAZY_AJV_PROVIDER = `
+import { createRequire } from "node:module";
+let Real;
+export class AjvJsonSchemaValidator {
+  constructor(ajv) { this.ajv = ajv; this.real = undefined; }
+  getValidator(schema) {
+    Real ??= createRequire(import.meta.url)("@modelcontextprotocol/sdk/validation/ajv-provider.js").AjvJsonSchemaValidator;
+    this.real ??= new Real(this.ajv);
+    return this.real.getValidator(schema);
+  }
+}
+`;
+
+const lazyAjvProvider: Plugin = {
+  name: "lazy-ajv-provider",
+  setup(b) {
+    // Both the SDK's relative imports (`../validation/ajv-provider.js`) and abridge's by package path.
+    b.onResolve({ filter: /(^|\/)validation\/ajv-provider\.js$/ }, (args) =>
+      args.importer.includes(`${path.sep}@modelcontextprotocol${path.sep}sdk${path.sep}`) || args.path.startsWith("@modelcontextprotocol/sdk/")
+        ? { path: "ajv-provider", namespace: "lazy-ajv-provider" }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "lazy-ajv-provider" }, () => ({ contents: LAZY_AJV_PROVIDER, loader: "js", resolveDir: PACKAGE_ROOT }));
+  },
+};
+
 function options(outdir: string, opts: BundleCliOptions): BuildOptions & { metafile: true } {
   return {
     absWorkingDir: PACKAGE_ROOT,
@@ -84,6 +118,7 @@ function options(outdir: string, opts: BundleCliOptions): BuildOptions & { metaf
     legalComments: "none",
     sourcemap: false,
     metafile: true,
+    plugins: [lazyAjvProvider],
     logLevel: "error",
   };
 }

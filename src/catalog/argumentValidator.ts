@@ -1,7 +1,7 @@
-import { Ajv, type ErrorObject, type Options as AjvOptions, type ValidateFunction } from "ajv";
-import { Ajv2019 } from "ajv/dist/2019.js";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
+import { createRequire } from "node:module";
+import type { Ajv, ErrorObject, Options as AjvOptions, ValidateFunction } from "ajv";
+import type { Ajv2019 } from "ajv/dist/2019.js";
+import type { Ajv2020 } from "ajv/dist/2020.js";
 import { compileLinearPattern, type PatternTester } from "./linearRegExp.js";
 import type { CatalogTool } from "./types.js";
 import { isObject } from "../model/json.js";
@@ -32,9 +32,36 @@ export type ValidationResult =
 type AnyAjv = Ajv | Ajv2019 | Ajv2020;
 type Compiled = { validate: ValidateFunction; unchecked?: string[] } | { skipped: string };
 
-// ajv-formats is CommonJS with `exports.default`: under NodeNext the default import is the module
-// object, whose `default` is the plugin.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AnyAjv) => unknown;
+/** The ajv engines and its formats plugin. */
+interface AjvModules {
+  Ajv: typeof Ajv;
+  Ajv2019: typeof Ajv2019;
+  Ajv2020: typeof Ajv2020;
+  addFormats: (ajv: AnyAjv) => unknown;
+}
+
+let ajvModules: AjvModules | undefined;
+
+/**
+ * ajv, loaded on the first schema compiled rather than with the catalog: over 300 kB of
+ * JavaScript that `serve` needs for its first checked call, not to answer initialize or list tools.
+ * Required (ajv is CommonJS; the same modules an import would load) so that compiling stays
+ * synchronous.
+ */
+function ajvEngines(): AjvModules {
+  if (ajvModules === undefined) {
+    const require = createRequire(import.meta.url);
+    // ajv-formats sets `exports.default` to the plugin.
+    const formats = require("ajv-formats") as { default?: unknown };
+    ajvModules = {
+      Ajv: (require("ajv") as { Ajv: typeof Ajv }).Ajv,
+      Ajv2019: (require("ajv/dist/2019.js") as { Ajv2019: typeof Ajv2019 }).Ajv2019,
+      Ajv2020: (require("ajv/dist/2020.js") as { Ajv2020: typeof Ajv2020 }).Ajv2020,
+      addFormats: (formats.default ?? formats) as (ajv: AnyAjv) => unknown,
+    };
+  }
+  return ajvModules;
+}
 
 /** `/labels/0` -> `labels[0]`; `/a b` -> `["a b"]`; `` -> `(root)`. */
 function readablePath(pointer: string, child?: string): string {
@@ -178,8 +205,9 @@ export class ArgumentValidator {
     if (engine === undefined) {
       // logger: false: ajv would otherwise warn on console (unknown formats), and the library never prints.
       const options: AjvOptions = { strict: false, allErrors: true, logger: false, code: { regExp: this.patternEngine() } };
-      engine = kind === "2020" ? new Ajv2020(options) : kind === "2019" ? new Ajv2019(options) : new Ajv(options);
-      addFormats(engine);
+      const ajv = ajvEngines();
+      engine = kind === "2020" ? new ajv.Ajv2020(options) : kind === "2019" ? new ajv.Ajv2019(options) : new ajv.Ajv(options);
+      ajv.addFormats(engine);
       this.engines.set(kind, engine);
     }
     return engine;

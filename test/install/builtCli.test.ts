@@ -93,6 +93,10 @@ describe("the CLI bundle, run with node", () => {
       expect(names, stderr).toEqual(expect.arrayContaining(["echo_echo", "get_schema"]));
       const answer = await client.callTool({ name: "echo_echo", arguments: { text: "through the bundle" } });
       expect(JSON.stringify(answer.content), stderr).toContain("through the bundle");
+      // Arguments are checked against the tool's schema first: ajv, required at run time by the bundle.
+      const refused = await client.callTool({ name: "echo_echo", arguments: { text: 5 } });
+      expect(refused.isError, JSON.stringify(refused)).toBe(true);
+      expect(JSON.stringify(refused.content)).toContain("text");
     } finally {
       await client.close();
     }
