@@ -8,6 +8,7 @@ import { AbridgeError, ErrorCode, isAbridgeError } from "../../model/errors.js";
 import { isObject } from "../../model/json.js";
 import type { CallToolResult, ForwardOptions, JsonObject, ProgressUpdate } from "../../model/types.js";
 import { ChildStdioTransport } from "../process/childStdioTransport.js";
+import { CallClock } from "./callClock.js";
 import { collectPages } from "./collectPages.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { busyError, callError, neverSent, queueFullError } from "../upstreamErrors.js";
@@ -238,27 +239,8 @@ export class CallForwarder {
     // the SDK keeps a handler for a request that would not be written.
     const transport = client.transport;
     if (transport instanceof ChildStdioTransport && transport.backlogged) throw queueFullError(this.config().name, transport.queuedBytes);
-    // Giving up on the call (a timeout, the caller's abort) cancels a direct request itself, and
-    // aborts a private controller that a request through the SDK client listens to: the SDK never
-    // removes its abort listener, so handing it a long-lived caller signal would pile up
-    // listeners. Either way notifications/cancelled goes upstream, so an abandoned call does not
-    // keep the server busy. The controller is made only for the SDK's requests.
-    let perCall: AbortController | undefined;
-    let cancelDirect: ((reason: unknown) => void) | undefined;
-    let gaveUp: { reason: unknown } | undefined;
-    const giveUp = (reason: unknown): void => {
-      gaveUp ??= { reason };
-      cancelDirect?.(reason);
-      perCall?.abort(reason);
-    };
-    const callSignal = (): AbortSignal => {
-      perCall ??= new AbortController();
-      if (gaveUp !== undefined) perCall.abort(gaveUp.reason);
-      return perCall.signal;
-    };
-    const onAbort = (): void => giveUp(callerSignal?.reason);
-    callerSignal?.addEventListener("abort", onAbort, { once: true });
     const timeoutMs = options.timeoutMs ?? this.config().timeout_ms;
+    const clock = new CallClock(timeoutMs, callerSignal, options.resetTimeoutOnProgress ? options.maxTotalTimeoutMs : undefined);
     const onProgress = options.onProgress;
     const callId = ++this.nextCallId;
     // Progress goes through our own token, not the SDK's `onprogress`: the SDK drops its progress
@@ -266,49 +248,33 @@ export class CallForwarder {
     // before the response is delivered a microtask later, so the last update (often "100 of 100")
     // was lost. Ours is removed only after the response has been awaited.
     const progressToken = onProgress || options.resetTimeoutOnProgress ? `abridge-${callId}` : undefined;
-    // abridge keeps its own clock instead of the SDK's: the SDK reports its timeout as an McpError
-    // with code -32001, the same code an upstream may send in its own error response (a quota, a
-    // gateway), so only the identity of our abort reason tells "we gave up" from "it answered -32001".
-    // Made when a timer fires, not per call: an Error captures a stack trace, a cost every call paid.
-    let timedOut: McpError | undefined;
-    const timeOut = (): void => giveUp((timedOut ??= new McpError(RpcErrorCode.RequestTimeout, `no answer within ${timeoutMs} ms`)));
-    let idleTimer: NodeJS.Timeout | undefined;
-    const armIdleTimer = (): void => {
-      if (idleTimer) clearTimeout(idleTimer);
-      idleTimer = setTimeout(timeOut, timeoutMs);
-      idleTimer.unref();
-    };
-    const totalTimer = options.resetTimeoutOnProgress && options.maxTotalTimeoutMs !== undefined ? setTimeout(timeOut, options.maxTotalTimeoutMs) : undefined;
-    totalTimer?.unref();
     if (progressToken !== undefined) {
       this.progressHandlers.set(progressToken, (update) => {
-        if (options.resetTimeoutOnProgress) armIdleTimer();
+        if (options.resetTimeoutOnProgress) clock.arm();
         onProgress?.(update);
       });
     }
-    armIdleTimer();
     if (RELAYED_METHODS.has(method)) this.relay.enter(callId, options.relay);
-    const meta = isObject(params._meta) ? params._meta : {};
-    const sent = progressToken === undefined ? params : { ...params, _meta: { ...meta, progressToken } };
+    const sent = progressToken === undefined ? params : { ...params, _meta: { ...(isObject(params._meta) ? params._meta : {}), progressToken } };
     // A tools/call to a stdio server skips the SDK client's request bookkeeping (see DirectRequests).
     const direct = method === "tools/call" && transport instanceof ChildStdioTransport ? transport.direct : undefined;
     try {
       let result: T;
       if (direct !== undefined) {
         const call = direct.send(method, withEnvelope(client, sent));
-        cancelDirect = call.cancel;
+        clock.cancelDirect = call.cancel;
         result = checkedResult(schema, await call.answer);
       } else {
-        result = await client.request({ method, params: withEnvelope(client, sent) }, schema, { signal: callSignal(), timeout: MAX_TIMER_MS });
+        result = await client.request({ method, params: withEnvelope(client, sent) }, schema, { signal: clock.signal(), timeout: MAX_TIMER_MS });
       }
       // A stateless server that needs the user (sampling, elicitation, roots) answers
       // input_required: the client behind the call is asked, and the request is sent again with
       // the answers, until the server gives a complete result.
       for (let round = 0; resultTypeOf(result) === "input_required"; round++) {
         if (round >= MAX_INPUT_ROUNDS) throw tooManyRounds(this.config().name, method);
-        const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: callSignal() });
+        const answers = await answerInput(result, { server: this.config().name, method, relay: options.relay, signal: clock.signal() });
         result = await client.request({ method, params: withEnvelope(client, { ...sent, ...answers }) }, schema, {
-          signal: callSignal(),
+          signal: clock.signal(),
           timeout: MAX_TIMER_MS,
         });
       }
@@ -318,13 +284,11 @@ export class CallForwarder {
     } catch (err) {
       // Raised here, not by the SDK: already what the caller should see (unless the caller gave up).
       if (isAbridgeError(err) && !callerSignal?.aborted && (err.code === ErrorCode.UPSTREAM_INPUT_REQUIRED || err.code === ErrorCode.UPSTREAM_ERROR)) throw err;
-      throw this.mapError(err, method, timeoutMs, callerSignal, timedOut !== undefined && err === timedOut, client.transport === undefined, sent);
+      throw this.mapError(err, method, timeoutMs, callerSignal, clock.timedOut !== undefined && err === clock.timedOut, client.transport === undefined, sent);
     } finally {
-      if (idleTimer) clearTimeout(idleTimer);
-      if (totalTimer) clearTimeout(totalTimer);
+      clock.stop();
       if (progressToken !== undefined) this.progressHandlers.delete(progressToken);
       this.relay.leave(callId);
-      callerSignal?.removeEventListener("abort", onAbort);
     }
   }
 
