@@ -214,11 +214,11 @@ export function listedToolTokens(tool: ListedTool): number {
  * `candidate` when it is no larger than `larger` in tokens, else `larger`, without the tokenizer:
  * by the stored counts when the tool's entry has them (`[candidateTokens, largerTokens]`), which
  * decide exactly; otherwise `candidate` only when its JSON is surely smaller, and `larger` when it
- * is not. Serving a tool without counts this way keeps most of the savings of a cold or older
- * cache (the corpus without counts lists compact at a few percent above the counted choice), where
- * serving the original would list such a tool in full; and it never picks the larger form, which
- * counting could only confirm. The encoder is loaded only by token reports, `auto`'s budget and
- * the counts of a new entry (see {@link measureForms}).
+ * is not. Choosing this way for a tool without counts keeps the savings of a cold or older cache
+ * (over the corpus without counts compact lists 0.5% above the counted choice, and no tool is
+ * larger in a cheaper form), where serving such a tool as the original would list it in full in
+ * every mode. The encoder is loaded only by token reports, `auto`'s budget and the counts of a new
+ * entry (see {@link measureForms}).
  */
 function noLarger(candidate: ListedTool, larger: ListedTool, counts: readonly [number, number] | undefined): ListedTool {
   if (counts !== undefined) return counts[0] <= counts[1] ? candidate : larger;
