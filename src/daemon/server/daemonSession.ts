@@ -78,6 +78,16 @@ export interface SessionHost {
   admitAuthenticated?(): boolean;
 }
 
+/** An answer's line: `id` first, then `ok`, then the body, the order the protocol has always written. */
+function replyLine(id: RequestId | undefined, answer: DaemonResponse): string {
+  return answerLine(id !== undefined ? { id, ...answer } : answer);
+}
+
+/** The error answer of a failed request. */
+function failureLine(id: RequestId | undefined, err: unknown): string {
+  return replyLine(id, { ok: false, error: toAbridgeError(err).toJSON() });
+}
+
 function tokenMatches(given: unknown, expected: Buffer): boolean {
   if (typeof given !== "string") return false;
   const a = Buffer.from(given, "utf8");
@@ -125,6 +135,12 @@ export class DaemonSession {
   private authenticatedFlag = false;
   /** Lines handled so far: only the first may be a `hello`. */
   private linesSeen = 0;
+  /**
+   * The token string a request of this connection carried that matched, compared with later
+   * requests' as a plain string: the constant-time check (which makes a buffer per request) is
+   * for a peer that has not shown it holds the token; this one has.
+   */
+  private acceptedToken: string | undefined;
   /** The connection's first bytes (up to {@link PRE_AUTH_BYTES}) while the token has not been seen. */
   private preAuthHead = "";
   private preAuthTimer: NodeJS.Timeout | undefined;
@@ -324,7 +340,7 @@ export class DaemonSession {
     // Authenticate before anything else is looked at: an unauthenticated peer learns nothing,
     // not even whether its request was well-formed. Nor does it count as activity: a peer
     // without the token must not keep the daemon from going idle.
-    if (!tokenMatches(record?.token, this.token)) {
+    if (!this.carriesToken(record?.token)) {
       this.refuse(record, id);
       return;
     }
@@ -334,6 +350,13 @@ export class DaemonSession {
     this.host.begin();
     const answer = this.handle(value, id).finally(() => this.host.end());
     this.enqueue(answer);
+  }
+
+  private carriesToken(given: unknown): boolean {
+    if (this.acceptedToken !== undefined && given === this.acceptedToken) return true;
+    if (!tokenMatches(given, this.token)) return false;
+    this.acceptedToken = given as string;
+    return true;
   }
 
   /**
@@ -387,34 +410,32 @@ export class DaemonSession {
   }
 
   private async handle(value: unknown, id: RequestId | undefined): Promise<{ line: string; afterWrite?: () => void }> {
-    // `id` first, then `ok`, then the body: the order the protocol has always written.
-    const reply = (answer: DaemonResponse): string => answerLine({ ...(id !== undefined ? { id } : {}), ...answer });
-    const failure = (err: unknown): string => reply({ ok: false, error: toAbridgeError(err).toJSON() });
     this.host.count("request");
     const parsed = parseRequest(value);
     if (!parsed.success) {
       this.host.count("badRequest");
-      return { line: failure(new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${describeIssues(parsed.error, "request")}`)) };
+      return { line: failureLine(id, new AbridgeError(ErrorCode.DAEMON_BAD_REQUEST, `bad request: ${describeIssues(parsed.error, "request")}`)) };
     }
     const request = parsed.data;
     // The connection's own ops run here, synchronously, so `options` applies from the next line.
     if (request.op === "options") {
       this.unordered = request.unordered;
-      return { line: reply({ ok: true }) };
+      return { line: replyLine(id, { ok: true }) };
     }
     if (request.op === "cancel") {
       const running = this.running.get(request.target);
       running?.abort(new AbridgeError(ErrorCode.CANCELLED, "cancelled by the client"));
-      return { line: reply({ ok: true, cancelled: running !== undefined }) };
+      return { line: replyLine(id, { ok: true, cancelled: running !== undefined }) };
     }
     // A request that `cancel` can reach gets a signal of its own (closing still aborts it).
     const own = this.unordered && id !== undefined && id !== null ? new AbortController() : undefined;
     if (own && id !== undefined && id !== null) this.running.set(id, own);
     try {
       const result = await this.host.execute(request, own?.signal ?? this.controller.signal);
-      return { line: reply({ ok: true, ...result.body }), ...(result.afterWrite ? { afterWrite: result.afterWrite } : {}) };
+      const line = replyLine(id, { ok: true, ...result.body });
+      return result.afterWrite ? { line, afterWrite: result.afterWrite } : { line };
     } catch (err) {
-      return { line: failure(err) };
+      return { line: failureLine(id, err) };
     } finally {
       if (own && id !== undefined && id !== null && this.running.get(id) === own) this.running.delete(id);
     }
