@@ -218,13 +218,16 @@ export function listedToolTokens(tool: ListedTool): number {
  * (over the corpus without counts compact lists 0.5% above the counted choice, and no tool is
  * larger in a cheaper form), where serving such a tool as the original would list it in full in
  * every mode. The encoder is loaded only by token reports, `auto`'s budget and the counts of a new
- * entry (see {@link measureForms}).
+ * entry (see {@link measureForms}). By counts only the form chosen is rendered: a compact list of
+ * a warm cache renders no summary form that compact beats.
  */
-function noLarger(candidate: ListedTool, larger: ListedTool, counts: readonly [number, number] | undefined): ListedTool {
-  if (counts !== undefined) return counts[0] <= counts[1] ? candidate : larger;
-  const a = JSON.stringify(toOpenAiFunctions([candidate])[0]).length;
-  const b = JSON.stringify(toOpenAiFunctions([larger])[0]).length;
-  return a <= b * SURELY_SMALLER ? candidate : larger;
+function noLarger(candidate: () => ListedTool, larger: () => ListedTool, counts: readonly [number, number] | undefined): ListedTool {
+  if (counts !== undefined) return counts[0] <= counts[1] ? candidate() : larger();
+  const a = candidate();
+  const b = larger();
+  const aLength = JSON.stringify(toOpenAiFunctions([a])[0]).length;
+  const bLength = JSON.stringify(toOpenAiFunctions([b])[0]).length;
+  return aLength <= bLength * SURELY_SMALLER ? a : b;
 }
 
 /** Tokens of the summary form by the stored counts: the smaller of the summary and full renderings. */
@@ -239,7 +242,11 @@ function summaryFormTokens(counts: FormTokens): number {
  */
 function summaryForm(tool: RenderedTool): ListedTool {
   const counts = countsOf(tool);
-  return noLarger(renderSummary(tool), renderFull(tool), counts && [counts.summary, counts.full]);
+  return noLarger(
+    () => renderSummary(tool),
+    () => renderFull(tool),
+    counts && [counts.summary, counts.full],
+  );
 }
 
 /**
@@ -301,8 +308,8 @@ function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
   return memoized(tool, `compact:${schema}`, () => {
     const counts = countsOf(tool);
     return noLarger(
-      renderCompact(tool, schema),
-      memoized(tool, "summary", () => summaryForm(tool)),
+      () => renderCompact(tool, schema),
+      () => memoized(tool, "summary", () => summaryForm(tool)),
       counts && [counts[schema], summaryFormTokens(counts)],
     );
   });
