@@ -1,6 +1,6 @@
 /**
  * Start-up with N upstreams, against the floor measured in the same run: abridge and the echo
- * fixture run as prebuilt JavaScript under plain `node` (bench/buildJs.ts), so a TypeScript
+ * fixture run as prebuilt JavaScript under plain `node` (bench/buildJs.ts; abridge as the CLI bundle users run), so a TypeScript
  * loader's compile time is in neither figure and abridge's own share is what is left.
  *
  * - floor: N raw clients (bench/rawStdioClient.ts, no SDK) spawn the fixture at once; each child's
@@ -186,7 +186,7 @@ async function row(n: number, runs: number, dir: string, built: BuiltJs, signal?
 
 /** The method text of {@link runStartupUpstreams}. */
 export const STARTUP_UPSTREAMS_METHOD =
-  "abridge (src/) and the echo fixture are built to JavaScript once per run (esbuild, file by file, like dist/) and run with plain `node`, not tsx, so no TypeScript compile is in any figure (the earlier tsx rows were dominated by it: 50 upstreams took 4.8-6.4 s, most of it tsx). " +
+  "abridge (its CLI bundle, as `npm run build` makes it: build/bundleCli.ts) and the echo fixture are built to JavaScript once per run and run with plain `node`, not tsx, so no TypeScript compile is in any figure (the earlier tsx rows were dominated by it: 50 upstreams took 4.8-6.4 s, most of it tsx). " +
   "floor = the slowest of N fixtures spawned at once by raw JSON-RPC clients, spawn to its tools/list answer; " +
   `abridge = spawn of \`serve\` (stdio, raw client) to its first tools/list answer, with startup_grace_ms = ${GRACE_MS} so that answer waits for every upstream (tools = what it held, meta-tools included; upstream tools = what the upstreams have); ` +
   "share = abridge - floor of the same run; cold = empty cache, warm = the cache the cold run wrote; floor, cold and warm run in alternation, medians over the runs. " +

@@ -102,6 +102,16 @@ describe("the CLI bundle, run with node", () => {
     }
   });
 
+  it("daemon start runs the daemon from the bundle's own bin.js, and daemon stop ends it", async () => {
+    const stateDir = path.join(tmp, "state");
+    const started = await run([bin, "daemon", "start", "--config", config, "--state-dir", stateDir], tmp);
+    expect(started.code, started.stderr).toBe(0);
+    expect(started.stdout).toMatch(/daemon started: pid \d+/);
+    const stopped = await run([bin, "daemon", "stop", "--config", config, "--state-dir", stateDir], tmp);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).toContain("stopped");
+  });
+
   it("run -e executes a program in the code runtime's worker, calling the upstream", async () => {
     const plain = await run([bin, "run", "--config", config, "--cache-dir", cacheDir, "-e", "return 1"], tmp);
     expect(plain.code, plain.stderr).toBe(0);
