@@ -52,8 +52,9 @@ export interface BundledCli {
 
 /**
  * Packages left to Node's resolver rather than copied into the bundle: they are found at run time
- * by file (quickjs-emscripten and sucrase are handed to the worker thread by URL, the tokenizer
- * is required lazily by name), or load a `.wasm` or native file relative to their own.
+ * by file (quickjs-emscripten and sucrase are handed to the worker thread by URL) or load a
+ * `.wasm` file relative to their own. What abridge requires on first use through `createRequire`
+ * (the tokenizer, re2js, ajv) is not seen by esbuild and stays outside without being listed.
  */
 const EXTERNAL = ["quickjs-emscripten", "@jitl/*", "sucrase", "gpt-tokenizer", "gpt-tokenizer/*"];
 
@@ -123,7 +124,7 @@ function options(outdir: string, opts: BundleCliOptions): BuildOptions & { metaf
   };
 }
 
-/** Builds the CLI bundle into `options.outdir` (emptied first); see the file comment. */
+/** Builds the CLI bundle into `opts.outdir`, removing the chunks of an earlier build first; see the file comment. */
 export async function bundleCli(opts: BundleCliOptions = {}): Promise<BundledCli> {
   const start = performance.now();
   const outdir = path.resolve(PACKAGE_ROOT, opts.outdir ?? path.join("dist", "cli"));
