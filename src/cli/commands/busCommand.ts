@@ -71,8 +71,9 @@ export const busCommand: CommandSpec = {
         logger: ctx.logger,
         stateDir: stateDirFor(ctx, config),
         ...(ctx.values["read-only"] === true ? { forceReadOnly: true } : {}),
+        // The upstreams are spawned first, and the cache and the rest open while they start.
+        begin: { signal: ctx.io.signal },
       });
-      bridge.begin(ctx.io.signal);
       const mode = flagMode ?? config.mode;
       const started = new BusWorker({
         bridge,

@@ -108,9 +108,6 @@ export class Daemon implements SessionHost {
     this.socketFile = init.socketFile;
     this.closed = new Promise<DaemonCloseReason>((resolve) => (this.resolveClosed = resolve));
     this.bridge.onListChanged(() => (this.tokensDirty = true));
-    // Requests are answered while upstreams start: lists give them startup_grace_ms, calls and
-    // get_schema wait for their own server only.
-    this.bridge.begin(options.signal);
     const adopt = (socket: Socket): void => {
       this.sockets.add(socket);
       socket.once("close", () => this.sockets.delete(socket));
@@ -184,6 +181,10 @@ export class Daemon implements SessionHost {
         cacheFile: options.cacheFile,
         env: options.env,
         logger: options.logger ?? silentLogger,
+        // Requests are answered while upstreams start (lists give them startup_grace_ms, calls and
+        // get_schema wait for their own server only); they are spawned first, and the cache and
+        // the rest open while they start.
+        begin: options.signal !== undefined ? { signal: options.signal } : {},
       });
     } catch (err) {
       await waiting.close();
