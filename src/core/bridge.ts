@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { CacheEntry } from "../cache/cacheEntry.js";
 import { extraMetaTools, type SchemaResult } from "../catalog/metaTools.js";
 import type { ToolCatalog, DiscoveryCounts, DiscoverOptions } from "../catalog/toolCatalog.js";
@@ -7,11 +6,10 @@ import type { SearchResult } from "../catalog/searchIndex.js";
 import type { Config } from "../config/schema.js";
 import { silentLogger, type Logger } from "../log/logger.js";
 import { CallGuard } from "../policy/callGuard.js";
-import { exposesTool } from "../policy/allowDeny.js";
 import { bridgeStateDir } from "../cache/cachePaths.js";
-import { assertNotNested, childMarkerEnv } from "../upstream/mcp/nestedAbridge.js";
+import { assertNotNested } from "../upstream/mcp/nestedAbridge.js";
 import type { CallToolResult, JsonObject, ServerStatus } from "../model/types.js";
-import { UpstreamPool } from "../upstream/upstreamPool.js";
+import type { UpstreamPool } from "../upstream/upstreamPool.js";
 import { VERSION } from "../model/version.js";
 import { CallPipeline, type BridgeCallOptions } from "./callPipeline.js";
 import type { UpstreamNotification } from "../model/types.js";
@@ -19,6 +17,7 @@ import { reloadedConfig } from "./hotReload.js";
 import { ResourceAccess, type ResourceRequestOptions, type ResourceSubscription } from "./resourceAccess.js";
 import { ToolResolver } from "./toolResolver.js";
 import { UpstreamStart } from "./upstreamStart.js";
+import { newPool } from "./bridgePool.js";
 import { openSummaryPipeline, type SummaryPipeline } from "./summaryPipeline.js";
 import type { BridgeOptions, BridgeStats } from "./bridgeOptions.js";
 import { sharedCacheOptions } from "./sharedCache.js";
@@ -476,36 +475,4 @@ export class Bridge {
     })();
     return this.closePromise;
   }
-}
-
-/**
- * The upstream pool of a bridge, built from the config alone so that it can start before anything
- * else is opened: what it needs of the guard (allow/deny, where spilled outputs go) is the config's.
- */
-function newPool(options: BridgeOptions, stateDir: string, logger: Logger): UpstreamPool {
-  const { config } = options;
-  return new UpstreamPool({
-    servers: config.servers,
-    separator: config.separator,
-    ...(config.serverOrder !== undefined ? { serverOrder: config.serverOrder } : {}),
-    // What a sandboxed server must not read: the summary cache, spilled outputs of every server,
-    // the state dir (the daemon's lockfile holds its token; spilled outputs are under it), the
-    // audit log and the config file. Folders end in a separator: one not there yet is created as
-    // a folder before the spawn.
-    sandboxHide: [
-      `${path.dirname(options.cacheFile)}${path.sep}`,
-      `${stateDir}${path.sep}`,
-      ...(config.audit_log !== undefined ? [config.audit_log] : []),
-      ...(path.isAbsolute(config.source) ? [config.source] : []),
-    ],
-    logger,
-    // The policy's allow/deny (the guard's `exposes`): a tool it hides is not listed, counted or
-    // forwarded by the pool. Per server entry, so a reloaded config's filters apply as it is.
-    exposes: (server, tool) => exposesTool(server, tool),
-    // Lets an abridge among the servers see that it would serve this config again.
-    childEnv: childMarkerEnv(config.source, options.env),
-    clientInfo: { name: "abridge", version: VERSION },
-    ...(options.backoff ? { backoff: options.backoff } : {}),
-    ...(options.retryFailedStart !== undefined ? { retryFailedStart: options.retryFailedStart } : {}),
-  });
 }
