@@ -218,7 +218,7 @@ function tokensMarkdown(r: TokensResult): string {
     const countlessLine = (what: string, v: CountlessTokens["summarized"]): string =>
       `${what}: summary ${v.summary}, compact ${v.compact} (${pct(v.compact / s.total.modes.full)} of full); per tool, summary over full ${v.perTool.summaryOverFull}, compact over summary ${v.perTool.compactOverSummary}`;
     out.push(
-      "\nServed from entries without token counts (forms chosen by JSON length, the smaller only at <= 0.8 of the other):\n\n" +
+      "\nServed from entries without token counts (forms chosen as before counts were kept: by JSON length when one is at most 0.8 of the other, else counted):\n\n" +
         `- ${countlessLine("entries written before counts were kept", c.summarized)}\n` +
         `- ${countlessLine("no entries (cold cache)", c.unsummarized)}\n` +
         `- serving the original to every tool without counts instead: compact ${c.originalCompact}`,
@@ -290,7 +290,9 @@ function startupMarkdown(r: StartupResult): string {
         : `through serve: not available: ${l.notAvailable}.`),
     `\nPeak memory of \`abridge serve\` with all ${m.servers} corpus catalogs (${m.tools} tools listed, compact, cache filled by \`abridge summarize warm\` first): ` +
       (m.servePeakRssMiB !== undefined ? `${round(m.servePeakRssMiB, 1)} MiB RSS (VmHWM).` : `not available: ${m.notAvailable}.`),
-    m.idleOneUpstreamRssMiB !== undefined ? `Idle \`abridge serve\` with one warm upstream (20 tools) after a compact list: ${round(m.idleOneUpstreamRssMiB, 1)} MiB RSS.` : "",
+    m.idleOneUpstreamRssMiB !== undefined
+      ? `Idle \`abridge serve\` with one warm upstream (20 tools) after a compact list: ${round(m.idleOneUpstreamRssMiB, 1)} MiB RSS.`
+      : "",
   ].join("\n");
 }
 

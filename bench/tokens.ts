@@ -77,14 +77,15 @@ export interface SummarizerTokens {
 }
 
 /**
- * The pooled list when serving has no stored counts to choose forms by: each form is then the
- * smaller rendering only when its JSON is at most 0.8 of the other's, else the larger one. Beside
+ * The pooled list when serving has no stored counts to choose forms by: each form is then chosen as
+ * before counts were stored (the smaller rendering when its JSON is at most 0.8 of the other's,
+ * else the two counted). Beside
  * it, what serving the original to such tools would cost instead (compact = full + get_schema).
  */
 export interface CountlessTokens {
-  /** Entries written before counts were kept: summaries served, forms chosen by length. */
+  /** Entries written before counts were kept: summaries served, forms chosen without stored counts. */
   summarized: { summary: number; compact: number; perTool: PerToolSizes };
-  /** No entry at all (a cold cache): original descriptions, forms chosen by length. */
+  /** No entry at all (a cold cache): original descriptions, forms chosen without stored counts. */
   unsummarized: { summary: number; compact: number; perTool: PerToolSizes };
   /** Compact if every tool without counts were served as the original. */
   originalCompact: number;

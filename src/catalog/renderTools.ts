@@ -211,28 +211,31 @@ export function listedToolTokens(tool: ListedTool): number {
 }
 
 /**
- * `candidate` when it is no larger than `larger` in tokens, else `larger`, without the tokenizer:
- * by the stored counts when the tool's entry has them (`[candidateTokens, largerTokens]`), which
- * decide exactly; otherwise `candidate` only when its JSON is surely smaller, and `larger` when it
- * is not. Choosing this way for a tool without counts keeps the savings of a cold or older cache
- * (over the corpus without counts compact lists 0.5% above the counted choice, and no tool is
- * larger in a cheaper form), where serving such a tool as the original would list it in full in
- * every mode. The encoder is loaded only by token reports, `auto`'s budget and the counts of a new
- * entry (see {@link measureForms}). By counts only the form chosen is rendered: a compact list of
- * a warm cache renders no summary form that compact beats.
+ * `candidate` when it is no larger than `larger` in tokens, else `larger`: by the stored counts
+ * when the tool's entry has them (`[candidateTokens, largerTokens]`), which decide exactly without
+ * the tokenizer; otherwise by JSON length when the candidate is surely smaller, and by counting
+ * the two forms when it is not. A tool without counts is one whose entry is being written (a cold
+ * cache: the summarizer counts its forms for the entry, so the encoder is loaded then anyway) or
+ * an entry of an older abridge; it is listed as it was before counts were stored. Choosing such a
+ * tool by length alone instead listed different forms than a warm cache (summary mode kept a
+ * schema's `$schema` where the full form won by length, and compact listed a tool's
+ * `outputSchema` next to `structured = "text-only"`, which SDK clients then refuse), and serving
+ * it as the original would list it in full in every mode. By counts only the form chosen is
+ * rendered: a compact list of a warm cache renders no summary form that compact beats.
  */
 function noLarger(candidate: () => ListedTool, larger: () => ListedTool, counts: readonly [number, number] | undefined): ListedTool {
   if (counts !== undefined) return counts[0] <= counts[1] ? candidate() : larger();
-  const a = candidate();
-  const b = larger();
-  const aLength = JSON.stringify(toOpenAiFunctions([a])[0]).length;
-  const bLength = JSON.stringify(toOpenAiFunctions([b])[0]).length;
-  return aLength <= bLength * SURELY_SMALLER ? a : b;
+  const small = candidate();
+  const large = larger();
+  const a = JSON.stringify(toOpenAiFunctions([small])[0]);
+  const b = JSON.stringify(toOpenAiFunctions([large])[0]);
+  if (a.length <= b.length * SURELY_SMALLER) return small;
+  return countTokens(a) <= countTokens(b) ? small : large;
 }
 
 /** Tokens of the summary form by the stored counts: the smaller of the summary and full renderings. */
 function summaryFormTokens(counts: FormTokens): number {
-  return counts.summary <= counts.full ? counts.summary : counts.full;
+  return Math.min(counts.summary, counts.full);
 }
 
 /**

@@ -30,7 +30,21 @@ function reference(line: string): { ok: true; entry: CacheEntry } | { ok: false 
   return entry.key === cacheKey(entry.server, entry.tool, entry.hash) ? { ok: true, entry } : { ok: false };
 }
 
-const FIELDS = new Set(["key", "server", "tool", "hash", "summary", "params", "summarizer", "prompt", "tokensBefore", "tokensAfter", "createdAt", "fallback", "formTokens"]);
+const FIELDS = new Set([
+  "key",
+  "server",
+  "tool",
+  "hash",
+  "summary",
+  "params",
+  "summarizer",
+  "prompt",
+  "tokensBefore",
+  "tokensAfter",
+  "createdAt",
+  "fallback",
+  "formTokens",
+]);
 const FORM_TOKEN_FIELDS = new Set(["renderer", "full", "summary", "names", "types", "none"]);
 
 /**
@@ -155,9 +169,16 @@ const entryLine = fc
       {
         weight: 2,
         arbitrary: field(
-          fc.record({ renderer: field(fc.oneof(fc.integer({ min: 1, max: 3 }), count)), full: field(count), summary: field(count), names: field(count), types: field(count), none: field(count) }).map(
-            (r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== MISSING)),
-          ),
+          fc
+            .record({
+              renderer: field(fc.oneof(fc.integer({ min: 1, max: 3 }), count)),
+              full: field(count),
+              summary: field(count),
+              names: field(count),
+              types: field(count),
+              none: field(count),
+            })
+            .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== MISSING))),
         ),
       },
     ),
@@ -250,7 +271,14 @@ describe("fast cache-line check", () => {
     const { params: _params, ...noParams } = makeEntry("s", "t");
     const formTokens = { renderer: 1, full: 120, summary: 40, names: 30, types: 33, none: 25 };
     const tally = checkAgreement(cachePair, {
-      valid: [entry, noParams, { ...entry, summary: "" }, { ...entry, tokensBefore: 0 }, { ...entry, formTokens }, { ...entry, formTokens: { ...formTokens, renderer: 7 } }],
+      valid: [
+        entry,
+        noParams,
+        { ...entry, summary: "" },
+        { ...entry, tokensBefore: 0 },
+        { ...entry, formTokens },
+        { ...entry, formTokens: { ...formTokens, renderer: 7 } },
+      ],
       invalid: [
         { ...entry, formTokens: { ...formTokens, renderer: 0 } },
         { ...entry, formTokens: { ...formTokens, none: -1 } },

@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 import { appendFile } from "node:fs/promises";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CacheEntry } from "../../src/cache/cacheEntry.js";
 import { JsonlStore } from "../../src/cache/jsonlStore.js";
@@ -18,7 +18,10 @@ import { useTempDir } from "../helpers/tempDir.js";
 
 /** An entry with counts of every rendering, as the summarizer writes it now. */
 function counted(tool: string, seed: number): CacheEntry {
-  return { ...makeEntry("github", tool, `Summary of ${tool}.`, seed), formTokens: { renderer: RENDERER_VERSION, full: 120, summary: 40, names: 30, types: 33, none: 25 } };
+  return {
+    ...makeEntry("github", tool, `Summary of ${tool}.`, seed),
+    formTokens: { renderer: RENDERER_VERSION, full: 120, summary: 40, names: 30, types: 33, none: 25 },
+  };
 }
 
 /** An entry as written before counts were kept. */
@@ -58,7 +61,7 @@ describe("formTokens in the JSONL store", () => {
     const good = counted("create_issue", 1);
     const bad = { ...counted("list_issues", 2), formTokens: { renderer: RENDERER_VERSION, full: -1, summary: 1, names: 1, types: 1, none: 1 } };
     const noNone = { ...counted("get_issue", 3), formTokens: { renderer: RENDERER_VERSION, full: 1, summary: 1, names: 1, types: 1 } };
-    await appendFile(file, lineOf(good) + `${JSON.stringify(bad)}\n` + `${JSON.stringify(noNone)}\n`);
+    await appendFile(file, `${lineOf(good)}${JSON.stringify(bad)}\n${JSON.stringify(noNone)}\n`);
     const store = await open(file);
     expect(store.get(good.key)).toStrictEqual(good);
     expect(store.get(bad.key)).toBeUndefined();
