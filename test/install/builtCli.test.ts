@@ -6,7 +6,6 @@
  * of serve and run on demand, start the code runtime's worker from its own entry file, and resolve
  * the dependencies it leaves external (quickjs, sucrase, the tokenizer, re2js) at run time.
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, realpath, rm, symlink } from "node:fs/promises";
 import os from "node:os";
@@ -17,6 +16,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleCli } from "../../build/bundleCli.js";
 import { fixtureServerToml, writeConfig } from "../helpers/cliHarness.js";
+import { runToEnd, type Ran } from "./runToEnd.js";
 
 const REPO = path.resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const manifest = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string };
@@ -24,22 +24,9 @@ const manifest = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"
 /** esbuild takes well under a second; a loaded machine gets room. */
 const BUILD_TIMEOUT_MS = 120_000;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
+/** `node` running `args` in `cwd`, to its end. */
 function run(args: readonly string[], cwd: string): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runToEnd(process.execPath, args, { cwd });
 }
 
 describe("the CLI bundle, run with node", () => {

@@ -3,7 +3,6 @@
  * `npm i -g` of the tarball into a prefix of its own, run from a folder outside the checkout with
  * HOME and the XDG folders in temp dirs. Slow: a build, a pack and an install.
  */
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -15,6 +14,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForNoMarkedPids } from "../helpers/cliHarness.js";
 import { killAll } from "../helpers/processes.js";
+import { runToEnd, type Ran } from "./runToEnd.js";
 
 const REPO = path.resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const manifest = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8")) as { name: string; version: string };
@@ -22,25 +22,6 @@ const memoryBin = createRequire(import.meta.url).resolve("@modelcontextprotocol/
 
 /** Build, pack and install; the registry is only asked for what the npm cache lacks. */
 const SETUP_TIMEOUT_MS = 600_000;
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to its end and returns what it printed (never throws on a failed exit). */
-function run(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** `summarize warm`'s table row for `server`: [tools, hits, generated, failed]. */
 function warmRow(stdout: string, server: string): number[] {
@@ -77,7 +58,7 @@ describe("the packed tarball, installed globally", () => {
   }
 
   function abridge(args: readonly string[], env: Record<string, string> = userEnv()): Promise<Ran> {
-    return run(bin, args, { cwd, env });
+    return runToEnd(bin, args, { cwd, env });
   }
 
   beforeAll(async () => {
@@ -90,12 +71,12 @@ describe("the packed tarball, installed globally", () => {
     configHome = path.join(tmp, "xdg-config");
     for (const dir of [cwd, home, cacheHome, stateHome, configHome]) await mkdir(dir);
 
-    const packed = await run("npm", ["pack", "--pack-destination", tmp, "--json"], { cwd: REPO, env: process.env });
+    const packed = await runToEnd("npm", ["pack", "--pack-destination", tmp, "--json"], { cwd: REPO, env: process.env });
     expect(packed.code, packed.stderr).toBe(0);
     const tarball = path.join(tmp, `${manifest.name.replace(/^@/, "").replace("/", "-")}-${manifest.version}.tgz`);
     expect(existsSync(tarball), `${tarball} after npm pack:\n${packed.stdout}`).toBe(true);
 
-    const install = await run(
+    const install = await runToEnd(
       "npm",
       ["install", "--global", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel", "error", tarball],
       { cwd: tmp, env: process.env },
@@ -158,7 +139,7 @@ describe("the packed tarball, installed globally", () => {
       "for (const file of files) await import(pathToFileURL(join(dist, file)).href);",
       "console.log(files.length);",
     ].join("\n");
-    const loaded = await run(process.execPath, ["--input-type=module", "--eval", script], { cwd, env: userEnv() });
+    const loaded = await runToEnd(process.execPath, ["--input-type=module", "--eval", script], { cwd, env: userEnv() });
     expect(loaded.code, loaded.stderr).toBe(0);
     expect(Number(loaded.stdout.trim())).toBeGreaterThan(100);
   });
