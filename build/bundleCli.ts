@@ -68,7 +68,7 @@ const REQUIRE_BANNER = 'import { createRequire as __abridgeCreateRequire } from 
  * The SDK's `AjvJsonSchemaValidator`, as the bundle has it: a stand-in that requires the SDK's own
  * class (its CommonJS build, with ajv) when a validator is first asked for. The SDK's `Server` and
  * `Client` import the class, and with it ajv (over 300 kB), on load; abridge gives both a validator
- * made on first use (src/serve/mcpFrontend.ts, src/upstream/mcp/upstreamClient.ts), which only
+ * made on first use (src/util/lazyValidator.ts), which only
  * elicitation and output-schema checks it does not make would ask for. The file-by-file build
  * (the library's dist/) keeps the SDK's import as it is.
  */

@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
-import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -33,6 +31,7 @@ import { isObject } from "../model/json.js";
 import { ClientSession } from "./clientSession.js";
 import { decodeCursor, encodeCursor, instructionsFor, severity, toWireOutcome, withObjectType } from "./frontendWire.js";
 import { RequestGate } from "./requestGate.js";
+import { lazyValidator } from "../util/lazyValidator.js";
 
 /** Options of {@link createMcpFrontend}. */
 export interface McpFrontendOptions {
@@ -108,16 +107,8 @@ function handle<S extends RequestSchema>(server: Server, schema: S, handler: (re
   });
 }
 
-/**
- * The SDK server's JSON Schema validator, made on first use and shared by every front end. The
- * SDK makes an Ajv instance with its formats for each `Server` (most of the CPU time of the first
- * `initialize` after the module loading), for `elicitInput()` alone, which abridge does not call:
- * it relays an upstream's elicitation as a plain request. Made lazily, no answer changes.
- */
-let frontendAjv: AjvJsonSchemaValidator | undefined;
-const frontendValidator: jsonSchemaValidator = {
-  getValidator: (schema) => (frontendAjv ??= new AjvJsonSchemaValidator()).getValidator(schema),
-};
+/** One validator for every front end's SDK `Server`, made on first use (it was most of the CPU of a first `initialize` after module loading). */
+const frontendValidator = lazyValidator();
 
 /**
  * Builds an SDK low-level `Server` over a {@link Bridge}: every upstream's tools (in the chosen

@@ -9,8 +9,6 @@ import {
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
-import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -26,6 +24,7 @@ import type { DiscoverResult, ProtocolEra } from "./protocolEra.js";
 import type { HeaderDeclaration } from "./paramHeaders.js";
 import type { RequestRelay } from "./requestRelay.js";
 import { VERSION } from "../../model/version.js";
+import { lazyValidator } from "../../util/lazyValidator.js";
 
 /** Name and version abridge introduces itself with in `initialize`. */
 export interface ClientInfo {
@@ -46,18 +45,8 @@ export interface UpstreamClientRoutes {
   onNotification?: (notification: UpstreamNotification) => void;
 }
 
-/**
- * One JSON Schema validator for every upstream client, made on first use. The SDK gives each
- * `Client` an Ajv instance of its own (about 1 ms of CPU each, with its formats), used only by the
- * SDK's own `listTools()` to compile output-schema checks for `callTool()`; abridge sends both as
- * plain requests (a proxy must not validate what it forwards), so the instance is never used, yet
- * 50 upstreams paid for 50 of them in the middle of their start. Made on first use, shared: a
- * compiled validator is per schema, so sharing changes no result.
- */
-let sharedAjv: AjvJsonSchemaValidator | undefined;
-const sharedValidator: jsonSchemaValidator = {
-  getValidator: (schema) => (sharedAjv ??= new AjvJsonSchemaValidator()).getValidator(schema),
-};
+/** One validator for every upstream client, made on first use (50 upstreams paid for 50 in the middle of their start). */
+const sharedValidator = lazyValidator();
 
 /**
  * What abridge declares in `initialize`, as in the stateless envelope (CLIENT_CAPABILITIES of
