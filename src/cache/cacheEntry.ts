@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isObject } from "../model/json.js";
 
 const tokenCount = z.number().int().nonnegative();
 
@@ -140,14 +141,13 @@ const FORM_TOKEN_KEYS = ["renderer", "full", "summary", "names", "types", "none"
  * integer (`renderer` positive). Anything else (an unknown key zod would strip included) is zod's.
  */
 function isFormTokens(value: unknown): boolean {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const record = value as Record<string, unknown>;
+  if (!isObject(value)) return false;
   for (const name of FORM_TOKEN_KEYS) {
-    const n = record[name];
+    const n = value[name];
     if (typeof n !== "number" || !Number.isSafeInteger(n) || n < (name === "renderer" ? 1 : 0)) return false;
   }
   let own = 0;
-  for (const name in record) {
+  for (const name in value) {
     if (name === "__proto__") return false;
     own += 1;
   }

@@ -320,10 +320,10 @@ function compactForm(tool: CatalogTool, schema: CompactSchema): ListedTool {
 
 /**
  * `render()`, or the form kept in the tool's record (see {@link ToolRecord.view}). Forms chosen by
- * counts and by length are kept apart: the same summary may come with counts or without them.
+ * stored counts and without them are kept apart: the same summary may come with counts or without.
  */
 function memoized(tool: CatalogTool, view: string, render: () => ListedTool): ListedTool {
-  const key = countsOf(tool) === undefined ? `${view}:length` : view;
+  const key = countsOf(tool) === undefined ? `${view}:uncounted` : view;
   return tool.record === undefined ? render() : tool.record.view(key, tool.name, tool.summary, render);
 }
 

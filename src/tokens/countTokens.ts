@@ -8,8 +8,9 @@ let encode: Encode | undefined;
  * The o200k encoder, loaded on the first count. Its tables take about 57 MiB of memory once loaded
  * (75 MiB at the peak of loading), and a bridge serving from a warm cache in full, summary,
  * compact, lazy or code mode never counts a token: lists choose between a tool's forms by the
- * counts stored in its cache entry, or by JSON length when it has none. Only token reports,
- * `auto` mode's budget and the counts of a new cache entry load it.
+ * counts stored in its cache entry. Token reports, `auto` mode's budget, the counts of a new cache
+ * entry, and the choice of forms for a tool whose entry has no counts (as lists chose before
+ * counts were stored) load it.
  */
 function encoder(): Encode {
   encode ??= (createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as { encode: Encode }).encode;
