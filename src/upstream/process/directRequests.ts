@@ -79,17 +79,17 @@ export class DirectRequests {
    */
   take(value: unknown): boolean {
     if (this.waiting.size === 0 || !isObject(value) || value.method !== undefined) return false;
-    const id = typeof value.id === "number" ? value.id : typeof value.id === "string" ? Number(value.id) : Number.NaN;
+    const id = numericId(value.id);
     const entry = this.waiting.get(id);
     if (entry === undefined) return false;
     const { result, error } = value;
     if (isObject(result)) {
-      this.settle(id);
+      this.waiting.delete(id);
       entry.resolve(result);
       return true;
     }
     if (isObject(error) && typeof error.code === "number" && Number.isInteger(error.code) && typeof error.message === "string") {
-      this.settle(id);
+      this.waiting.delete(id);
       entry.reject(McpError.fromError(error.code, error.message, error.data));
       return true;
     }
@@ -98,10 +98,10 @@ export class DirectRequests {
 
   /** Fails the request `id` (true when it was a direct request that still waited). */
   fail(id: unknown, error: unknown): boolean {
-    const key = typeof id === "number" ? id : typeof id === "string" ? Number(id) : Number.NaN;
+    const key = numericId(id);
     const entry = this.waiting.get(key);
     if (entry === undefined) return false;
-    this.settle(key);
+    this.waiting.delete(key);
     entry.reject(error);
     return true;
   }
@@ -110,24 +110,23 @@ export class DirectRequests {
   close(): void {
     this.closed = true;
     const error = McpError.fromError(RpcCode.ConnectionClosed, "Connection closed");
-    for (const [id, entry] of [...this.waiting]) {
-      this.settle(id);
-      entry.reject(error);
-    }
+    const entries = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const entry of entries) entry.reject(error);
   }
 
   /** Tells the server the caller gave up on `id`, and fails it with the abort's reason. */
   private cancel(id: number, reason: unknown): void {
     const entry = this.waiting.get(id);
     if (entry === undefined) return;
-    this.settle(id);
+    this.waiting.delete(id);
     this.write({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: String(reason) } }).catch(() => undefined);
     // As the SDK client does: a reason that is not an McpError is wrapped in one.
     entry.reject(reason instanceof McpError ? reason : new McpError(RpcCode.RequestTimeout, String(reason)));
   }
+}
 
-  /** Forgets `id`; true when it was waiting. */
-  private settle(id: number): boolean {
-    return this.waiting.delete(id);
-  }
+/** An answer's id as the map holds it: the SDK client also reads a numeric string as its number. */
+function numericId(id: unknown): number {
+  return typeof id === "number" ? id : typeof id === "string" ? Number(id) : Number.NaN;
 }
