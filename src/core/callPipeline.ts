@@ -170,13 +170,7 @@ export class CallPipeline {
         if (decision.allowed) continue;
         const byGlob = decision.rule.startsWith(`servers.${candidate.server}.deny[`) || decision.rule === `servers.${candidate.server}.allow`;
         if (!byGlob && !guard.known(candidate.server, candidate.tool)) continue;
-        const refused = await guard.refuse(decision, {
-          ...(options.client !== undefined ? { client: options.client } : {}),
-          ...candidate,
-          args: args ?? {},
-          startedMs: Date.now(),
-          ...(options.run !== undefined ? { run: options.run } : {}),
-        });
+        const refused = await guard.refuse(decision, auditEvent(candidate.server, candidate.tool, args, options, Date.now()));
         return { refused };
       }
       throw resolver.unavailableServerError(name) ?? err;
@@ -190,15 +184,7 @@ export class CallPipeline {
       const result = catalog.validate(tool, args ?? {});
       if (!result.ok) {
         this.counters.invalidArguments += 1;
-        await guard.audit({
-          ...(options.client !== undefined ? { client: options.client } : {}),
-          server: tool.server,
-          tool: tool.tool.name,
-          args: args ?? {},
-          outcome: "invalid_arguments",
-          startedMs: Date.now(),
-          ...(options.run !== undefined ? { run: options.run } : {}),
-        });
+        await guard.audit({ ...auditEvent(tool.server, tool.tool.name, args, options, Date.now()), outcome: "invalid_arguments" });
         const schema = getSchemaResult(tool);
         return {
           isError: true,
@@ -253,7 +239,7 @@ export class CallPipeline {
   }
 }
 
-/** What the audit log records of a forwarded call, but its outcome. */
+/** What the audit log records of a call, but its outcome. */
 function auditEvent(server: string, tool: string, args: JsonObject | undefined, options: BridgeCallOptions, startedMs: number) {
   return {
     ...(options.client !== undefined ? { client: options.client } : {}),
